@@ -1,0 +1,44 @@
+# Every target installs what it needs first, so each one works on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTEST_FAST := -m "not docker and not tmux and not llm and not slow"
+
+.PHONY: setup run test test-all check bench golden tasks clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# The main job: the three baselines on all 40 tasks, then a leaderboard.
+run: $(STAMP)
+	$(VENV)/bin/srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_FAST) -q
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check env daemon client tests
+	$(VENV)/bin/ruff format --check env daemon client tests
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m srez_client.bench
+
+# Regenerate the 40 task files and the golden patches/trajectories (review the diff!).
+tasks: $(STAMP)
+	$(PY) env/tools/gen_tasks.py
+
+golden: $(STAMP)
+	$(PY) tests/env/make_golden.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""SRE-Zero host-side client: backends, results, CLI."""

@@ -1,0 +1,1 @@
+"""SRE-Zero benchmark: the deterministic simulated incident environment."""

@@ -1,0 +1,1 @@
+"""The simulation: rules, the closed-form engine, the timeline and telemetry."""

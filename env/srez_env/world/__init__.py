@@ -1,0 +1,1 @@
+"""The static world: configuration files, key schema, topology and history."""
