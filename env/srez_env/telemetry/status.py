@@ -111,7 +111,7 @@ def _tls_block(world: World, s: str, cfg: Config, minute: int) -> dict[str, obje
     for path in sorted(p for p in world.certs if p.rsplit("/", 1)[-1].startswith(f"{s}-")):
         end = world.certs[path]
         state = "expired" if end <= minute else f"valid until {topo.timestamp(world.t0, end)[:10]}"
-        available.append(f"{path.rsplit('/', 1)[-1]} ({state})")
+        available.append(f"{path} ({state})")
     return {
         "enabled": flag(cfg, "tls.enabled"),
         "cert_file": running,

@@ -1,0 +1,2 @@
+"""Baselines: the scripted oracle, the heuristic expert, the loudest-anomaly calibrator, a seeded
+random agent, and replay of a recorded trajectory (ENV_DESIGN §3.10, §6.12, §6.13)."""
