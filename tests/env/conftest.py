@@ -1,0 +1,29 @@
+"""Fixtures for the environment tests. Whole-benchmark sweeps are computed once per session."""
+
+from __future__ import annotations
+
+import pytest
+from envkit import run_agent
+
+from srez_env.env import SREEnv
+from srez_env.task import Task, load_tasks
+
+TASKS = load_tasks()
+TASK_IDS = [t.id for t in TASKS]
+BY_ID = {t.id: t for t in TASKS}
+
+
+@pytest.fixture(scope="session")
+def oracle_runs() -> dict[str, SREEnv]:
+    """The scripted expert on every task."""
+    return {t.id: run_agent(t, "scripted") for t in TASKS}
+
+
+@pytest.fixture(scope="session")
+def heuristic_runs() -> dict[str, SREEnv]:
+    """The heuristic expert on every task."""
+    return {t.id: run_agent(t, "heuristic") for t in TASKS}
+
+
+def task(task_id: str) -> Task:
+    return BY_ID[task_id]

@@ -1,0 +1,562 @@
+"""The task files and their schema (ENV_DESIGN §3.6, §3.11, §4, §5.2 test 1)."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+import yaml
+
+from srez_env.errors import EnvError, TaskError
+from srez_env.task import (
+    FAULT_KINDS,
+    SERVICES,
+    Action,
+    FaultKind,
+    Incident,
+    ServiceName,
+    Task,
+    derive_seed,
+    load_task,
+    load_tasks,
+    parse_task,
+    task_digest,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+GEN_TASKS = REPO / "env" / "tools" / "gen_tasks.py"
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    return {t.id: t for t in load_tasks()}
+
+
+def packaged_dict(task_id: str) -> dict[str, Any]:
+    text = (resources.files("srez_env.tasks") / f"{task_id}.yaml").read_text(encoding="utf-8")
+    data: dict[str, Any] = yaml.safe_load(text)
+    return data
+
+
+# --------------------------------------------------------------------------- the 40 files
+
+
+def test_all_tasks_load_and_ids_are_sre_001_to_040(tasks: dict[str, Task]) -> None:
+    assert list(tasks) == [f"sre-{n:03d}" for n in range(1, 41)]
+    assert [t.id for t in load_tasks()] == sorted(tasks)
+
+
+def test_seeds_match_derive_seed(tasks: dict[str, Task]) -> None:
+    assert derive_seed("sre-007") == 3533472769
+    assert tasks["sre-007"].seed == 3533472769
+    for task in tasks.values():
+        assert task.seed == derive_seed(task.id), task.id
+
+
+def test_difficulty_tiers_are_12_14_14(tasks: dict[str, Task]) -> None:
+    tiers = Counter(t.difficulty for t in tasks.values())
+    assert tiers == {"easy": 12, "medium": 14, "hard": 14}
+
+
+def test_every_fault_kind_appears_two_or_three_times(tasks: dict[str, Task]) -> None:
+    kinds = Counter(t.fault_kind for t in tasks.values())
+    assert set(kinds) == set(FAULT_KINDS)
+    assert kinds["none"] == 2
+    for kind in FAULT_KINDS[:-1]:
+        assert 2 <= kinds[kind] <= 3, kind
+
+
+def test_root_service_totals(tasks: dict[str, Task]) -> None:
+    roots = Counter(t.ground_truth.root_cause.service for t in tasks.values())
+    assert roots == {"gateway": 6, "auth": 7, "payments": 13, "db": 7, "cache": 5, "none": 2}
+
+
+def test_difficulty_profiles(tasks: dict[str, Task]) -> None:
+    profile = {"easy": (20, "all", 3), "medium": (30, "edge", 5), "hard": (40, "edge", 8)}
+    for task in tasks.values():
+        steps, scope, benign = profile[task.difficulty]
+        noise = task.noise
+        assert (task.max_steps, noise.alert_scope, noise.benign_lines_per_min) == (
+            steps,
+            scope,
+            benign,
+        ), task.id
+        if noise.log_dedup:
+            assert task.difficulty == "hard", task.id
+        if task.fault_kind != "none":
+            assert 6 <= task.expert_steps <= 8, task.id
+        else:
+            assert task.expert_steps == 5, task.id
+
+
+def test_gen_tasks_check_passes() -> None:
+    result = subprocess.run(
+        [sys.executable, str(GEN_TASKS), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "40 task files up to date"
+
+
+def test_gen_tasks_check_reports_a_changed_file(tmp_path: Path) -> None:
+    folder = resources.files("srez_env.tasks")
+    for n in range(1, 41):
+        name = f"sre-{n:03d}.yaml"
+        (tmp_path / name).write_text((folder / name).read_text(encoding="utf-8"), encoding="utf-8")
+    edited = tmp_path / "sre-012.yaml"
+    edited.write_text(edited.read_text(encoding="utf-8") + "# hand edit\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(GEN_TASKS), "--check", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "sre-012.yaml: differs from the matrix; run python env/tools/gen_tasks.py"
+    ]
+
+
+def test_briefs_read_like_pages_and_hide_the_cause(tasks: dict[str, Task]) -> None:
+    # Words that would give the fault away; the symptom vocabulary (503, 401, slow) is allowed.
+    giveaways = {
+        "wrong_upstream_port": ("port", "refused"),
+        "expired_tls_cert": ("cert", "tls", "expired"),
+        "conn_pool_exhaustion": ("pool",),
+        "db_max_connections_low": ("max_connections", "too many"),
+        "memory_leak": ("memory", "leak", "oom"),
+        "bad_deploy": ("deploy", "release", "version"),
+        "disk_full": ("disk", "space"),
+        "dns_misconfig": ("dns", "nameserver", "resolver"),
+        "cache_eviction_stampede": ("cache", "evict", "hit ratio"),
+        "rate_limit_misconfig": ("rate limit", "ratelimit", "429"),
+        "feature_flag_regression": ("flag",),
+        "dependency_timeout": ("timeout", "deadline"),
+        "replicas_zero": ("replica", "scale"),
+        "cpu_throttling": ("throttl", "cpu limit"),
+    }
+    named = {
+        "auth": ("auth",),
+        "payments": ("payments",),
+        "cache": ("cache",),
+        "db": ("db", "database"),
+    }
+    for task in tasks.values():
+        brief = task.incident.brief
+        assert re.search(r"~\d\d:\d\dZ", brief), task.id
+        assert brief.endswith(("apply a minimal fix.", "apply a minimal, durable fix.")), task.id
+        if task.difficulty == "easy" or task.fault_kind == "none":
+            continue
+        text = brief.lower()
+        assert task.fault_kind not in text
+        assert task.fault_kind.replace("_", " ") not in text
+        for word in giveaways[task.fault_kind]:
+            assert word not in text, (task.id, word)
+        for word in named.get(task.ground_truth.root_cause.service, ()):
+            assert not re.search(rf"\b{word}\b", text), (task.id, word)
+
+
+def test_fault_event_follows_the_difficulty_profile(tasks: dict[str, Task]) -> None:
+    for task in tasks.values():
+        event = task.noise.fault_event
+        if task.fault_kind in ("none", "expired_tls_cert"):
+            assert event == "hidden", task.id  # no fault event exists (§6.9)
+        elif task.id == "sre-036":
+            assert event == "camouflaged"
+        elif task.difficulty == "easy" or task.fault_kind in ("memory_leak", "bad_deploy"):
+            assert event == "visible", task.id
+        else:
+            assert event == "hidden", task.id
+
+
+def test_decoy_deploys_have_their_version_at_the_same_minute(tasks: dict[str, Task]) -> None:
+    for task in tasks.values():
+        listed = {(v.service, v.version, v.minutes_before) for v in task.injection.versions}
+        for ev in task.noise.decoy_events:
+            if ev.kind == "deploy":
+                assert (ev.service, ev.value, ev.minutes_before) in listed, task.id
+        for spec in task.injection.versions:
+            assert isinstance(spec.props.get("changelog"), str), (task.id, spec.version)
+
+
+def test_config_witnesses_are_whole_lines_and_dedup_has_oracle_args(
+    tasks: dict[str, Task],
+) -> None:
+    for task in tasks.values():
+        for item in task.ground_truth.required_evidence:
+            if item.tool == "get_config":
+                assert item.witness is not None
+                assert re.fullmatch(r"[a-z_]+ = \S+", item.witness), (task.id, item.id)
+            if task.noise.log_dedup and item.tool == "get_logs":
+                assert item.oracle_args.get("since") == "2h", (task.id, item.id)
+                assert str(item.oracle_args["grep"]) in (item.witness or ""), (task.id, item.id)
+
+
+def test_k02_tasks_expire_the_old_cert_at_the_onset(tasks: dict[str, Task]) -> None:
+    for task in tasks.values():
+        if task.fault_kind != "expired_tls_cert":
+            continue
+        service = task.ground_truth.root_cause.service
+        (edit,) = task.injection.config
+        assert edit.minutes_before == 5760
+        (cert,) = task.injection.certs
+        assert cert.path == f"/etc/certs/{service}-2024.pem"
+        onset = task.incident.start.timestamp() - 60 * task.incident.onset_min_before
+        assert cert.not_after.timestamp() == onset
+
+
+# --------------------------------------------------------------------------- the §4 tasks
+
+
+def test_sre_007_matches_section_4(tasks: dict[str, Task]) -> None:
+    t = tasks["sre-007"]
+    assert (t.title, t.difficulty, t.max_steps) == (
+        "Checkout failures after a payments config push",
+        "easy",
+        20,
+    )
+    assert t.incident.start == datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
+    assert t.incident.onset_min_before == 12
+    assert "~09:48Z" in t.incident.brief
+    assert [(c.service, c.key, c.value) for c in t.injection.config] == [
+        ("payments", "db.pool_max", "2")
+    ]
+    ev = t.ground_truth.required_evidence
+    assert [(e.id, e.tool, e.match, e.witness) for e in ev] == [
+        ("E1", "get_logs", {"service": "payments"}, "timeout acquiring db connection"),
+        ("E2", "get_metrics", {"service": "payments", "metric": "db_pool_in_use"}, None),
+        ("E3", "get_config", {"service": "payments"}, "pool_max = 2"),
+    ]
+    assert t.ground_truth.allowed_changes == ["payments:db.pool_max"]
+    assert t.ground_truth.allowed_restarts == ["payments"]
+    assert [a.model_dump() for a in t.reference_fix] == [
+        {
+            "tool": "set_config",
+            "args": {"service": "payments", "key": "db.pool_max", "value": "20"},
+        }
+    ]
+    assert (t.calibration.heuristic_expected, t.calibration.loudest_expected) == (True, "gateway")
+    assert t.expert_steps == 6
+
+
+def test_sre_025_matches_section_4(tasks: dict[str, Task]) -> None:
+    t = tasks["sre-025"]
+    assert (t.seed, t.difficulty, t.noise.alert_scope, t.noise.fault_event) == (
+        1883978227,
+        "hard",
+        "edge",
+        "hidden",
+    )
+    ev = t.ground_truth.required_evidence
+    assert [e.id for e in ev] == ["E1", "E2", "E3", "E4"]
+    assert (ev[0].tool, ev[0].match, ev[0].witness) == (
+        "get_metrics",
+        {"service": "db", "metric": "qps"},
+        None,
+    )
+    assert ev[1].match == {"service": "cache", "metric": "hit_ratio"}
+    assert (ev[2].tool, ev[2].witness) == ("get_logs", "maxmemory=48MB")
+    assert (ev[3].tool, ev[3].witness) == ("get_config", "maxmemory_mb = 48")
+    assert t.ground_truth.propagation == ["cache", "payments", "db", "auth", "gateway"]
+    assert [(e.minutes_before, e.kind) for e in t.noise.decoy_events] == [
+        (40, "config_change"),
+        (18, "deploy"),
+    ]
+    assert t.ground_truth.allowed_restarts == []
+    assert t.reference_fix[0].args == {
+        "service": "cache",
+        "key": "memory.maxmemory_mb",
+        "value": "512",
+    }
+    assert (t.calibration.heuristic_expected, t.calibration.loudest_expected) == (False, "db")
+
+
+def test_sre_005_matches_section_4(tasks: dict[str, Task]) -> None:
+    t = tasks["sre-005"]
+    assert t.seed == 3212971246
+    (edit,) = t.injection.config
+    assert (edit.service, edit.key, edit.value, edit.minutes_before) == (
+        "db",
+        "tls.cert_file",
+        "/etc/certs/db-2024.pem",
+        5760,
+    )
+    (cert,) = t.injection.certs
+    assert cert.not_after == datetime(2025, 3, 14, 9, 42, tzinfo=UTC)
+    assert [e.kind for e in t.injection.events] == ["cert_renewed"]
+    assert [(e.minutes_before, e.service, e.kind) for e in t.noise.decoy_events] == [
+        (35, "payments", "restart")
+    ]
+    witnesses = [e.witness for e in t.ground_truth.required_evidence]
+    assert witnesses == [
+        "certificate has expired",
+        "db-2024.pem",
+        "cert_file = /etc/certs/db-2024.pem",
+    ]
+    assert [a.tool for a in t.reference_fix] == ["set_config", "restart"]
+    assert t.ground_truth.allowed_restarts == ["db"]
+    assert t.expert_steps == 7
+
+
+def test_sre_014_matches_section_4(tasks: dict[str, Task]) -> None:
+    t = tasks["sre-014"]
+    assert t.seed == 3507908770
+    ev = {e.id: e for e in t.ground_truth.required_evidence}
+    assert ev["E2"].oracle_args == {"grep": "OOMKilled", "since": "1h"}
+    assert ev["E2"].witness == "OOMKilled"
+    assert (ev["E4"].tool, ev["E4"].match, ev["E4"].witness) == (
+        "get_events",
+        {},
+        "deploy payments 2.4.0 -> 2.4.1",
+    )
+    leaky = t.injection.versions[0]
+    assert (leaky.version, leaky.minutes_before, leaky.props["leak_mb_per_min"]) == (
+        "2.4.1",
+        45,
+        150.0,
+    )
+    (effect,) = t.noise.decoy_effects
+    assert (effect.service, effect.effect, effect.value, effect.from_min, effect.to_min) == (
+        "cache",
+        "extra_rps",
+        960.0,
+        -29,
+        600,
+    )
+    assert [a.model_dump() for a in t.reference_fix] == [
+        {"tool": "rollback", "args": {"service": "payments", "version": "2.4.0"}}
+    ]
+    assert (t.calibration.heuristic_expected, t.calibration.loudest_expected) == (False, "cache")
+
+
+# --------------------------------------------------------------------------- validators
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _bad_seed(d: dict[str, Any]) -> None:
+    d["seed"] += 1
+
+
+def _fault_mismatch(d: dict[str, Any]) -> None:
+    d["ground_truth"]["root_cause"]["fault"] = "disk_full"
+
+
+def _read_only_fix(d: dict[str, Any]) -> None:
+    d["reference_fix"][0] = {"tool": "get_config", "args": {"service": "db"}}
+
+
+def _fix_key_not_allowed(d: dict[str, Any]) -> None:
+    d["reference_fix"][0]["args"]["key"] = "logging.level"
+
+
+def _restart_not_allowed(d: dict[str, Any]) -> None:
+    d["ground_truth"]["allowed_restarts"] = []
+
+
+def _control_with_fix(d: dict[str, Any]) -> None:
+    d["fault_kind"] = "none"
+    d["ground_truth"]["root_cause"] = {"service": "none", "fault": "none"}
+    d["ground_truth"]["propagation"] = []
+
+
+def _duplicate_evidence_id(d: dict[str, Any]) -> None:
+    d["ground_truth"]["required_evidence"][1]["id"] = "E1"
+
+
+def _oracle_args_overlap_match(d: dict[str, Any]) -> None:
+    d["ground_truth"]["required_evidence"][0]["oracle_args"] = {"service": "auth"}
+
+
+def _oracle_args_not_a_tool_arg(d: dict[str, Any]) -> None:
+    d["ground_truth"]["required_evidence"][2]["oracle_args"] = {"grep": "cert"}
+
+
+def _unknown_decoy_version(d: dict[str, Any]) -> None:
+    text = "deploy auth 3.0.2 -> 3.9.9 (changelog: x)"
+    event = {"minutes_before": 20, "service": "auth", "kind": "deploy", "text": text}
+    d["noise"]["decoy_events"].append({**event, "value": "3.9.9"})
+
+
+def _non_inert_decoy_change(d: dict[str, Any]) -> None:
+    text = "config change db: server.max_connections (by dba-oncall)"
+    event = {"minutes_before": 20, "service": "db", "kind": "config_change", "text": text}
+    d["noise"]["decoy_events"].append({**event, "key": "server.max_connections", "value": "90"})
+
+
+def _dedup_with_short_onset(d: dict[str, Any]) -> None:
+    d["noise"]["log_dedup"] = True
+    d["incident"]["onset_min_before"] = 10
+
+
+def _unknown_field(d: dict[str, Any]) -> None:
+    d["noise"]["shuffle_logs"] = True
+
+
+def _bad_allowed_change(d: dict[str, Any]) -> None:
+    d["ground_truth"]["allowed_changes"] = ["db-tls.cert_file"]
+
+
+def _bad_alert_also(d: dict[str, Any]) -> None:
+    d["noise"]["alert_also"] = ["CertExpiringSoon gateway"]
+
+
+def _naive_start(d: dict[str, Any]) -> None:
+    d["incident"]["start"] = "2025-03-14T10:00:00"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "reason"),
+    [
+        (_bad_seed, "seed:", "derive_seed('sre-005') = 3212971246"),
+        (_fault_mismatch, "ground_truth.root_cause.fault:", "differs from fault_kind"),
+        (_read_only_fix, "reference_fix[0].tool:", "not a mutating tool"),
+        (_fix_key_not_allowed, "reference_fix[0]:", "not in ground_truth.allowed_changes"),
+        (_restart_not_allowed, "reference_fix[1]:", "not in ground_truth.allowed_restarts"),
+        (_control_with_fix, "reference_fix:", "must be empty for a control task"),
+        (_duplicate_evidence_id, "ground_truth.required_evidence:", "'E1' is used twice"),
+        (
+            _oracle_args_overlap_match,
+            "ground_truth.required_evidence[0].oracle_args:",
+            "must be disjoint",
+        ),
+        (
+            _oracle_args_not_a_tool_arg,
+            "ground_truth.required_evidence[2].oracle_args: grep",
+            "not an argument of get_config",
+        ),
+        (_unknown_decoy_version, "noise.decoy_events[1].value:", "'3.9.9' is not in the auth"),
+        (_non_inert_decoy_change, "noise.decoy_events[1].key:", "not an inert key of db"),
+        (_dedup_with_short_onset, "noise.log_dedup:", "got 10"),
+        (_unknown_field, "noise.shuffle_logs:", "Extra inputs are not permitted"),
+        (_bad_allowed_change, "ground_truth.allowed_changes:", "must look like 'service:key'"),
+        (_bad_alert_also, "noise.alert_also:", "must look like 'AlertName:service'"),
+        (_naive_start, "incident.start:", "timezone"),
+    ],
+    ids=lambda v: v.__name__.strip("_") if callable(v) else None,
+)
+def test_validator_rejects_a_bad_task(mutate: Mutation, field: str, reason: str) -> None:
+    good = packaged_dict("sre-005")
+    parse_task(yaml.safe_dump(good), "sre-005.yaml")  # the base is valid
+    data = copy.deepcopy(good)
+    mutate(data)
+    with pytest.raises(TaskError) as info:
+        parse_task(yaml.safe_dump(data), "sre-005.yaml")
+    message = str(info.value)
+    assert message.startswith(f"sre-005.yaml: {field}"), message
+    assert reason in message
+    assert "\n" not in message
+
+
+def test_action_args_keep_ints_and_strings_apart() -> None:
+    scale = Action.model_validate({"tool": "scale", "args": {"service": "auth", "replicas": 3}})
+    port = Action.model_validate(
+        {"tool": "set_config", "args": {"service": "db", "key": "db.port", "value": "5432"}}
+    )
+    assert scale.args["replicas"] == 3
+    assert isinstance(scale.args["replicas"], int)
+    assert port.args["value"] == "5432"
+    assert isinstance(port.args["value"], str)
+    with pytest.raises(ValueError, match="args"):
+        Action.model_validate({"tool": "scale", "args": {"service": "auth", "replicas": True}})
+
+
+def test_scale_fix_with_a_string_count_is_rejected() -> None:
+    data = packaged_dict("sre-035")
+    data["reference_fix"][0]["args"]["replicas"] = "3"
+    with pytest.raises(TaskError, match=r"reference_fix\[0\]\.args\.replicas: must be an integer"):
+        parse_task(yaml.safe_dump(data), "sre-035.yaml")
+
+
+def test_incident_start_is_normalised_to_utc() -> None:
+    incident = Incident.model_validate(
+        {"start": "2025-03-14T11:00:00+01:00", "onset_min_before": 5, "brief": "x"}
+    )
+    assert incident.start == datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
+    assert incident.start.utcoffset() is not None
+    assert incident.start.tzinfo == UTC
+
+
+def test_models_are_frozen_and_constants_match_the_literals(tasks: dict[str, Task]) -> None:
+    with pytest.raises(ValueError, match="frozen"):
+        tasks["sre-001"].title = "x"  # type: ignore[misc]
+    assert get_args(ServiceName) == SERVICES
+    assert get_args(FaultKind) == FAULT_KINDS
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_broken_file_names_file_and_field(tmp_path: Path) -> None:
+    data = packaged_dict("sre-007")
+    data["ground_truth"]["allowed_changes"] = ["payments-db.pool_max"]
+    path = tmp_path / "sre-007.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(TaskError) as info:
+        load_task(path)
+    assert str(info.value).startswith(
+        "sre-007.yaml: ground_truth.allowed_changes: 'payments-db.pool_max' must look like "
+        "'service:key'"
+    )
+    assert isinstance(info.value, EnvError)
+    assert isinstance(info.value, ValueError)
+
+
+def test_unparsable_yaml_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("id: sre-001\ntitle: [unclosed\n", encoding="utf-8")
+    with pytest.raises(TaskError, match=r"^broken\.yaml: not valid YAML at line \d+"):
+        load_task(path)
+
+
+def test_non_mapping_and_missing_files(tmp_path: Path) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("- 1\n- 2\n", encoding="utf-8")
+    with pytest.raises(TaskError, match=r"^list\.yaml: expected a mapping"):
+        load_task(path)
+    with pytest.raises(TaskError, match=r"^absent\.yaml: cannot read"):
+        load_task(tmp_path / "absent.yaml")
+
+
+def test_file_name_must_match_the_id(tmp_path: Path) -> None:
+    path = tmp_path / "sre-006.yaml"
+    path.write_text(yaml.safe_dump(packaged_dict("sre-005")), encoding="utf-8")
+    with pytest.raises(TaskError, match=r"^sre-006\.yaml: id: 'sre-005' does not match"):
+        load_task(path)
+    good = tmp_path / "sre-005.yaml"
+    good.write_text(yaml.safe_dump(packaged_dict("sre-005")), encoding="utf-8")
+    assert load_task(good) == load_tasks(["sre-005"])[0]
+
+
+def test_unknown_task_id() -> None:
+    with pytest.raises(TaskError) as info:
+        load_tasks(["sre-001", "sre-999"])
+    assert str(info.value) == "unknown task id 'sre-999' (known: sre-001 … sre-040)"
+
+
+def test_load_tasks_by_id_keeps_the_requested_order() -> None:
+    picked = load_tasks(["sre-025", "sre-007"])
+    assert [t.id for t in picked] == ["sre-025", "sre-007"]
+    assert picked[1] is load_tasks()[6]  # read once, then served from the cache
+
+
+def test_task_digest_is_stable_and_content_based(tasks: dict[str, Task]) -> None:
+    t = tasks["sre-007"]
+    again = parse_task(yaml.safe_dump(packaged_dict("sre-007")), "again.yaml")
+    assert task_digest(t) == task_digest(again)
+    assert re.fullmatch(r"[0-9a-f]{64}", task_digest(t))
+    assert len({task_digest(x) for x in tasks.values()}) == 40
