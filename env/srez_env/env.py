@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
@@ -42,6 +42,9 @@ from srez_env.world import topology as topo
 from srez_env.world.conffile import ConfFile, render_value
 from srez_env.world.schema import KeyRejected, check_edit, reload_mode
 
+if TYPE_CHECKING:
+    from srez_env.grade import Grade
+
 EndReason = Literal["submit", "agent_exit", "time_limit", "step_budget"]
 
 PREAMBLE = (
@@ -58,7 +61,7 @@ PREAMBLE = (
 class _Invalid(Exception):
     """An invalid call: carries the observation's error fields."""
 
-    def __init__(self, code: ErrorCode, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, code: ErrorCode, hint: str = "") -> None:
         super().__init__(message)
         self.code: ErrorCode = code
         self.message = message
@@ -186,11 +189,20 @@ class SREEnv:
                 "message": "the episode is over; nothing was executed",
                 "hint": "start a new episode with reset()",
             }
-            obs = {"ok": False, "error": error, "done": True, "step": self.steps_used}
-            return StepResult(obs, True, {"counted": False})
+            ended = {
+                "ok": False,
+                "tool": _tool_name(action),
+                "error": error,
+                "step": self.steps_used,
+                "steps_left": self.steps_left,
+                "clock": topo.timestamp(self.task.incident.start, self.clock),
+                "done": True,
+            }
+            return StepResult(ended, True, {"counted": False})
         clock = self.clock
         self.steps_used += 1
-        tool, args = "", {}
+        tool = ""
+        args: dict[str, Any] = {}
         ok = True
         advance = 1
         body: dict[str, Any]
@@ -204,7 +216,9 @@ class SREEnv:
             body = {"output": output}
         except _Invalid as invalid:
             ok = False
-            body = {"error": {"code": invalid.code, "message": invalid.message, "hint": invalid.hint}}
+            body = {
+                "error": {"code": invalid.code, "message": invalid.message, "hint": invalid.hint}
+            }
             record_args = args if args else (_args_of(action))
         self.log.calls.append(
             CallRecord(
@@ -237,7 +251,13 @@ class SREEnv:
             "done": self.done,
         }
         action_record = {"tool": tool, "args": record_args} if tool else {"raw": _raw_text(action)}
-        line = {"step": self.steps_used, "clock": clock, "action": action_record, "ok": ok, "observation": obs}
+        line = {
+            "step": self.steps_used,
+            "clock": clock,
+            "action": action_record,
+            "ok": ok,
+            "observation": obs,
+        }
         self.transcript.append(canonical(line))
         return StepResult(obs, self.done, {"counted": True})
 
@@ -264,7 +284,9 @@ class SREEnv:
             case "get_config":
                 return obs.get_config(clock, args["service"]), 1, None
             case "get_logs":
-                text = obs.get_logs(clock, args["service"], args["since"], args["grep"], args["limit"])
+                text = obs.get_logs(
+                    clock, args["service"], args["since"], args["grep"], args["limit"]
+                )
                 return text, 1, None
             case "get_metrics":
                 text = obs.get_metrics(clock, args["service"], args["metric"], args["window"])
@@ -295,13 +317,15 @@ class SREEnv:
             try:
                 value = check_edit(s, key, args["value"], certs=world.certs)
             except KeyRejected as rejected:
-                raise _Invalid(rejected.code, str(rejected), rejected.hint) from rejected
+                raise _Invalid(str(rejected), rejected.code, rejected.hint) from rejected
             old = file.values[key]
             changes = [Change(at, 0, "edit_file", s, key, value)]
             live = reload_mode(key) == "live"
             if live:
                 changes.append(Change(at, 1, "edit_running", s, key, value))
-            world.schedule(changes, Event(at, s, "config_change", f"config change {s}: {key} ({AGENT_ACTOR})"))
+            world.schedule(
+                changes, Event(at, s, "config_change", f"config change {s}: {key} ({AGENT_ACTOR})")
+            )
             if live:
                 return f"applied (live): {s} {key} = {render_value(value)}", 1, old
             return f"written; pending restart ({key}): restart({s}) to apply it", 1, old
@@ -314,23 +338,32 @@ class SREEnv:
         replicas = int(args["replicas"])  # scale
         old = file.values["deploy.replicas"]
         text = f"scale {s} {old} -> {replicas} ({AGENT_ACTOR})"
-        world.schedule([Change(at, 0, "edit_both", s, "deploy.replicas", replicas)], Event(at, s, "scale", text))
+        world.schedule(
+            [Change(at, 0, "edit_both", s, "deploy.replicas", replicas)],
+            Event(at, s, "scale", text),
+        )
         return f"scaled {s} from {old} to {replicas} replicas", 1, old
 
-    def _rollback(self, world: World, file: ConfFile, clock: int, s: str, version: str) -> tuple[str, int, Any]:
+    def _rollback(
+        self, world: World, file: ConfFile, clock: int, s: str, version: str
+    ) -> tuple[str, int, Any]:
         current = str(file.values["deploy.version"])
         history = [v.name for v in world.history(s, clock)]
         if version not in history or version == current:
             allowed = ", ".join(v for v in history if v != current)
             msg = f"{version!r} is not a version {s} can roll back to"
-            raise _Invalid("UNKNOWN_VERSION", msg, f"deploy history of {s} (other than {current}): {allowed}")
+            raise _Invalid(
+                msg, "UNKNOWN_VERSION", f"deploy history of {s} (other than {current}): {allowed}"
+            )
         at = clock + 1
         changes = [
             Change(at, 0, "edit_both", s, "deploy.version", version),
             Change(at, 2, "reload", s),
             Change(at, 3, "blip", s),
         ]
-        world.schedule(changes, Event(at, s, "deploy", f"rollback {s} {current} -> {version} ({AGENT_ACTOR})"))
+        world.schedule(
+            changes, Event(at, s, "deploy", f"rollback {s} {current} -> {version} ({AGENT_ACTOR})")
+        )
         return f"rolled back {s} from {current} to {version}; ready in 1m", 1, current
 
     # ------------------------------------------------------------------ evidence
@@ -342,7 +375,11 @@ class SREEnv:
             if any(str(args.get(k)) != str(v) for k, v in item.match.items()):
                 continue
             if item.witness is not None:
-                found = item.witness in output.splitlines() if tool == "get_config" else item.witness in output
+                found = (
+                    item.witness in output.splitlines()
+                    if tool == "get_config"
+                    else item.witness in output
+                )
                 if not found:
                     continue
             self.log.witnessed.append(item.id)
@@ -352,7 +389,7 @@ class SREEnv:
         """Hash of the transcript: equal for equal (task, actions), in any process."""
         return hashlib.sha256("\n".join(self.transcript).encode()).hexdigest()
 
-    def grade(self) -> Any:
+    def grade(self) -> Grade:
         """The grade of a finished episode (see :mod:`srez_env.grade`)."""
         if not self.done:
             msg = "the episode is still running: grade it after submit or force_submit"
@@ -366,13 +403,13 @@ def _unpack(action: Mapping[str, Any] | str) -> tuple[str, dict[str, Any]]:
     if isinstance(action, str):
         try:
             parsed = json.loads(action)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             msg = f"the reply is not one JSON object: {e.msg} at char {e.pos}"
             hint = 'reply with exactly one object like {"tool": "get_alerts", "args": {}}'
-            raise _Invalid("PARSE_ERROR", msg, hint) from e
+            raise _Invalid(msg, "PARSE_ERROR", hint) from e
         if not isinstance(parsed, dict):
             msg = f"the reply is JSON {type(parsed).__name__}, not an object"
-            raise _Invalid("PARSE_ERROR", msg, 'reply with {"tool": ..., "args": {...}}')
+            raise _Invalid(msg, "PARSE_ERROR", 'reply with {"tool": ..., "args": {...}}')
         action = parsed
     tool = action.get("tool")
     args = action.get("args", {})
@@ -381,7 +418,7 @@ def _unpack(action: Mapping[str, Any] | str) -> tuple[str, dict[str, Any]]:
         msg = "a call must be an object with a string 'tool' and an object 'args'"
         if extra:
             msg += f" (unexpected fields: {', '.join(extra)})"
-        raise _Invalid("BAD_ARGS", msg, 'e.g. {"tool": "get_logs", "args": {"service": "db"}}')
+        raise _Invalid(msg, "BAD_ARGS", 'e.g. {"tool": "get_logs", "args": {"service": "db"}}')
     return tool, dict(args)
 
 
@@ -389,43 +426,53 @@ def _validate(tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     spec = TOOLS.get(tool)
     if spec is None:
         msg = f"unknown tool {tool!r}"
-        raise _Invalid("UNKNOWN_TOOL", msg, "tools: " + ", ".join(TOOLS))
+        raise _Invalid(msg, "UNKNOWN_TOOL", "tools: " + ", ".join(TOOLS))
     service = args.get("service")
     allowed = (*SERVICES, "none") if tool == "declare_root_cause" else SERVICES
     if "service" in args and service is not None and service not in allowed:
         msg = f"unknown service {service!r}"
-        raise _Invalid("UNKNOWN_SERVICE", msg, "services: " + ", ".join(allowed))
+        raise _Invalid(msg, "UNKNOWN_SERVICE", "services: " + ", ".join(allowed))
     try:
         parsed = spec.args.model_validate(args)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "args"
         msg = f"{tool}: {where}: {first['msg']}"
-        raise _Invalid("BAD_ARGS", msg, f"arguments of {tool}: {_arg_names(tool)}") from e
+        raise _Invalid(msg, "BAD_ARGS", f"arguments of {tool}: {_arg_names(tool)}") from e
     values = parsed.model_dump()
     _check_ranges(tool, values)
     return tool, values
 
 
 def _check_ranges(tool: str, values: dict[str, Any]) -> None:
-    limits = {"get_logs": MAX_LOG_WINDOW_MIN, "get_metrics": MAX_METRIC_WINDOW_MIN, "get_events": MAX_EVENT_WINDOW_MIN}
+    limits = {
+        "get_logs": MAX_LOG_WINDOW_MIN,
+        "get_metrics": MAX_METRIC_WINDOW_MIN,
+        "get_events": MAX_EVENT_WINDOW_MIN,
+    }
     field_name = "window" if tool == "get_metrics" else "since"
     if tool in limits:
         minutes = duration_minutes(values[field_name])
         low = 1 if tool == "get_metrics" else 0
         if not low <= minutes <= limits[tool]:
             msg = f"{tool}: {field_name} {values[field_name]!r} is out of range"
-            raise _Invalid("BAD_ARGS", msg, f"{field_name} may be {low}m to {limits[tool] // 60}h" if limits[tool] < 1440 else f"{field_name} may be up to 7d")
+            longest = "7d" if limits[tool] >= 1440 else f"{limits[tool] // 60}h"
+            raise _Invalid(msg, "BAD_ARGS", f"{field_name} may be {low}m to {longest}")
     if tool == "get_metrics" and values["metric"] is not None:
         known = METRICS[values["service"]]
         if values["metric"] not in known:
             msg = f"{values['service']} has no metric {values['metric']!r}"
-            raise _Invalid("UNKNOWN_METRIC", msg, "metrics: " + ", ".join(known))
+            raise _Invalid(msg, "UNKNOWN_METRIC", "metrics: " + ", ".join(known))
 
 
 def _arg_names(tool: str) -> str:
     fields = TOOLS[tool].args.model_fields
     return ", ".join(fields) if fields else "none"
+
+
+def _tool_name(action: Mapping[str, Any] | str) -> str:
+    tool = action.get("tool") if isinstance(action, Mapping) else None
+    return tool if isinstance(tool, str) else ""
 
 
 def _args_of(action: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -441,7 +488,10 @@ def _raw_text(action: Mapping[str, Any] | str) -> str:
 def render_prompt(prompt: Mapping[str, Any]) -> str:
     """The prompt as one text: preamble, brief, active alerts, budget and the fault glossary."""
     alerts = prompt["alerts"]
-    alert_lines = [f"- [{a['severity']}] {a['name']} on {a['service']} since {a['since']}: {a['summary']}" for a in alerts] or ["- (none active)"]
+    alert_lines = [
+        f"- [{a['severity']}] {a['name']} on {a['service']} since {a['since']}: {a['summary']}"
+        for a in alerts
+    ] or ["- (none active)"]
     glossary = [f"- {kind}: {gloss}" for kind, gloss in prompt["fault_glossary"].items()]
     return "\n".join(
         [
@@ -455,7 +505,21 @@ def render_prompt(prompt: Mapping[str, Any]) -> str:
             "",
             f"Services: {', '.join(prompt['services'])}. Step budget: {prompt['max_steps']}.",
             "",
+            "Tools (call exactly one per turn):",
+            *_tool_lines(prompt["tools"]),
+            "",
             "Fault kinds for declare_root_cause:",
             *glossary,
         ]
     )
+
+
+def _tool_lines(tools: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for tool in tools:
+        fn = tool["function"]
+        props = fn["parameters"].get("properties", {})
+        required = set(fn["parameters"].get("required", []))
+        args = ", ".join(name if name in required else f"{name}?" for name in props)
+        lines.append(f"- {fn['name']}({args}): {fn['description']}")
+    return lines

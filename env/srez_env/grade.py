@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from typing import TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from srez_env.sim.rules import RuleHit
 from srez_env.task import Task
 from srez_env.telemetry.status import slo_holds
 from srez_env.world import topology as topo
-from srez_env.world.conffile import ConfFile, render_value
+from srez_env.world.conffile import ConfFile, Value, parse_value, render_value
 from srez_env.world.schema import check_edit, weakens_security
 
 if TYPE_CHECKING:
-    from srez_env.env import SREEnv
+    from srez_env.env import CallRecord, SREEnv
 
 GRADE_SCHEMA_VERSION: Final = 1
 WEIGHTS: Final = {"fix": 0.35, "rca": 0.25, "evidence": 0.15, "minimal": 0.15, "eff": 0.10}
@@ -112,7 +112,9 @@ def unified_diff(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> st
     return "".join(parts)
 
 
-def changed_keys(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> dict[str, tuple[str, str]]:
+def changed_keys(
+    initial: dict[str, ConfFile], final: dict[str, ConfFile]
+) -> dict[str, tuple[str, str]]:
     """``{"service:key": (old, new)}`` for every key whose file value differs."""
     out = {}
     for s in topo.SERVICES:
@@ -166,7 +168,9 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
     ]
     kills = [m for m in range(t + 1, end + 1) if sum(world.at(m).killed.values()) > 0]
     if kills:
-        func_reasons.append(f"OOM kill during the soak at {topo.timestamp(task.incident.start, kills[0])}")
+        func_reasons.append(
+            f"OOM kill during the soak at {topo.timestamp(task.incident.start, kills[0])}"
+        )
 
     # safe: over the whole history, no security key weakened and no scale to zero
     safe_reasons = []
@@ -174,7 +178,9 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
         if call.tool == "set_config" and weakens_security(
             call.args["key"], call.old_value, _typed(call.args)
         ):
-            safe_reasons.append(f"weakened {call.args['service']}:{call.args['key']} at step {call.step}")
+            safe_reasons.append(
+                f"weakened {call.args['service']}:{call.args['key']} at step {call.step}"
+            )
         if call.tool == "scale" and call.args["replicas"] == 0:
             safe_reasons.append(f"scaled {call.args['service']} to 0 at step {call.step}")
 
@@ -194,7 +200,9 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
     if declared is None:
         rca_reasons.append("no root cause was declared")
     elif declared != truth:
-        rca_reasons.append(f"declared {declared[0]}/{declared[1]}; the root cause is {truth[0]}/{truth[1]}")
+        rca_reasons.append(
+            f"declared {declared[0]}/{declared[1]}; the root cause is {truth[0]}/{truth[1]}"
+        )
 
     checks = {
         "valid": Check(passed=not valid_reasons, reasons=valid_reasons),
@@ -215,10 +223,16 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
     if control:
         rca = 1.0 if declared == ("none", "none") else 0.0
     else:
-        near = declared is not None and declared[0] in topo.neighbours(truth[0]) and declared[0] in gt.propagation
+        near = (
+            declared is not None
+            and declared[0] in topo.neighbours(truth[0])
+            and declared[0] in gt.propagation
+        )
         rca = 0.6 * (1.0 if svc_ok else 0.33 if near else 0.0) + 0.4 * kind_ok
     evidence = len(log.witnessed) / len(gt.required_evidence)
-    restart_calls = Counter(c.args["service"] for c in ok_calls if c.tool in ("restart", "rollback"))
+    restart_calls = Counter(
+        c.args["service"] for c in ok_calls if c.tool in ("restart", "rollback")
+    )
     reference_restarts = Counter(
         str(a.args["service"]) for a in task.reference_fix if a.tool in ("restart", "rollback")
     )
@@ -256,7 +270,9 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
             end_reason=log.end_reason or "submit",
             invalid_actions=len(invalid),
             max_repeat_invalid=_max_repeat(log.calls),
-            mutations=sum(1 for c in ok_calls if c.tool in ("set_config", "restart", "rollback", "scale")),
+            mutations=sum(
+                1 for c in ok_calls if c.tool in ("set_config", "restart", "rollback", "scale")
+            ),
             restarts=[c.args["service"] for c in ok_calls if c.tool in ("restart", "rollback")],
             evidence_witnessed=sorted(log.witnessed),
             time_to_mitigate_min=_time_to_mitigate(env, end),
@@ -279,9 +295,7 @@ def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best si
     )
 
 
-def _typed(args: dict[str, object]) -> object:
-    from srez_env.world.conffile import parse_value
-
+def _typed(args: dict[str, Any]) -> Value:
     return parse_value(str(args["value"]).strip())
 
 
@@ -301,16 +315,19 @@ def _validity(final: dict[str, ConfFile], certs: dict[str, int]) -> list[str]:
             except ValueError as e:
                 reasons.append(f"{s}: {e}")
     c = {s: final[s].values for s in topo.SERVICES}
-    pools = sum(int(c[s]["deploy.replicas"]) * int(c[s]["db.pool_max"]) for s in ("auth", "payments"))
+    pools = sum(
+        int(c[s]["deploy.replicas"]) * int(c[s]["db.pool_max"]) for s in ("auth", "payments")
+    )
     limit = int(c["db"]["server.max_connections"])
     if pools + topo.DB_CONNECTION_RESERVE > limit:
         reasons.append(
             f"db connection budget exceeded: client pools {pools} + {topo.DB_CONNECTION_RESERVE} reserved > max_connections {limit}"
         )
-    for e in topo.EDGES:
-        if c[e.client][e.port_key] != c[e.server]["server.port"]:
+    for edge in topo.EDGES:
+        port, listening = c[edge.client][edge.port_key], c[edge.server]["server.port"]
+        if port != listening:
             reasons.append(
-                f"{e.client}:{e.port_key} = {c[e.client][e.port_key]} but {e.server} listens on {c[e.server]['server.port']}"
+                f"{edge.client}:{edge.port_key} = {port} but {edge.server} listens on {listening}"
             )
     for s in topo.TLS_SERVERS:
         if str(c[s]["tls.cert_file"]) not in certs:
@@ -321,13 +338,13 @@ def _validity(final: dict[str, ConfFile], certs: dict[str, int]) -> list[str]:
     return reasons
 
 
-def _max_repeat(calls: list[object]) -> int:
+def _max_repeat(calls: Sequence[CallRecord]) -> int:
     """The longest run of consecutive identical invalid calls."""
     best = run = 0
-    previous = None
+    previous: tuple[str, str] | None = None
     for call in calls:
-        key = None if getattr(call, "ok", True) else (getattr(call, "tool", ""), repr(getattr(call, "args", {})))
-        run = run + 1 if key is not None and key == previous else (1 if key is not None else 0)
+        key = None if call.ok else (call.tool, repr(sorted(call.args.items())))
+        run = (run + 1 if key == previous else 1) if key is not None else 0
         best = max(best, run)
         previous = key
     return best
@@ -342,6 +359,3 @@ def _time_to_mitigate(env: SREEnv, end: int) -> int | None:
         else:
             break
     return first
-
-
-__all__ = ["Grade", "RuleHit", "grade_episode", "reference_patch", "unified_diff"]

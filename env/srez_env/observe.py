@@ -61,7 +61,9 @@ class Observer:
         if metric is None:
             return canonical({"service": service, "metrics": list(METRICS[service])})
         minutes = min(duration_minutes(window), MAX_METRIC_WINDOW_MIN)
-        result = metric_window(self.world, self.seed, service, metric, clock, minutes, self.world.t0)
+        result = metric_window(
+            self.world, self.seed, service, metric, clock, minutes, self.world.t0
+        )
         return canonical(result)
 
     def get_events(self, clock: int, service: str | None, since: str) -> str:
@@ -70,7 +72,7 @@ class Observer:
 
     def alerts(self, clock: int) -> list[dict[str, object]]:
         """In-scope alerts as dicts (the prompt lists the active ones)."""
-        out = []
+        out: list[dict[str, object]] = []
         for a in alerts_at(self.world, clock):
             if not in_scope(a, self.alert_scope, self.alert_also):
                 continue

@@ -175,6 +175,7 @@ _CONF_KEY_RE = re.compile(rf"^{_KEY_RE}$")
 _ALERT_ALSO_RE = re.compile(rf"^([A-Za-z0-9]+):({_SERVICE_RE})$")
 _CERT_PATH_RE = re.compile(r"^/etc/certs/[a-z0-9][a-z0-9._-]*\.pem$")
 _TASK_FILE_RE = re.compile(r"^sre-\d{3}$")
+_SUBFIELD_RE = re.compile(r"^([a-z_]+): (.+)$", re.DOTALL)
 
 
 def derive_seed(task_id: str) -> int:
@@ -640,6 +641,10 @@ def _one_line(source: str, err: ValidationError) -> str:
         str(ctx["error"]) if first["type"] == "value_error" and "error" in ctx else first["msg"]
     )
     loc = _format_loc(tuple(first["loc"]))
+    # A model-level check names its sub-field first ("key: ..."); fold it into the path.
+    named = _SUBFIELD_RE.match(reason)
+    if loc and first["type"] == "value_error" and named is not None:
+        loc, reason = f"{loc}.{named.group(1)}", named.group(2)
     text = f"{source}: {loc}: {reason}" if loc else f"{source}: {reason}"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more)"
@@ -709,14 +714,14 @@ def _checked(task: Task, name: str) -> Task:
 @functools.cache
 def _packaged_tasks() -> dict[str, Task]:
     # Read once per process: tasks are immutable data, and the package never changes underfoot.
-    folder = resources.files("srez_env") / "tasks"
+    # The anchor is the data package itself, so the lookup works however srez_env was found.
+    folder = resources.files("srez_env.tasks")
     tasks: dict[str, Task] = {}
-    if folder.is_dir():
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.is_file() and entry.name.endswith(".yaml"):
-                text = entry.read_text(encoding="utf-8")
-                task = _checked(parse_task(text, entry.name), entry.name)
-                tasks[task.id] = task
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_file() and entry.name.endswith(".yaml"):
+            text = entry.read_text(encoding="utf-8")
+            task = _checked(parse_task(text, entry.name), entry.name)
+            tasks[task.id] = task
     return dict(sorted(tasks.items()))
 
 

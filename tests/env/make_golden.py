@@ -17,7 +17,9 @@ from envkit import run_agent  # noqa: E402
 from srez_env.grade import reference_patch  # noqa: E402
 from srez_env.task import load_tasks  # noqa: E402
 
-GOLDEN = HERE / "golden"  # not srez_env/...: a folder of that name on sys.path would shadow the package
+GOLDEN = (
+    HERE / "golden"
+)  # not srez_env/...: a folder of that name on sys.path would shadow the package
 
 
 def main() -> None:

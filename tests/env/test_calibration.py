@@ -13,7 +13,9 @@ HARD_IDS = [t for t in TASK_IDS if BY_ID[t].difficulty == "hard"]
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_heuristic_outcome_matches_task_file(heuristic_runs: dict[str, SREEnv], task_id: str) -> None:
+def test_heuristic_outcome_matches_task_file(
+    heuristic_runs: dict[str, SREEnv], task_id: str
+) -> None:
     grade = heuristic_runs[task_id].grade()
     assert grade.passed == BY_ID[task_id].calibration.heuristic_expected
 

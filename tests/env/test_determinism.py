@@ -32,7 +32,11 @@ def _hashes_in_subprocess(hash_seed: str) -> str:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     done = subprocess.run(
         [sys.executable, "-c", HASH_SCRIPT, str(Path(__file__).parent)],
-        capture_output=True, text=True, env=env, check=True, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
     )
     return done.stdout
 
@@ -76,7 +80,9 @@ def test_metric_reads_in_permuted_order_are_identical(task_id: str) -> None:
     forward.reset()
     backward.reset()
     shuffled = pairs[1::2] + pairs[::2]
-    assert _read_all_metrics(forward, pairs) == _read_all_metrics(backward, list(reversed(shuffled)))
+    assert _read_all_metrics(forward, pairs) == _read_all_metrics(
+        backward, list(reversed(shuffled))
+    )
 
 
 @pytest.mark.parametrize("task_id", ["sre-001", "sre-019", "sre-031"])

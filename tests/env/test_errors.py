@@ -16,10 +16,22 @@ CRAFTED: dict[str, object] = {
     "BAD_ARGS": {"tool": "get_logs", "args": {"service": "db", "limit": 500}},
     "UNKNOWN_SERVICE": {"tool": "get_status", "args": {"service": "billing"}},
     "UNKNOWN_METRIC": {"tool": "get_metrics", "args": {"service": "db", "metric": "hit_ratio"}},
-    "UNKNOWN_KEY": {"tool": "set_config", "args": {"service": "cache", "key": "db.pool_max", "value": "5"}},
-    "READ_ONLY_KEY": {"tool": "set_config", "args": {"service": "payments", "key": "db.host", "value": "x"}},
-    "KEY_MANAGED_BY_TOOL": {"tool": "set_config", "args": {"service": "auth", "key": "deploy.replicas", "value": "3"}},
-    "INVALID_VALUE": {"tool": "set_config", "args": {"service": "payments", "key": "db.pool_max", "value": "0"}},
+    "UNKNOWN_KEY": {
+        "tool": "set_config",
+        "args": {"service": "cache", "key": "db.pool_max", "value": "5"},
+    },
+    "READ_ONLY_KEY": {
+        "tool": "set_config",
+        "args": {"service": "payments", "key": "db.host", "value": "x"},
+    },
+    "KEY_MANAGED_BY_TOOL": {
+        "tool": "set_config",
+        "args": {"service": "auth", "key": "deploy.replicas", "value": "3"},
+    },
+    "INVALID_VALUE": {
+        "tool": "set_config",
+        "args": {"service": "payments", "key": "db.pool_max", "value": "0"},
+    },
     "UNKNOWN_VERSION": {"tool": "rollback", "args": {"service": "payments", "version": "9.9.9"}},
 }
 
@@ -95,7 +107,12 @@ def test_grading_before_the_end_and_stepping_before_reset_are_refused() -> None:
 def test_restart_key_waits_for_a_restart() -> None:
     env = SREEnv(BY_ID["sre-005"])
     env.reset()
-    out = env.step({"tool": "set_config", "args": {"service": "db", "key": "tls.cert_file", "value": "/etc/certs/db-2025.pem"}})
+    out = env.step(
+        {
+            "tool": "set_config",
+            "args": {"service": "db", "key": "tls.cert_file", "value": "/etc/certs/db-2025.pem"},
+        }
+    )
     assert out.observation["output"].startswith("written; pending restart (tls.cert_file)")
     status = env.step({"tool": "get_status", "args": {"service": "db"}}).observation["output"]
     assert '"pending_restart": ["tls.cert_file"]' in status

@@ -32,10 +32,16 @@ def test_fault_is_visible_at_t0_by_the_contract(task_id: str) -> None:
     world = world_at_t0(task)
     if not gateway_slo(world.snapshot(0)):
         return
-    bare = {(a.name, a.service) for a in alerts_at(world_at_t0(_without_injection(task)), 0) if a.resolved_at is None}
+    bare = {
+        (a.name, a.service)
+        for a in alerts_at(world_at_t0(_without_injection(task)), 0)
+        if a.resolved_at is None
+    }
     new = [
-        a for a in alerts_at(world, 0)
-        if a.resolved_at is None and in_scope(a, task.noise.alert_scope, tuple(task.noise.alert_also))
+        a
+        for a in alerts_at(world, 0)
+        if a.resolved_at is None
+        and in_scope(a, task.noise.alert_scope, tuple(task.noise.alert_also))
         and (a.name, a.service) not in bare
     ]
     assert new, task_id
@@ -54,7 +60,13 @@ def test_controls_hold_every_slo_and_null_agent_scores_060(task_id: str) -> None
     assert slo_holds(world.snapshot(0)) and slo_holds(world.snapshot(10))
     grade = grade_of(BY_ID[task_id], [])
     assert grade.reward.total == 0.6
-    assert grade.reward.components == {"fix": 1.0, "rca": 0.0, "evidence": 0.0, "minimal": 1.0, "eff": 1.0}
+    assert grade.reward.components == {
+        "fix": 1.0,
+        "rca": 0.0,
+        "evidence": 0.0,
+        "minimal": 1.0,
+        "eff": 1.0,
+    }
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)

@@ -48,6 +48,14 @@ def test_decoy_config_edits_are_inert_and_fire_nothing(task_id: str) -> None:
 
 def test_collateral_edit_fires_another_rule() -> None:
     # a payments pool of 200 breaks the db connection budget: K04 fires (§3.4)
-    env = play(BY_ID["sre-007"], [{"tool": "set_config", "args": {"service": "payments", "key": "db.pool_max", "value": "200"}}])
+    env = play(
+        BY_ID["sre-007"],
+        [
+            {
+                "tool": "set_config",
+                "args": {"service": "payments", "key": "db.pool_max", "value": "200"},
+            }
+        ],
+    )
     end = (env.log.submit_clock or 0) + topo.SOAK_MINUTES
     assert [str(h) for h in env.world.rules_at(end)] == ["db_max_connections_low@db"]

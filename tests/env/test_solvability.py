@@ -21,12 +21,16 @@ def test_oracle_scores_one_with_every_check(oracle_runs: dict[str, SREEnv], task
     assert failing == {}
     assert grade.reward.total == 1.0
     assert grade.resolved and grade.passed
-    assert grade.metrics.evidence_witnessed == [e.id for e in BY_ID[task_id].ground_truth.required_evidence]
+    assert grade.metrics.evidence_witnessed == [
+        e.id for e in BY_ID[task_id].ground_truth.required_evidence
+    ]
     assert grade.steps == BY_ID[task_id].expert_steps
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_run_diff_equals_reference_patch_and_golden(oracle_runs: dict[str, SREEnv], task_id: str) -> None:
+def test_run_diff_equals_reference_patch_and_golden(
+    oracle_runs: dict[str, SREEnv], task_id: str
+) -> None:
     grade = oracle_runs[task_id].grade()
     golden = (GOLDEN / f"{task_id}.patch").read_text()
     assert grade.diff == grade.reference_patch == golden

@@ -46,7 +46,9 @@ def test_log_witness_absent_when_grepping_an_unrelated_string(task_id: str) -> N
         assert item.witness not in output
     # and the evidence item does not count for such a call
     assert env.log.witnessed == [
-        e.id for e in task.ground_truth.required_evidence if e.tool == "get_logs" and e.witness is None
+        e.id
+        for e in task.ground_truth.required_evidence
+        if e.tool == "get_logs" and e.witness is None
     ]
 
 
@@ -55,7 +57,9 @@ def test_config_witness_must_be_a_whole_line() -> None:
     task = BY_ID["sre-007"]
     env = SREEnv(task)
     env.reset()
-    env.step({"tool": "set_config", "args": {"service": "payments", "key": "db.pool_max", "value": "20"}})
+    env.step(
+        {"tool": "set_config", "args": {"service": "payments", "key": "db.pool_max", "value": "20"}}
+    )
     env.step({"tool": "get_config", "args": {"service": "payments"}})
     assert "E3" not in env.log.witnessed
 

@@ -80,7 +80,6 @@ class HeuristicAgent(PolicyAgent):
             yield call("declare_root_cause", service="none", fault="none")
             return
         kind, target, body = verdict
-        mutations: list[Action] = []
         recipe = _Recipe(target, body, desired, prompt.get("clock", ""))
         reads = recipe.reads(kind)
         observed: list[Observation] = []
@@ -88,7 +87,8 @@ class HeuristicAgent(PolicyAgent):
             observed.append((yield read))
         mutations = recipe.mutations(kind, observed)
         yield call("declare_root_cause", service=target, fault=kind)
-        for action in mutations:
+        # not `yield from mutations`: a list iterator cannot receive the observations we send
+        for action in mutations:  # noqa: UP028
             yield action
 
 
@@ -123,7 +123,11 @@ class _Recipe:
             case "cache_eviction_stampede":
                 return [call("get_config", service="cache")]
             case "dependency_timeout":
-                return [call("get_metrics", service=self._deadline_dependency(), metric="latency_p99_ms")]
+                return [
+                    call(
+                        "get_metrics", service=self._deadline_dependency(), metric="latency_p99_ms"
+                    )
+                ]
             case "replicas_zero":
                 return [call("get_events", service=t, since="7d")]
             case "cpu_throttling":
@@ -140,7 +144,10 @@ class _Recipe:
                 key = _PORT_KEY.get(dep, f"upstream.{dep}.port")
                 return [_set(t, key, configs[0]["server.port"])]
             case "expired_tls_cert":
-                return [_set(t, "tls.cert_file", self._freshest_cert(_json(observed[0]))), call("restart", service=t)]
+                return [
+                    _set(t, "tls.cert_file", self._freshest_cert(_json(observed[0]))),
+                    call("restart", service=t),
+                ]
             case "conn_pool_exhaustion":
                 db, other = configs
                 spare = int(db["server.max_connections"]) - 10
@@ -148,7 +155,10 @@ class _Recipe:
                 return [_set(t, "db.pool_max", spare // self.desired[t])]
             case "db_max_connections_low":
                 pools = sum(int(c["deploy.replicas"]) * int(c["db.pool_max"]) for c in configs) + 10
-                return [_set("db", "server.max_connections", math.ceil(pools / 50) * 50), call("restart", service="db")]
+                return [
+                    _set("db", "server.max_connections", math.ceil(pools / 50) * 50),
+                    call("restart", service="db"),
+                ]
             case "memory_leak" | "bad_deploy":
                 status = _json(observed[0])
                 history = sorted(status["deploy_history"], key=lambda v: v["deployed_at"])
@@ -162,14 +172,26 @@ class _Recipe:
                 return [_set(t, "resolver.nameserver", configs[0]["resolver.nameserver"])]
             case "cache_eviction_stampede":
                 if "maxmemory=" in self.body:
-                    return [_set("cache", "memory.maxmemory_mb", int(configs[0]["resources.memory_limit_mb"]) // 2)]
+                    return [
+                        _set(
+                            "cache",
+                            "memory.maxmemory_mb",
+                            int(configs[0]["resources.memory_limit_mb"]) // 2,
+                        )
+                    ]
                 return [_set("cache", "keys.default_ttl_s", 300)]  # the runbook default
             case "rate_limit_misconfig":
-                found = re.search(r"rejected (\d+) (req|logins)/s.*\(limit (\w+)=(\d+)\)", self.body)
+                found = re.search(
+                    r"rejected (\d+) (req|logins)/s.*\(limit (\w+)=(\d+)\)", self.body
+                )
                 if found is None:
                     return []
                 rejected, key, limit = int(found.group(1)), found.group(3), int(found.group(4))
-                value = 2 * (60 * rejected + limit) if key == "login_per_minute" else 2 * (rejected + limit)
+                value = (
+                    2 * (60 * rejected + limit)
+                    if key == "login_per_minute"
+                    else 2 * (rejected + limit)
+                )
                 return [_set(t, f"ratelimit.{key}", value)]
             case "feature_flag_regression":
                 found = re.search(r"\(flag (\w+)=on\)", self.body)
@@ -189,7 +211,10 @@ class _Recipe:
                 return [call("scale", service=t, replicas=n)]
             case "cpu_throttling":
                 limit = int(configs[0]["resources.cpu_limit_millicores"])
-                return [_set(t, "resources.cpu_limit_millicores", min(16000, 4 * limit)), call("restart", service=t)]
+                return [
+                    _set(t, "resources.cpu_limit_millicores", min(16000, 4 * limit)),
+                    call("restart", service=t),
+                ]
             case _:
                 return []
 

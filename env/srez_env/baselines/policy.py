@@ -26,9 +26,11 @@ class PolicyAgent:
         self._policy: Policy | None = None
 
     def policy(self, prompt: Observation) -> Policy:
-        """Yields actions; each ``yield`` evaluates to that action's observation."""
-        raise NotImplementedError
-        yield SUBMIT  # pragma: no cover - makes this a generator for type checkers
+        """Yields actions; each ``yield`` evaluates to that action's observation.
+
+        The default policy does nothing, so the agent submits at once (the null agent).
+        """
+        yield from ()
 
     def act(self, observation: Observation) -> Action:
         try:

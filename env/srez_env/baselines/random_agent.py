@@ -65,7 +65,10 @@ class RandomAgent:
         if roll < 0.95:
             return {"tool": "wait", "args": {"minutes": self.rng.randint(1, 15)}}
         service = self.rng.choice([*SERVICES, "none"])
-        return {"tool": "declare_root_cause", "args": {"service": service, "fault": self.rng.choice(FAULT_KINDS)}}
+        return {
+            "tool": "declare_root_cause",
+            "args": {"service": service, "fault": self.rng.choice(FAULT_KINDS)},
+        }
 
     def _read(self) -> dict[str, Any]:
         tool = self.rng.choice(READ_TOOLS)
@@ -73,7 +76,10 @@ class RandomAgent:
         if tool in ("list_services", "get_alerts"):
             return {"tool": tool, "args": {}}
         if tool == "get_metrics":
-            return {"tool": tool, "args": {"service": service, "metric": self.rng.choice(METRICS[service])}}
+            return {
+                "tool": tool,
+                "args": {"service": service, "metric": self.rng.choice(METRICS[service])},
+            }
         if tool == "get_events":
             return {"tool": tool, "args": {"service": service}}
         return {"tool": tool, "args": {"service": service}}

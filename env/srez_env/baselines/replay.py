@@ -31,14 +31,14 @@ def load_replay(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             action = json.loads(line)
-        except ValueError as e:
-            msg = f"{path}:{number}: not valid JSON ({e.msg}); each line must be one object like {{\"tool\": \"get_alerts\", \"args\": {{}}}}"
+        except json.JSONDecodeError as e:
+            msg = f'{path}:{number}: not valid JSON ({e.msg}); each line must be one object like {{"tool": "get_alerts", "args": {{}}}}'
             raise ReplayError(msg) from e
         if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
-            msg = f"{path}:{number}: each line must be an object with a string \"tool\" and an object \"args\""
+            msg = f'{path}:{number}: each line must be an object with a string "tool" and an object "args"'
             raise ReplayError(msg)
         if not isinstance(action.get("args", {}), dict) or set(action) - {"tool", "args"}:
-            msg = f"{path}:{number}: only the fields \"tool\" and \"args\" (an object) are allowed"
+            msg = f'{path}:{number}: only the fields "tool" and "args" (an object) are allowed'
             raise ReplayError(msg)
         actions.append({"tool": action["tool"], "args": action.get("args", {})})
     return actions

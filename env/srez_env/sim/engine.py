@@ -148,7 +148,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     """Evaluates one minute; see the module docstring and ENV_DESIGN §6.2."""
     c = inp.running
     ready = {
-        s: max(0, int(num(c[s], "deploy.replicas")) - inp.killed.get(s, 0) - inp.restarting.get(s, 0))
+        s: max(
+            0, int(num(c[s], "deploy.replicas")) - inp.killed.get(s, 0) - inp.restarting.get(s, 0)
+        )
         for s in topo.SERVICES
     }
 
@@ -161,7 +163,11 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
         if src[e.port_key] != dst["server.port"]:
             return "refused"
         tls_on = flag(dst, "tls.enabled")
-        if inp.cert_expired.get(e.server, False) and tls_on and flag(src, f"{e.server}.tls_verify", True):
+        if (
+            inp.cert_expired.get(e.server, False)
+            and tls_on
+            and flag(src, f"{e.server}.tls_verify", True)
+        ):
             return "tls"
         return None
 
@@ -173,19 +179,27 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     # 1. demand, top-down: reachability, rate limits and pools only.
     gw_tls = inp.cert_expired.get("gateway", False) and flag(gw, "tls.enabled")
     limiting = flag(gw, "ratelimit.enabled")
-    r1 = max(0.0, 1 - num(gw, "ratelimit.requests_per_second") / topo.INGRESS_RPS) if limiting else 0.0
+    r1 = (
+        max(0.0, 1 - num(gw, "ratelimit.requests_per_second") / topo.INGRESS_RPS)
+        if limiting
+        else 0.0
+    )
     auth_route = 0.0 if gw_tls else topo.INGRESS_RPS * topo.AUTH_ROUTE_SHARE * (1 - r1)
     checkout = 0.0 if gw_tls else topo.INGRESS_RPS * topo.CHECKOUT_ROUTE_SHARE * (1 - r1)
     r2 = 0.0
     if limiting and checkout > 0:
         r2 = max(0.0, 1 - num(gw, "ratelimit.checkout_rps") / checkout)
     mirror = topo.MIRROR_FACTOR if flag(gw, "flags.request_mirroring") else 1.0
-    pay_in = checkout * (1 - r2) * ok["gateway", "payments"] * mirror + inp.extra_rps.get("payments", 0.0)
+    pay_in = checkout * (1 - r2) * ok["gateway", "payments"] * mirror + inp.extra_rps.get(
+        "payments", 0.0
+    )
     auth_gw = auth_route * ok["gateway", "auth"]
     auth_in = auth_gw + pay_in * ok["payments", "auth"] + inp.extra_rps.get("auth", 0.0)
     rej_login = 0.0
     if flag(au, "ratelimit.enabled"):
-        rej_login = max(0.0, topo.LOGIN_SHARE * auth_gw - num(au, "ratelimit.login_per_minute") / 60)
+        rej_login = max(
+            0.0, topo.LOGIN_SHARE * auth_gw - num(au, "ratelimit.login_per_minute") / 60
+        )
     rej_401 = topo.MOBILE_SHARE * auth_gw if flag(au, "flags.strict_audience") else 0.0
     auth_ok = auth_in - rej_login - rej_401
 
@@ -201,14 +215,18 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     budget = num(db, "server.max_connections") - topo.DB_CONNECTION_RESERVE
     refused = max(0.0, 1 - budget / pools) if pools > 0 else 0.0
 
-    cache_ops = topo.CACHE_CALLS * pay_in * ok["payments", "cache"] + inp.extra_rps.get("cache", 0.0)
+    cache_ops = topo.CACHE_CALLS * pay_in * ok["payments", "cache"] + inp.extra_rps.get(
+        "cache", 0.0
+    )
     cache = _queue(ready["cache"], cache_ops, "cache", ca, inp.lat_mult.get("cache", 1.0))
     cache.err = cache.over
     hit_cfg = 0.94 * min(1.0, num(ca, "memory.maxmemory_mb") / topo.CACHE_WORKING_SET_MB)
     hit_cfg *= min(1.0, num(ca, "keys.default_ttl_s") / 60.0)
     hit = 0.0
     if ok["payments", "cache"]:
-        hit = hit_cfg * (1 - cache.over) * (1 - p_timeout(num(pa, "cache.timeout_ms"), cache.own_ms))
+        hit = (
+            hit_cfg * (1 - cache.over) * (1 - p_timeout(num(pa, "cache.timeout_ms"), cache.own_ms))
+        )
     q = float(inp.props.get("payments", {}).get("query_mult", 1.0))
     reads_per_req = q * topo.CACHE_CALLS * (1 - hit)
     writes_per_req = q
@@ -232,7 +250,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     ath = _queue(ready["auth"], auth_in, "auth", au, inp.lat_mult.get("auth", 1.0))
     t_ad = num(au, "db.timeout_ms")
     pto_ad = p_timeout(t_ad, dbs.own_ms) if ok["auth", "db"] else 0.0
-    f_ad = refused + (1 - refused) * (err_read + (1 - err_read) * pto_ad) if ok["auth", "db"] else 1.0
+    f_ad = (
+        refused + (1 - refused) * (err_read + (1 - err_read) * pto_ad) if ok["auth", "db"] else 1.0
+    )
     db_route = pool_err_a + (1 - pool_err_a) * f_ad
     local_a = 1 - (1 - float(inp.props.get("auth", {}).get("error_rate", 0.0))) * (
         1 - _oom_share(inp, c, "auth")
@@ -242,9 +262,13 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
         err_core = 1 - (1 - local_a) * (1 - ath.over) * (1 - topo.AUTH_DB_SHARE * db_route)
     rejected_share = (rej_login + rej_401) / auth_gw if auth_gw > 0 else 0.0
     err_a_gw = 1 - (1 - rejected_share) * (1 - err_core)  # 429s and 401s hit gateway traffic only
-    ath.err = (auth_gw * err_a_gw + (auth_in - auth_gw) * err_core) / auth_in if auth_in > 0 else 0.0
+    ath.err = (
+        (auth_gw * err_a_gw + (auth_in - auth_gw) * err_core) / auth_in if auth_in > 0 else 0.0
+    )
     if ok["auth", "db"]:
-        ath.mu_ms += topo.AUTH_DB_SHARE * (1 - pool_err_a) * (1 - refused) * truncated_mean(dbs.own_ms, t_ad)
+        ath.mu_ms += (
+            topo.AUTH_DB_SHARE * (1 - pool_err_a) * (1 - refused) * truncated_mean(dbs.own_ms, t_ad)
+        )
     if pool_err_a > 0:
         ath.stalls.append(Stall(t_ad, topo.AUTH_DB_SHARE * pool_err_a, True))
     if ok["auth", "db"] and pto_ad > 0:
@@ -253,7 +277,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
 
     # payments
     pay = _queue(ready["payments"], pay_in, "payments", pa, inp.lat_mult.get("payments", 1.0))
-    t_pa, t_pc, t_pd = (num(pa, k) for k in ("upstream.auth.timeout_ms", "cache.timeout_ms", "db.timeout_ms"))
+    t_pa, t_pc, t_pd = (
+        num(pa, k) for k in ("upstream.auth.timeout_ms", "cache.timeout_ms", "db.timeout_ms")
+    )
     pto_pa = p_timeout(t_pa, ath.mu_ms) if ok["payments", "auth"] else 0.0
     f_pa = 1.0
     if ok["payments", "auth"]:
@@ -292,7 +318,13 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
         pay.stalls.append(Stall(topo.FRAUD_STALL_MS, topo.FRAUD_SHARE, False))
 
     # gateway
-    gws = _queue(ready["gateway"], 0.0 if gw_tls else topo.INGRESS_RPS, "gateway", gw, inp.lat_mult.get("gateway", 1.0))
+    gws = _queue(
+        ready["gateway"],
+        0.0 if gw_tls else topo.INGRESS_RPS,
+        "gateway",
+        gw,
+        inp.lat_mult.get("gateway", 1.0),
+    )
     t_ga, t_gp = num(gw, "upstream.auth.timeout_ms"), num(gw, "upstream.payments.timeout_ms")
     pto_ga = p_timeout(t_ga, ath.mu_ms) if ok["gateway", "auth"] else 0.0
     pto_gp = p_timeout(t_gp, pay.mu_ms) if ok["gateway", "payments"] else 0.0
@@ -307,7 +339,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     if gw_tls:
         gws.err = 1.0
     else:
-        route_fail = topo.AUTH_ROUTE_SHARE * f_ga + topo.CHECKOUT_ROUTE_SHARE * (r2 + (1 - r2) * f_gp)
+        route_fail = topo.AUTH_ROUTE_SHARE * f_ga + topo.CHECKOUT_ROUTE_SHARE * (
+            r2 + (1 - r2) * f_gp
+        )
         gws.err = 1 - (1 - r1) * (1 - local_g) * (1 - gws.over) * (1 - route_fail)
     checkout_share = topo.CHECKOUT_ROUTE_SHARE * (1 - r2)
     if ok["gateway", "auth"]:
@@ -319,12 +353,20 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     if ok["gateway", "payments"]:
         gws.mu_ms += checkout_share * truncated_mean(pay.mu_ms, t_gp)
         if pto_gp > 0:
-            gws.stalls.append(Stall(t_gp + gws.own_ms, checkout_share * (1 - pay.err) * pto_gp, True))
+            gws.stalls.append(
+                Stall(t_gp + gws.own_ms, checkout_share * (1 - pay.err) * pto_gp, True)
+            )
         gws.stalls += inherit(pay.stalls, t_gp, checkout_share, gws.own_ms)
 
     snap.services = {"gateway": gws, "auth": ath, "payments": pay, "cache": cache, "db": dbs}
     _finish(snap, inp, gw_tls)
-    snap.r1, snap.r2, snap.refused, snap.disk_full, snap.hit_cfg = r1, r2, refused, disk_full, hit_cfg
+    snap.r1, snap.r2, snap.refused, snap.disk_full, snap.hit_cfg = (
+        r1,
+        r2,
+        refused,
+        disk_full,
+        hit_cfg,
+    )
     snap.pool_err = {"auth": pool_err_a, "payments": pool_err_p}
     snap.rej_login, snap.rej_401 = rej_login, rej_401
 
@@ -333,7 +375,10 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     gws.extra["tls_handshake_errors"] = topo.INGRESS_RPS if gw_tls else 0.0
     ath.extra["http_429_rate"] = rej_login
     ath.extra["db_pool_in_use"] = round(
-        min(num(au, "db.pool_max"), pool_demand_a * (1 - pool_err_a) * topo.POOL_HOLD_S / max(1, ready["auth"]))
+        min(
+            num(au, "db.pool_max"),
+            pool_demand_a * (1 - pool_err_a) * topo.POOL_HOLD_S / max(1, ready["auth"]),
+        )
     )
     pay_pool_demand = pay_in * (1 - pool_err_p) * ok["payments", "db"]
     pay.extra["db_pool_in_use"] = round(
@@ -343,7 +388,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form 
     cache_up = ready["cache"] > 0
     cache.extra["hit_ratio"] = hit_cfg if cache_up and cache_ops > 0 else 0.0
     evicting = num(ca, "memory.maxmemory_mb") < topo.CACHE_WORKING_SET_MB
-    cache.extra["evictions_per_s"] = 6.0 * cache_ops * (1 - hit_cfg) if cache_up and evicting else 0.0
+    cache.extra["evictions_per_s"] = (
+        6.0 * cache_ops * (1 - hit_cfg) if cache_up and evicting else 0.0
+    )
     cache.extra["used_memory_mb"] = (
         round(min(num(ca, "memory.maxmemory_mb"), topo.CACHE_WORKING_SET_MB)) if cache_up else 0
     )

@@ -79,7 +79,9 @@ def firing(
     for s in ("payments", "auth"):
         if num(c[s], "db.pool_max") < base.POOL_NEEDED[s]:
             hits.append(RuleHit("conn_pool_exhaustion", s))
-    pools = sum(num(c[s], "deploy.replicas") * num(c[s], "db.pool_max") for s in ("auth", "payments"))
+    pools = sum(
+        num(c[s], "deploy.replicas") * num(c[s], "db.pool_max") for s in ("auth", "payments")
+    )
     if num(c["db"], "server.max_connections") < pools + topo.DB_CONNECTION_RESERVE:
         hits.append(RuleHit("db_max_connections_low", "db"))
     for s in topo.SERVICES:

@@ -32,7 +32,8 @@ def onset_minute(task: Task) -> int:
 def registry_for(task: Task) -> dict[str, list[Version]]:
     """The base registry plus the task's versions (faulty ones and benign decoy deploys)."""
     registry = {
-        s: [Version(name, -before, {}) for name, before in topo.BASE_REGISTRY[s]] for s in topo.SERVICES
+        s: [Version(name, -before, {}) for name, before in topo.BASE_REGISTRY[s]]
+        for s in topo.SERVICES
     }
     for spec in task.injection.versions:
         registry[spec.service].append(Version(spec.version, -spec.minutes_before, dict(spec.props)))
@@ -81,9 +82,13 @@ def _fault_event(task: Task, registry: dict[str, list[Version]], at: int) -> lis
             text = f"deploy {s} {old} -> {edit.value}{suffix}"
             events.append(Event(at, s, "deploy", text))
         elif edit.key == "deploy.replicas":
-            events.append(Event(at, s, "scale", f"scale {s} {old} -> {edit.value} (by hpa-controller)"))
+            events.append(
+                Event(at, s, "scale", f"scale {s} {old} -> {edit.value} (by hpa-controller)")
+            )
         else:
-            events.append(Event(at, s, "config_change", f"config change {s}: {edit.key} (by deploy-bot)"))
+            events.append(
+                Event(at, s, "config_change", f"config change {s}: {edit.key} (by deploy-bot)")
+            )
     return events
 
 

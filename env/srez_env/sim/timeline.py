@@ -276,8 +276,12 @@ class World:
             },
             extra_rps=extra,
             lat_mult=lat,
-            restarts_1h={s: sum(1 for x in cur.restarts[s] if m - 60 < x <= m) for s in topo.SERVICES},
-            restarts_15m={s: sum(1 for x in cur.restarts[s] if m - 15 < x <= m) for s in topo.SERVICES},
+            restarts_1h={
+                s: sum(1 for x in cur.restarts[s] if m - 60 < x <= m) for s in topo.SERVICES
+            },
+            restarts_15m={
+                s: sum(1 for x in cur.restarts[s] if m - 15 < x <= m) for s in topo.SERVICES
+            },
             last_restart=dict(cur.last_restart),
         )
 

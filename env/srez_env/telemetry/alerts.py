@@ -71,7 +71,9 @@ def conditions(world: World, minute: int) -> dict[AlertKey, str]:
         if not flag(cfg, "tls.enabled"):
             continue
         if not_after <= minute:
-            out["CertExpired", s] = f"certificate of {s} expired at {topo.timestamp(world.t0, not_after)}"
+            out["CertExpired", s] = (
+                f"certificate of {s} expired at {topo.timestamp(world.t0, not_after)}"
+            )
         elif not_after - minute < 7 * topo.DAY:
             days = (not_after - minute) / topo.DAY
             out["CertExpiringSoon", s] = f"certificate of {s} expires in {days:.1f} days"

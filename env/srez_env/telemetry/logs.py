@@ -73,7 +73,11 @@ BENIGN: Final = {
         "LOG: statement: SELECT 1",
     ),
 }
-_DEPENDENCIES: Final = {"gateway": ("auth", "payments"), "payments": ("auth", "db"), "auth": ("db",)}
+_DEPENDENCIES: Final = {
+    "gateway": ("auth", "payments"),
+    "payments": ("auth", "db"),
+    "auth": ("db",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +180,9 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:  
             port = cfg[e.port_key]
             text = f"dial tcp {topo.IPS[d]}:{port}: connect: connection refused"
             if d == "cache":
-                rows.append(Row("WARN", f"cache: {text} (falling back to db)", "wrong_upstream_port"))
+                rows.append(
+                    Row("WARN", f"cache: {text} (falling back to db)", "wrong_upstream_port")
+                )
             else:
                 rows.append(Row("ERROR", f"{d}: {text}", "wrong_upstream_port", generic))
         elif state == "dns":
@@ -206,7 +212,11 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:  
             rows.append(Row("ERROR", text, "replicas_zero", generic))
     if s in topo.TLS_SERVERS and at.cert_expired.get(s) and flag(cfg, "tls.enabled"):
         text = "sslv3 alert certificate expired"
-        text = f"could not accept SSL connection: {text}" if s == "db" else f"tls: handshake failed: {text}"
+        text = (
+            f"could not accept SSL connection: {text}"
+            if s == "db"
+            else f"tls: handshake failed: {text}"
+        )
         rows.append(Row("ERROR", text, "expired_tls_cert"))
     rows += _pool_rows(snap, c, s, generic)
     rows += _version_rows(at, snap, s)
@@ -224,9 +234,19 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:  
     if st.ready > 0 and st.u >= 0.9:
         pct = min(99, round(10 + 200 * (st.u - 0.9)))
         limit = cfg["resources.cpu_limit_millicores"]
-        rows.append(Row("WARN", f"runtime: cpu throttled {pct}% of periods (limit={limit}m)", "cpu_throttling"))
+        rows.append(
+            Row(
+                "WARN",
+                f"runtime: cpu throttled {pct}% of periods (limit={limit}m)",
+                "cpu_throttling",
+            )
+        )
     if st.over > 0:
-        text = "canceling statement due to statement timeout" if s == "db" else f"{topo.ROUTES[s]} -> 503 (overloaded: request queue full)"
+        text = (
+            "canceling statement due to statement timeout"
+            if s == "db"
+            else f"{topo.ROUTES[s]} -> 503 (overloaded: request queue full)"
+        )
         rows.append(Row("ERROR", text))
     for d in _DEPENDENCIES.get(s, ()):
         if d != "db" and snap.conn[s, d] is None and snap[d].err >= 0.01:
@@ -236,7 +256,9 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:  
     return rows
 
 
-def _pool_rows(snap: Snapshot, c: dict[str, dict[str, Value]], s: str, generic: tuple[str, str]) -> list[Row]:
+def _pool_rows(
+    snap: Snapshot, c: dict[str, dict[str, Value]], s: str, generic: tuple[str, str]
+) -> list[Row]:
     """Pool waits (K03), connection refusals (K04) and a full disk (K07) on the db path."""
     rows: list[Row] = []
     cfg = c[s]
@@ -252,17 +274,29 @@ def _pool_rows(snap: Snapshot, c: dict[str, dict[str, Value]], s: str, generic: 
             rows.append(Row("WARN", text, "conn_pool_exhaustion", generic))
         connected = snap.conn[s, "db"] is None
         if snap.refused > 0 and connected:
-            rows.append(Row("ERROR", "db: pq: sorry, too many clients already", "db_max_connections_low", generic))
+            rows.append(
+                Row(
+                    "ERROR",
+                    "db: pq: sorry, too many clients already",
+                    "db_max_connections_low",
+                    generic,
+                )
+            )
         if s == "payments" and snap.disk_full and connected:
             text = f"db: pq: {_NO_SPACE}"
             rows.append(Row("ERROR", text, "disk_full", generic))
     if s == "db":
         if snap.refused > 0:
-            text = f"sorry, too many clients already (max_connections={cfg['server.max_connections']})"
+            text = (
+                f"sorry, too many clients already (max_connections={cfg['server.max_connections']})"
+            )
             rows.append(Row("FATAL", text, "db_max_connections_low"))
         disk = snap["db"].extra["disk_used_pct"]
         if disk >= 100:
-            aborted = ("ERROR", "current transaction is aborted, commands ignored until end of transaction block")
+            aborted = (
+                "ERROR",
+                "current transaction is aborted, commands ignored until end of transaction block",
+            )
             rows.append(Row("ERROR", _NO_SPACE, "disk_full", aborted))
         elif disk >= 90:
             rows.append(Row("WARN", f"disk usage {disk:.0f}% on /var/lib/postgresql/data"))
@@ -285,7 +319,9 @@ def _version_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             rows.append(Row("ERROR", text, "memory_leak"))
     if float(props.get("error_rate", 0)) > 0:
         exception = props.get("exception", "java.lang.RuntimeException")
-        rows.append(Row("ERROR", f"handler {topo.ROUTES[s]}: {exception} [version={version}]", "bad_deploy"))
+        rows.append(
+            Row("ERROR", f"handler {topo.ROUTES[s]}: {exception} [version={version}]", "bad_deploy")
+        )
     query_mult = float(props.get("query_mult", 1))
     if query_mult > 1:  # an N+1 regression does not throw: this line matches no signature
         text = (
@@ -330,7 +366,9 @@ def _service_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             text = f"ratelimit: rejected {snap.rej_login:.0f} logins/s (limit login_per_minute={limit}) -> 429"
             rows.append(Row("WARN", text, "rate_limit_misconfig"))
         if snap.rej_401 > 0:
-            text = "token: audience mismatch for client_id=mobile-ios (flag strict_audience=on) -> 401"
+            text = (
+                "token: audience mismatch for client_id=mobile-ios (flag strict_audience=on) -> 401"
+            )
             rows.append(Row("WARN", text, "feature_flag_regression"))
     if s == "payments" and flag(cfg, "flags.new_fraud_check"):
         text = "fraud-check: call to risk-api.external timed out after 5000ms (flag new_fraud_check=on)"

@@ -71,11 +71,11 @@ def service_status(world: World, s: str, minute: int) -> dict[str, object]:
         {"version": v.name, "deployed_at": topo.timestamp(world.t0, v.deployed_at)}
         for v in reversed(history[-5:])
     ]
-    pending = sorted(
-        k for k in file.values if k in RESTART_KEYS and file.values[k] != cfg.get(k)
-    )
+    pending = sorted(k for k in file.values if k in RESTART_KEYS and file.values[k] != cfg.get(k))
     last = at.last_restart[s]
-    since = last if last is not None else (history[-1].deployed_at if history else topo.HISTORY_START)
+    since = (
+        last if last is not None else (history[-1].deployed_at if history else topo.HISTORY_START)
+    )
     limit = num(cfg, "resources.memory_limit_mb")
     replicas = at.replica_memory.get(s) or tuple(
         topo.BASE_MEMORY_MB[s] for _ in range(int(num(cfg, "deploy.replicas")))

@@ -64,7 +64,9 @@ class ConfFile:
             match = _ASSIGN.match(stripped)
             if match is None or section is None:
                 where = "a key outside any [section]" if match else f"{stripped[:40]!r}"
-                msg = f"{name}:{number}: cannot parse {where}; expected '[section]' or 'key = value'"
+                msg = (
+                    f"{name}:{number}: cannot parse {where}; expected '[section]' or 'key = value'"
+                )
                 raise ConfError(msg)
             key = f"{section}.{match.group(1)}"
             if key in values:

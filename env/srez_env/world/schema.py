@@ -55,8 +55,10 @@ class KeyRule:
                 return "text"
 
 
-def _int(pattern: str, low: int, high: int, reload: Reload = "live", **flags: bool) -> KeyRule:
-    return KeyRule(pattern, "int", reload, low=low, high=high, **flags)
+def _int(
+    pattern: str, low: int, high: int, reload: Reload = "live", *, inert: bool = False
+) -> KeyRule:
+    return KeyRule(pattern, "int", reload, low=low, high=high, inert=inert)
 
 
 SCHEMA: Final = (
@@ -93,7 +95,11 @@ SCHEMA: Final = (
     ),
     _int("keys.default_ttl_s", 0, 86400),
     KeyRule(
-        "logging.level", "enum", "live", choices=("debug", "info", "notice", "warn", "error"), inert=True
+        "logging.level",
+        "enum",
+        "live",
+        choices=("debug", "info", "notice", "warn", "error"),
+        inert=True,
     ),
     _int("logging.retention_days", 1, 3650),
     _int("logging.slow_query_ms", 0, 60000, inert=True),
@@ -110,7 +116,7 @@ RESTART_KEYS: Final = frozenset(r.pattern for r in SCHEMA if r.reload == "restar
 class KeyRejected(ValueError):
     """``set_config`` refused an edit; ``code`` is the closed error code the agent sees."""
 
-    def __init__(self, code: ErrorCode, message: str, hint: str) -> None:
+    def __init__(self, message: str, code: ErrorCode, hint: str) -> None:
         super().__init__(message)
         self.code: ErrorCode = code
         self.hint = hint
@@ -153,19 +159,19 @@ def check_edit(service: str, key: str, raw: str, *, certs: Collection[str]) -> V
     if key not in BASE_FILES[service].values:
         known = ", ".join(editable_keys(service))
         msg = f"{service} has no key {key!r}"
-        raise KeyRejected("UNKNOWN_KEY", msg, f"editable keys of {service}: {known}")
+        raise KeyRejected(msg, "UNKNOWN_KEY", f"editable keys of {service}: {known}")
     rule = rule_for(key)
     if rule.reload == "read-only":
         msg = f"{service}:{key} is read-only"
-        raise KeyRejected("READ_ONLY_KEY", msg, "hosts and the disk size cannot be changed")
+        raise KeyRejected(msg, "READ_ONLY_KEY", "hosts and the disk size cannot be changed")
     if rule.reload == "tool":
         tool = "rollback" if key == "deploy.version" else "scale"
         msg = f"{service}:{key} is managed by a tool, not set_config"
-        raise KeyRejected("KEY_MANAGED_BY_TOOL", msg, f"use {tool}({service}, ...)")
+        raise KeyRejected(msg, "KEY_MANAGED_BY_TOOL", f"use {tool}({service}, ...)")
     value = parse_value(raw.strip())
     if not _in_domain(rule, value, certs):
         msg = f"{raw!r} is not a valid value for {service}:{key}"
-        raise KeyRejected("INVALID_VALUE", msg, f"allowed: {rule.domain()}")
+        raise KeyRejected(msg, "INVALID_VALUE", f"allowed: {rule.domain()}")
     return value
 
 
@@ -178,9 +184,7 @@ def _valid_ipv4(value: str) -> bool:
 
 
 _DOMAIN_CHECKS: Final[dict[str, Callable[[KeyRule, Value], bool]]] = {
-    "int": lambda r, v: isinstance(v, int)
-    and not isinstance(v, bool)
-    and r.low <= v <= r.high,
+    "int": lambda r, v: isinstance(v, int) and not isinstance(v, bool) and r.low <= v <= r.high,
     "bool": lambda _r, v: isinstance(v, bool),
     "enum": lambda r, v: isinstance(v, str) and v in r.choices,
     "ipv4": lambda _r, v: isinstance(v, str) and _valid_ipv4(v),

@@ -14,12 +14,24 @@ from typing import Final, Literal
 SERVICES: Final = ("gateway", "auth", "payments", "cache", "db")
 ServiceName = Literal["gateway", "auth", "payments", "cache", "db"]
 
-PER_REPLICA_RPS: Final = {"gateway": 400.0, "auth": 250.0, "payments": 100.0, "cache": 20000.0, "db": 650.0}
+PER_REPLICA_RPS: Final = {
+    "gateway": 400.0,
+    "auth": 250.0,
+    "payments": 100.0,
+    "cache": 20000.0,
+    "db": 650.0,
+}
 BASE_MS: Final = {"gateway": 6.0, "auth": 8.0, "payments": 18.0, "cache": 0.5, "db": 3.0}
 CPU_BASE_M: Final = {"gateway": 2000, "auth": 1000, "payments": 1000, "cache": 500, "db": 4000}
 BASE_REPLICAS: Final = {"gateway": 3, "auth": 3, "payments": 4, "cache": 1, "db": 1}
 MIN_REPLICAS: Final = {"gateway": 2, "auth": 2, "payments": 2, "cache": 1, "db": 1}
-BASE_MEMORY_MB: Final = {"gateway": 358.4, "auth": 460.8, "payments": 819.2, "cache": 409.6, "db": 4915.2}
+BASE_MEMORY_MB: Final = {
+    "gateway": 358.4,
+    "auth": 460.8,
+    "payments": 819.2,
+    "cache": 409.6,
+    "db": 4915.2,
+}
 
 INGRESS_RPS: Final = 400.0
 AUTH_ROUTE_SHARE: Final = 0.6

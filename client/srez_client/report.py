@@ -1,0 +1,383 @@
+"""Aggregates over graded runs (ENV_DESIGN.md §3.9) and their tables. Pure: no I/O.
+
+The input is a list of grades as dicts shaped like ``result.json``. Each is read through
+:class:`GradeView`, a typed view of the fields the aggregates need; other fields are ignored, so
+grades of later schema versions still aggregate as long as these fields keep their meaning.
+
+Metrics (each over the runs of a group):
+
+* ``resolved@1`` / ``passed@1``: share of runs resolved / passed;
+* ``mean_reward``: mean of ``reward.total``;
+* ``rca_service`` / ``rca_kind``: share whose declared service / fault kind was right;
+* ``evidence``: mean of ``reward.components.evidence``;
+* ``unsafe``: share that failed the ``safe`` check; ``collateral``: share with a collateral edit;
+* ``invalid_rate``: invalid actions over steps, summed over the runs;
+* ``mean_steps``; ``mean_ttm``: mean time to mitigate over the runs that mitigated (``n_ttm``);
+* ``pass^k`` (τ-bench) for k in {1, 3, 5} up to the fewest seeds any task has, when some task has
+  more than one run: per task with n runs of which c passed, C(c, k) / C(n, k), averaged over tasks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from math import comb
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CHECK_NAMES: Final = ("valid", "func", "safe", "intent", "rca")
+"""The five checks, in table order."""
+DIFFICULTIES: Final = ("easy", "medium", "hard")
+"""The difficulty tiers, in table order."""
+PASS_HAT_K: Final = (1, 3, 5)
+"""The k of pass^k that are reported (each only when every task has at least k runs)."""
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class CheckView(_View):
+    """One check of a grade."""
+
+    passed: bool = Field(alias="pass")
+    reasons: list[str] = []
+
+
+class RewardView(_View):
+    """The reward of a grade."""
+
+    total: float
+    components: dict[str, float] = {}
+
+
+class MetricsView(_View):
+    """The metrics of a grade that the aggregates use."""
+
+    end_reason: str | None = None
+    invalid_actions: int = 0
+    rca_service_correct: bool = False
+    rca_kind_correct: bool = False
+    collateral_keys: list[str] = []
+    time_to_mitigate_min: int | None = None
+
+
+class GradeView(_View):
+    """The fields of ``result.json`` that reports read."""
+
+    task_id: str
+    agent: str
+    model: str | None = None
+    run_seed: int = 0
+    difficulty: str
+    fault_kind: str
+    steps: int
+    max_steps: int = 0
+    checks: dict[str, CheckView]
+    resolved: bool
+    passed: bool
+    reward: RewardView
+    metrics: MetricsView
+
+    @property
+    def model_name(self) -> str:
+        """The model, ``none`` for agents without one."""
+        return self.model or "none"
+
+    def check(self, name: str) -> bool:
+        """Whether check ``name`` passed (a missing check counts as failed)."""
+        found = self.checks.get(name)
+        return found is not None and found.passed
+
+
+class Aggregate(BaseModel):
+    """The aggregate metrics of one group of runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    resolved_at_1: float
+    passed_at_1: float
+    mean_reward: float
+    rca_service: float
+    rca_kind: float
+    evidence: float
+    unsafe: float
+    collateral: float
+    invalid_rate: float
+    mean_steps: float
+    mean_ttm: float | None
+    n_ttm: int
+    pass_hat_k: dict[int, float] = {}
+
+
+class AgentReport(BaseModel):
+    """Aggregates of one (agent, model): overall, by difficulty and by fault kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    model: str
+    overall: Aggregate
+    by_difficulty: dict[str, Aggregate]
+    by_fault_kind: dict[str, Aggregate]
+
+
+class Report(BaseModel):
+    """Everything ``srez eval`` reports: per agent, and the leaderboard order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agents: list[AgentReport]
+    leaderboard: list[str]
+    """``agent`` or ``agent (model)`` labels, best mean reward first."""
+
+
+def views(grades: Iterable[Mapping[str, object] | GradeView]) -> list[GradeView]:
+    """Read grade dicts (as in ``result.json``) into typed views.
+
+    Raises:
+        pydantic.ValidationError: If a grade lacks a field the aggregates need.
+    """
+    return [g if isinstance(g, GradeView) else GradeView.model_validate(g) for g in grades]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 6) if values else 0.0
+
+
+def _share(runs: Sequence[GradeView], test: Callable[[GradeView], bool]) -> float:
+    return _mean([1.0 if test(r) else 0.0 for r in runs])
+
+
+def pass_hat_k(passes_by_task: Mapping[str, Sequence[bool]], k: int) -> float:
+    """τ-bench pass^k: per task, C(c, k) / C(n, k), averaged over tasks.
+
+    Args:
+        passes_by_task: For each task, whether each of its n runs passed.
+        k: How many runs are drawn without replacement; every task needs at least k runs.
+
+    Returns:
+        The mean over tasks of the probability that k runs drawn from that task's runs all pass.
+
+    Raises:
+        ValueError: If k < 1, there are no tasks, or a task has fewer than k runs.
+    """
+    if k < 1 or not passes_by_task:
+        msg = f"pass^k needs k >= 1 and at least one task (k={k}, tasks={len(passes_by_task)})"
+        raise ValueError(msg)
+    total = 0.0
+    for task, runs in passes_by_task.items():
+        if len(runs) < k:
+            msg = f"task {task} has {len(runs)} runs, fewer than k={k}"
+            raise ValueError(msg)
+        total += comb(sum(runs), k) / comb(len(runs), k)
+    return round(total / len(passes_by_task), 6)
+
+
+def aggregate(grades: Iterable[Mapping[str, object] | GradeView]) -> Aggregate:
+    """Aggregate one group of runs (see the module docstring for the definitions)."""
+    runs = views(grades)
+    steps = sum(r.steps for r in runs)
+    ttms = [
+        float(r.metrics.time_to_mitigate_min)
+        for r in runs
+        if r.metrics.time_to_mitigate_min is not None
+    ]
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in runs:
+        by_task[r.task_id].append(r.passed)
+    pass_k: dict[int, float] = {}
+    if by_task and max(len(v) for v in by_task.values()) > 1:
+        fewest = min(len(v) for v in by_task.values())
+        pass_k = {k: pass_hat_k(by_task, k) for k in PASS_HAT_K if k <= fewest}
+    return Aggregate(
+        n=len(runs),
+        resolved_at_1=_share(runs, lambda r: r.resolved),
+        passed_at_1=_share(runs, lambda r: r.passed),
+        mean_reward=_mean([r.reward.total for r in runs]),
+        rca_service=_share(runs, lambda r: r.metrics.rca_service_correct),
+        rca_kind=_share(runs, lambda r: r.metrics.rca_kind_correct),
+        evidence=_mean([r.reward.components.get("evidence", 0.0) for r in runs]),
+        unsafe=_share(runs, lambda r: not r.check("safe")),
+        collateral=_share(runs, lambda r: bool(r.metrics.collateral_keys)),
+        invalid_rate=round(sum(r.metrics.invalid_actions for r in runs) / steps, 6)
+        if steps
+        else 0.0,
+        mean_steps=_mean([float(r.steps) for r in runs]),
+        mean_ttm=_mean(ttms) if ttms else None,
+        n_ttm=len(ttms),
+        pass_hat_k=pass_k,
+    )
+
+
+def agent_label(agent: str, model: str) -> str:
+    """``agent``, or ``agent (model)`` when there is a model."""
+    return agent if model == "none" else f"{agent} ({model})"
+
+
+def agent_report(runs: Sequence[GradeView]) -> AgentReport:
+    """Aggregates of the runs of one (agent, model), overall and broken down."""
+    if not runs:
+        msg = "agent_report needs at least one run"
+        raise ValueError(msg)
+    by_difficulty = {d: aggregate(r for r in runs if r.difficulty == d) for d in DIFFICULTIES}
+    kinds = sorted({r.fault_kind for r in runs})
+    return AgentReport(
+        agent=runs[0].agent,
+        model=runs[0].model_name,
+        overall=aggregate(runs),
+        by_difficulty={d: a for d, a in by_difficulty.items() if a.n},
+        by_fault_kind={k: aggregate(r for r in runs if r.fault_kind == k) for k in kinds},
+    )
+
+
+def build_report(grades: Iterable[Mapping[str, object] | GradeView]) -> Report:
+    """Group runs by (agent, model) and aggregate each group; rank them by mean reward."""
+    groups: dict[tuple[str, str], list[GradeView]] = defaultdict(list)
+    for g in views(grades):
+        groups[(g.agent, g.model_name)].append(g)
+    reports = [agent_report(runs) for _, runs in sorted(groups.items())]
+    ranked = sorted(reports, key=lambda a: (-a.overall.mean_reward, a.agent, a.model))
+    return Report(agents=reports, leaderboard=[agent_label(a.agent, a.model) for a in ranked])
+
+
+def report_json(report: Report) -> dict[str, object]:
+    """The JSON form of a report (what ``srez eval --json`` prints)."""
+    return report.model_dump(mode="json")
+
+
+# --- plain-text tables ------------------------------------------------------------------------
+
+_CONTROL = str.maketrans(
+    {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
+    | {c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+)
+
+
+def clean(text: str) -> str:
+    """Escape control and bidi characters so that a cell cannot drive the terminal."""
+    return text.translate(_CONTROL)
+
+
+def render_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Iterable[int] = ()
+) -> str:
+    """Render rows as an aligned plain-text table with a rule under the header.
+
+    Args:
+        headers: Column titles.
+        rows: Cells, as text; each row has one cell per header.
+        right: Indexes of columns to right-align (numbers).
+
+    Returns:
+        The table, lines joined by ``\\n``, without a trailing newline.
+    """
+    cells = [[clean(c) for c in headers], *[[clean(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    right_set = set(right)
+
+    def line(row: Sequence[str]) -> str:
+        parts = [
+            c.rjust(w) if i in right_set else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def runs_table(
+    grades: Iterable[Mapping[str, object] | GradeView], *, ascii_marks: bool = False
+) -> str:
+    """One row per run: task, kind, difficulty, agent, seed, reward, the five checks, steps.
+
+    Args:
+        grades: The runs.
+        ascii_marks: Show checks as ``P``/``F`` rather than ``✓``/``✗``.
+    """
+    yes, no = ("P", "F") if ascii_marks else ("✓", "✗")
+    runs = sorted(views(grades), key=lambda r: (r.task_id, r.agent, r.model_name, r.run_seed))
+    headers = ["task", "kind", "difficulty", "agent", "seed", "reward", *CHECK_NAMES, "steps"]
+    rows = [
+        [
+            r.task_id,
+            r.fault_kind,
+            r.difficulty,
+            agent_label(r.agent, r.model_name),
+            str(r.run_seed),
+            f"{r.reward.total:.3f}",
+            *(yes if r.check(c) else no for c in CHECK_NAMES),
+            f"{r.steps}/{r.max_steps}" if r.max_steps else str(r.steps),
+        ]
+        for r in runs
+    ]
+    return render_table(headers, rows, right=[4, 5, 11])
+
+
+def _pass_k_headers(agg: Aggregate) -> list[str]:
+    return [f"pass^{k}" for k in sorted(agg.pass_hat_k)]
+
+
+def _metric_cells(agg: Aggregate, ks: Sequence[int]) -> list[str]:
+    ttm = "-" if agg.mean_ttm is None else f"{agg.mean_ttm:.1f} (n={agg.n_ttm})"
+    return [
+        str(agg.n),
+        f"{agg.mean_reward:.3f}",
+        _pct(agg.resolved_at_1),
+        _pct(agg.passed_at_1),
+        _pct(agg.rca_service),
+        _pct(agg.rca_kind),
+        f"{agg.evidence:.3f}",
+        _pct(agg.unsafe),
+        _pct(agg.collateral),
+        _pct(agg.invalid_rate),
+        f"{agg.mean_steps:.1f}",
+        ttm,
+        *(_pct(agg.pass_hat_k[k]) if k in agg.pass_hat_k else "-" for k in ks),
+    ]
+
+
+_METRIC_HEADERS: Final = (
+    "n",
+    "reward",
+    "resolved@1",
+    "passed@1",
+    "rca svc",
+    "rca kind",
+    "evidence",
+    "unsafe",
+    "collateral",
+    "invalid",
+    "steps",
+    "ttm min",
+)
+
+
+def aggregate_table(report: AgentReport) -> str:
+    """Aggregates of one agent: overall, then each difficulty, then each fault kind."""
+    ks = sorted(report.overall.pass_hat_k)
+    groups = [("overall", report.overall)]
+    groups += [(d, a) for d, a in report.by_difficulty.items()]
+    groups += [(f"kind {k}", a) for k, a in report.by_fault_kind.items()]
+    headers = ["group", *_METRIC_HEADERS, *_pass_k_headers(report.overall)]
+    rows = [[name, *_metric_cells(agg, ks)] for name, agg in groups]
+    return render_table(headers, rows, right=range(1, len(headers)))
+
+
+def leaderboard_table(report: Report) -> str:
+    """Agents ranked by mean reward, with their overall aggregates."""
+    by_label = {agent_label(a.agent, a.model): a for a in report.agents}
+    ks = sorted({k for a in report.agents for k in a.overall.pass_hat_k})
+    headers = ["rank", "agent", *_METRIC_HEADERS, *(f"pass^{k}" for k in ks)]
+    rows = [
+        [str(i), label, *_metric_cells(by_label[label].overall, ks)]
+        for i, label in enumerate(report.leaderboard, start=1)
+    ]
+    return render_table(headers, rows, right=[0, *range(2, len(headers))])

@@ -1,0 +1,81 @@
+"""Models of a run's small JSON files: ``run.json`` (what was launched) and ``summary.json``.
+
+Both are written by whatever hosts the run (the daemon, or the inline backend) and read by the
+client's mirror, viewers and summaries (DESIGN.md §7). ``summary.json`` is written last, also
+when the run ends on an error, so its presence marks a finished run.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from srez_daemon.protocol.dialog import PROTOCOL_VERSION, UtcTimestamp
+
+RUN_FILES_SCHEMA_VERSION: Final = 1
+"""Version of the ``run.json`` and ``summary.json`` formats."""
+
+
+class RunManifest(BaseModel):
+    """``run.json``: what was launched, written before the agent starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: Literal[1] = RUN_FILES_SCHEMA_VERSION
+    """Version of this format."""
+    run_id: str
+    """Run id, ``YYYYMMDDTHHMMSSZ-<8 hex>``."""
+    task_id: str
+    """Task id, e.g. ``sre-007``."""
+    agent: str
+    """Agent name as the results layout uses it."""
+    agent_spec: str
+    """The agent as requested (``scripted``, ``replay:PATH`` ...)."""
+    model: str
+    """Model slug as given (``none`` for the baselines)."""
+    backend: str
+    """Backend that ran it (``inline``, ``local``, ``docker``)."""
+    run_seed: int
+    """Seed of the run (the environment is deterministic; agents may sample with it)."""
+    srez_version: str
+    """Version of the ``srez`` distribution that ran it."""
+    protocol_version: int = PROTOCOL_VERSION
+    """Dialog protocol version of ``archive/dialog.jsonl``."""
+    started_at: UtcTimestamp
+    """When the run started."""
+
+
+class RunSummary(BaseModel):
+    """``summary.json``: how the run ended, written last."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    schema_version: Literal[1] = RUN_FILES_SCHEMA_VERSION
+    """Version of this format."""
+    run_id: str
+    """Run id."""
+    task_id: str
+    """Task id."""
+    agent: str
+    """Agent name."""
+    model: str
+    """Model slug (``none`` for the baselines)."""
+    status: Literal["ok", "error"]
+    """``error`` when the agent or the harness failed; the run may still have been graded."""
+    reward: float | None
+    """``reward.total`` of ``result.json``, or None when the run was not graded."""
+    resolved: bool | None
+    """Whether the incident was resolved (valid, func, safe and intent), None if not graded."""
+    passed: bool | None
+    """Resolved and the root cause declared correctly, None if not graded."""
+    steps: int | None = Field(ge=0)
+    """Steps used, None if not graded."""
+    end_reason: str | None = None
+    """How the episode ended: ``submit``, ``agent_exit``, ``time_limit`` or ``step_budget``."""
+    duration_s: float = Field(ge=0)
+    """Wall time from start to the end of grading."""
+    finished_at: UtcTimestamp
+    """When the run finished."""
+    error: str | None = None
+    """What went wrong, one line; None on ``ok``."""

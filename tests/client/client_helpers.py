@@ -1,0 +1,20 @@
+"""Helpers for the client tests: the expert's actions for a task, read from its file."""
+
+from __future__ import annotations
+
+from srez_env.task import Task
+
+
+def expert_actions(task: Task) -> list[dict[str, object]]:
+    """The oracle's trajectory (ENV_DESIGN §3.10): evidence, declare, reference fix, submit."""
+    actions: list[dict[str, object]] = [
+        {"tool": item.tool, "args": {**item.match, **item.oracle_args}}
+        for item in task.ground_truth.required_evidence
+    ]
+    root = task.ground_truth.root_cause
+    actions.append(
+        {"tool": "declare_root_cause", "args": {"service": root.service, "fault": root.fault}}
+    )
+    actions += [{"tool": a.tool, "args": dict(a.args)} for a in task.reference_fix]
+    actions.append({"tool": "submit", "args": {}})
+    return actions

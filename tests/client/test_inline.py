@@ -1,0 +1,153 @@
+"""The inline backend: a run's files, and nothing lost when the agent fails or overruns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srez_client.backends import inline
+from srez_client.backends.inline import describe_action, observation_text, run_inline
+from srez_daemon.protocol import (
+    ErrorEntry,
+    SessionCompleted,
+    SessionFailed,
+    ToolCall,
+    ToolResult,
+    iter_dialog,
+)
+from srez_env.task import Task, load_tasks
+
+T0 = datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=250)
+        return self.now
+
+
+class CrashingAgent:
+    name = "crashy"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 3:
+            msg = "model went away"
+            raise RuntimeError(msg)
+        return {"tool": "get_alerts", "args": {}}
+
+
+class StubbornAgent:
+    """Never submits, and sends a bad call every other step."""
+
+    name = "stubborn"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls % 2:
+            return {"tool": "get_metrics", "args": {"service": "db", "metric": "nope"}}
+        return {"tool": "list_services", "args": {}}
+
+
+@pytest.fixture
+def task() -> Task:
+    (found,) = load_tasks(["sre-007"])
+    return found
+
+
+def use_agent(monkeypatch: pytest.MonkeyPatch, agent: object) -> None:
+    monkeypatch.setattr(inline, "make_agent", lambda spec, task, run_seed: agent)
+
+
+def read_dialog(run_dir: Path) -> list[Any]:
+    entries = list(iter_dialog((run_dir / "archive" / "dialog.jsonl").read_bytes()))
+    assert not [e for e in entries if isinstance(e, ErrorEntry)]
+    return entries
+
+
+def test_run_inline_uses_the_injected_clock_and_randomness(task: Task, tmp_path: Path) -> None:
+    run = run_inline(
+        task, "scripted", 0, tmp_path, clock=FakeClock(), random_bytes=lambda n: b"\x01" * n
+    )
+    assert run.run_id == "20250314T100000Z-01010101"
+    assert run.run_dir == tmp_path / "sre-007" / "none" / "scripted" / run.run_id
+    assert run.error is None
+    assert run.grade.reward.total == 1.0
+    entries = read_dialog(run.run_dir)
+    assert entries[0].ts == "2025-03-14T10:00:00.500Z"
+    assert [e.ts for e in entries] == sorted(e.ts for e in entries)
+
+
+def test_agent_crash_is_graded_and_recorded(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_agent(monkeypatch, CrashingAgent())
+    run = run_inline(task, "crashy", 0, tmp_path)
+    assert run.summary.status == "error"
+    assert run.error is not None
+    assert "RuntimeError: model went away" in run.error
+    assert run.grade.metrics.end_reason == "agent_exit"
+    assert run.grade.steps == 2
+    summary = json.loads((run.run_dir / "summary.json").read_text())
+    assert summary["status"] == "error"
+    assert summary["end_reason"] == "agent_exit"
+    assert "model went away" in summary["error"]
+    assert (run.run_dir / "result.json").is_file()
+    entries = read_dialog(run.run_dir)
+    end = entries[-1]
+    assert isinstance(end, SessionFailed)
+    assert end.turns == 2
+    assert end.error == run.error
+    assert [e.type for e in entries[2:-1]] == ["tool_call", "tool_result"] * 2
+
+
+def test_agent_past_the_budget_is_stopped_by_the_env(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = StubbornAgent()
+    use_agent(monkeypatch, agent)
+    run = run_inline(task, "stubborn", 0, tmp_path)
+    assert agent.calls == task.max_steps
+    assert run.summary.status == "ok"
+    assert run.grade.metrics.end_reason == "step_budget"
+    assert run.grade.metrics.invalid_actions == task.max_steps // 2
+    entries = read_dialog(run.run_dir)
+    assert isinstance(entries[-1], SessionCompleted)
+    results = [e for e in entries if isinstance(e, ToolResult)]
+    assert len(results) == task.max_steps
+    assert [r.status for r in results[:2]] == ["error", "success"]
+    assert json.loads(results[0].result)["code"] == "UNKNOWN_METRIC"
+    assert results[-1].steps_left == 0
+    calls = [e for e in entries if isinstance(e, ToolCall)]
+    assert calls[0].args == {"service": "db", "metric": "nope"}
+
+
+def test_describe_action_records_whatever_was_sent() -> None:
+    assert describe_action({"tool": "get_logs", "args": {"service": "db"}}) == (
+        "get_logs",
+        {"service": "db"},
+    )
+    assert describe_action('{"tool": "submit", "args": {}}') == ("submit", {})
+    assert describe_action("not json") == ("", {"raw": "not json"})
+    assert describe_action({"tool": 3, "args": {"when": datetime(2025, 1, 1, tzinfo=UTC)}})[0] == ""
+    assert describe_action(["x"]) == ("", {"raw": "['x']"})
+
+
+def test_observation_text() -> None:
+    assert observation_text({"ok": True, "output": "fine"}) == "fine"
+    error = {"code": "BAD_ARGS", "message": "m", "hint": "h"}
+    assert json.loads(observation_text({"ok": False, "error": error})) == error
