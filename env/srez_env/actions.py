@@ -6,6 +6,8 @@ LLM agents are exported from the same models, so the schema an agent sees is the
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from typing import Annotated, Any, Final, Literal
 
@@ -265,6 +267,11 @@ def duration_minutes(text: str) -> int:
     return int(match.group(1)) * _UNIT_MIN[match.group(2)]
 
 
+@functools.cache
+def _openai_tools_json() -> str:
+    return json.dumps([t.openai() for t in TOOLS.values()])
+
+
 def openai_tools() -> list[dict[str, Any]]:
-    """All 14 tools as OpenAI-style function definitions, in a fixed order."""
-    return [t.openai() for t in TOOLS.values()]
+    """All 14 tools as OpenAI-style function definitions, in a fixed order (a fresh copy)."""
+    return list(json.loads(_openai_tools_json()))

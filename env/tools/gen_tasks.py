@@ -1349,13 +1349,27 @@ def brief(row: Row) -> str:
     return text if text.endswith("fix.") else f"{text} {BRIEF_END}"
 
 
-def calibrate(task: Task) -> Calibration | None:
-    """HOOK: recompute the calibration block by running both calibrators on ``task``.
+def calibrate(task: Task) -> Calibration:
+    """Recomputes the calibration block by running both calibrators on ``task`` (§6.12, §6.13).
 
-    Returns ``None`` to keep the design values of §6.14 (``DESIGN_CALIBRATION``). Once the
-    calibrators exist, this returns their result, and :func:`build` asserts it equals the table.
+    The heuristic expert plays the task from observations only ("solved" means the run passed);
+    the loudest-anomaly calibrator blames a service from the T0 metrics. :func:`build` refuses to
+    write a task whose computed outcomes differ from the design table, so the table, the files and
+    the simulator cannot drift apart.
     """
-    return None
+    from srez_env.baselines.heuristic import HeuristicAgent
+    from srez_env.baselines.loudest import loudest
+    from srez_env.env import SREEnv
+
+    env = SREEnv(task, agent="heuristic")
+    observation: Mapping[str, Any] = env.reset()
+    agent = HeuristicAgent()
+    while not env.done:
+        observation = env.step(agent.act(observation)).observation
+    return Calibration(
+        heuristic_expected=env.grade().passed,
+        loudest_expected=loudest(task).blame,  # type: ignore[arg-type]
+    )
 
 
 def build(row: Row) -> Task:
@@ -1404,7 +1418,7 @@ def build(row: Row) -> Task:
     }
     task = Task.model_validate(data)
     computed = calibrate(task)
-    if computed is not None and computed != task.calibration:
+    if computed != task.calibration:
         raise ValueError(
             f"{row.id}: calibrators give {computed.model_dump()}, "
             f"the design table says {task.calibration.model_dump()}"

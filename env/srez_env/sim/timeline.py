@@ -73,8 +73,10 @@ class Minute:
     restarts_1h: dict[str, int]
     restarts_15m: dict[str, int]
     last_restart: dict[str, int | None]
+    same_inputs_as: Minute | None = None  # the previous minute, when the engine inputs are equal
     _snapshot: Snapshot | None = None
     log_memo: dict[str, list[str]] = field(default_factory=dict)  # filled by telemetry.logs
+    alert_memo: dict[tuple[str, str], str] | None = None  # filled by telemetry.alerts
 
     def memory_mb(self, service: str) -> float:
         """Mean replica memory of a service (its base memory when it does not leak)."""
@@ -84,7 +86,10 @@ class Minute:
         return sum(replicas) / len(replicas)
 
     def snapshot(self) -> Snapshot:
-        """The engine's evaluation of this minute (computed once)."""
+        """The engine's evaluation of this minute (computed once; shared with the previous
+        minute when nothing the engine reads has changed, as in most of the history)."""
+        if self._snapshot is None and self.same_inputs_as is not None:
+            self._snapshot = self.same_inputs_as.snapshot()
         if self._snapshot is None:
             self._snapshot = evaluate(
                 MinuteInputs(
@@ -263,7 +268,7 @@ class World:
                     extra[eff.service] = extra.get(eff.service, 0.0) + eff.value
                 else:
                     lat[eff.service] = lat.get(eff.service, 1.0) * eff.value
-        return Minute(
+        minute = Minute(
             minute=m,
             files=dict(cur.files),
             running=dict(cur.running),
@@ -284,6 +289,9 @@ class World:
             },
             last_restart=dict(cur.last_restart),
         )
+        if self._minutes and _same_engine_inputs(self._minutes[-1], minute):
+            minute.same_inputs_as = self._minutes[-1]
+        return minute
 
     def _leak(
         self, s: str, m: int, leak: float, replicas: int, rollout: bool, blip: bool
@@ -310,3 +318,21 @@ class World:
                 age = 0
             memory.append(topo.BASE_MEMORY_MB[s] + leak * max(0, age))
         return killed, tuple(memory)
+
+
+def _same_engine_inputs(a: Minute, b: Minute) -> bool:
+    """True when two minutes feed the engine identical inputs.
+
+    Running configs are compared by identity: the cursor replaces a service's dict whenever it
+    changes, and both minutes hold a reference, so equal identities mean equal contents.
+    """
+    return (
+        all(a.running[s] is b.running[s] for s in topo.SERVICES)
+        and all(a.props[s] is b.props[s] for s in topo.SERVICES)
+        and a.killed == b.killed
+        and a.restarting == b.restarting
+        and a.replica_memory == b.replica_memory
+        and a.cert_expired == b.cert_expired
+        and a.extra_rps == b.extra_rps
+        and a.lat_mult == b.lat_mult
+    )

@@ -44,7 +44,15 @@ class Alert:
 
 
 def conditions(world: World, minute: int) -> dict[AlertKey, str]:
-    """Alerts whose condition holds at ``minute``, each with its one-line summary."""
+    """Alerts whose condition holds at ``minute``, each with its one-line summary (memoised on
+    the minute, which never changes once computed)."""
+    at = world.at(minute)
+    if at.alert_memo is None:
+        at.alert_memo = _conditions(world, minute)
+    return at.alert_memo
+
+
+def _conditions(world: World, minute: int) -> dict[AlertKey, str]:
     at = world.at(minute)
     snap = at.snapshot()
     status = status_of(snap)
