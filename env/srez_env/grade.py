@@ -144,6 +144,11 @@ def reference_patch(task: Task) -> str:
     return _REFERENCE[key]
 
 
+def clear_reference_cache() -> None:
+    """Forgets every memoised reference patch (for measuring cold starts)."""
+    _REFERENCE.clear()
+
+
 def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best side by side
     """Grades a finished episode."""
     task, world, log = env.task, env.world, env.log

@@ -144,3 +144,8 @@ def world_at_t0(task: Task) -> World:
         template.at(0)
         _TEMPLATES[key] = template
     return template.fork()
+
+
+def clear_templates() -> None:
+    """Forgets every per-task history (for measuring cold starts)."""
+    _TEMPLATES.clear()
