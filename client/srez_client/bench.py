@@ -25,7 +25,8 @@ from srez_env.agents import make_agent
 from srez_env.env import SREEnv
 from srez_env.grade import clear_reference_cache
 from srez_env.sim.scenario import build_world, clear_templates
-from srez_env.task import Task, load_tasks
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
 
 BASELINES = ("scripted", "heuristic", "random")
 STEP_TARGET_MS = 1.0

@@ -35,7 +35,8 @@ from srez_client.report import (
 from srez_daemon.protocol import dialog_json_schema
 from srez_env.agents import make_agent
 from srez_env.errors import EnvError
-from srez_env.task import Task, load_task, load_tasks
+from srez_env.task import Task
+from srez_env.tasks import load_task, load_tasks
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from srez_env.task import FAULT_KINDS, FaultKind, ServiceName
+from srez_env.vocab import FAULT_KINDS, FaultKind, ServiceName
 
 ErrorCode = Literal[
     "PARSE_ERROR",

@@ -10,34 +10,26 @@ what is allowed. The episode ends on ``submit``, when the step budget runs out, 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ValidationError
-
 from srez_env.actions import (
     FAULT_GLOSSARY,
     MUTATING,
-    TOOLS,
-    ErrorCode,
-    duration_minutes,
     openai_tools,
 )
+from srez_env.calls import InvalidCall, args_of, raw_text, tool_name, unpack, validate
 from srez_env.errors import EpisodeError
 from srez_env.observe import (
-    MAX_EVENT_WINDOW_MIN,
-    MAX_LOG_WINDOW_MIN,
-    MAX_METRIC_WINDOW_MIN,
     Observer,
     canonical,
 )
+from srez_env.prompt import PREAMBLE, render_prompt
 from srez_env.sim.scenario import AGENT_ACTOR, onset_minute, world_at_t0
 from srez_env.sim.timeline import Change, Event, World
 from srez_env.task import SERVICES, Task
 from srez_env.telemetry.logs import LogSource
-from srez_env.telemetry.metrics import METRICS
 from srez_env.world import topology as topo
 from srez_env.world.conffile import ConfFile, render_value
 from srez_env.world.schema import KeyRejected, check_edit, reload_mode
@@ -46,26 +38,6 @@ if TYPE_CHECKING:
     from srez_env.grade import Grade
 
 EndReason = Literal["submit", "agent_exit", "time_limit", "step_budget"]
-
-PREAMBLE = (
-    "You are the on-call SRE for a production system of five services: gateway (the public edge), "
-    "auth, payments, cache and db. An incident is in progress. Investigate with the read-only "
-    "tools, find the root cause, apply the minimal remediation, declare the root cause with "
-    "declare_root_cause, then call submit. Mutations are real and graded: a change that is not "
-    "needed, that weakens security, or that masks the symptoms instead of fixing the cause costs "
-    "you. Every call, valid or not, uses one step and one simulated minute (wait uses one step "
-    "for several minutes). After submit the system is watched for 10 minutes and graded."
-)
-
-
-class _Invalid(Exception):
-    """An invalid call: carries the observation's error fields."""
-
-    def __init__(self, message: str, code: ErrorCode, hint: str = "") -> None:
-        super().__init__(message)
-        self.code: ErrorCode = code
-        self.message = message
-        self.hint = hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +163,7 @@ class SREEnv:
             }
             ended = {
                 "ok": False,
-                "tool": _tool_name(action),
+                "tool": tool_name(action),
                 "error": error,
                 "step": self.steps_used,
                 "steps_left": self.steps_left,
@@ -209,17 +181,17 @@ class SREEnv:
         record_args: dict[str, Any] = {}
         old_value: Any = None
         try:
-            tool, raw_args = _unpack(action)
-            tool, args = _validate(tool, raw_args)
+            tool, raw_args = unpack(action)
+            tool, args = validate(tool, raw_args)
             record_args = args
             output, advance, old_value = self._execute(observer, clock, tool, args)
             body = {"output": output}
-        except _Invalid as invalid:
+        except InvalidCall as invalid:
             ok = False
             body = {
                 "error": {"code": invalid.code, "message": invalid.message, "hint": invalid.hint}
             }
-            record_args = args if args else (_args_of(action))
+            record_args = args if args else (args_of(action))
         self.log.calls.append(
             CallRecord(
                 self.steps_used,
@@ -250,7 +222,7 @@ class SREEnv:
             "clock": topo.timestamp(self.task.incident.start, self.clock),
             "done": self.done,
         }
-        action_record = {"tool": tool, "args": record_args} if tool else {"raw": _raw_text(action)}
+        action_record = {"tool": tool, "args": record_args} if tool else {"raw": raw_text(action)}
         line = {
             "step": self.steps_used,
             "clock": clock,
@@ -317,7 +289,7 @@ class SREEnv:
             try:
                 value = check_edit(s, key, args["value"], certs=world.certs)
             except KeyRejected as rejected:
-                raise _Invalid(str(rejected), rejected.code, rejected.hint) from rejected
+                raise InvalidCall(str(rejected), rejected.code, rejected.hint) from rejected
             old = file.values[key]
             changes = [Change(at, 0, "edit_file", s, key, value)]
             live = reload_mode(key) == "live"
@@ -352,7 +324,7 @@ class SREEnv:
         if version not in history or version == current:
             allowed = ", ".join(v for v in history if v != current)
             msg = f"{version!r} is not a version {s} can roll back to"
-            raise _Invalid(
+            raise InvalidCall(
                 msg, "UNKNOWN_VERSION", f"deploy history of {s} (other than {current}): {allowed}"
             )
         at = clock + 1
@@ -397,129 +369,3 @@ class SREEnv:
         from srez_env.grade import grade_episode  # grade replays episodes: import it lazily
 
         return grade_episode(self)
-
-
-def _unpack(action: Mapping[str, Any] | str) -> tuple[str, dict[str, Any]]:
-    if isinstance(action, str):
-        try:
-            parsed = json.loads(action)
-        except json.JSONDecodeError as e:
-            msg = f"the reply is not one JSON object: {e.msg} at char {e.pos}"
-            hint = 'reply with exactly one object like {"tool": "get_alerts", "args": {}}'
-            raise _Invalid(msg, "PARSE_ERROR", hint) from e
-        if not isinstance(parsed, dict):
-            msg = f"the reply is JSON {type(parsed).__name__}, not an object"
-            raise _Invalid(msg, "PARSE_ERROR", 'reply with {"tool": ..., "args": {...}}')
-        action = parsed
-    tool = action.get("tool")
-    args = action.get("args", {})
-    extra = sorted(set(action) - {"tool", "args"})
-    if not isinstance(tool, str) or not isinstance(args, dict) or extra:
-        msg = "a call must be an object with a string 'tool' and an object 'args'"
-        if extra:
-            msg += f" (unexpected fields: {', '.join(extra)})"
-        raise _Invalid(msg, "BAD_ARGS", 'e.g. {"tool": "get_logs", "args": {"service": "db"}}')
-    return tool, dict(args)
-
-
-def _validate(tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    spec = TOOLS.get(tool)
-    if spec is None:
-        msg = f"unknown tool {tool!r}"
-        raise _Invalid(msg, "UNKNOWN_TOOL", "tools: " + ", ".join(TOOLS))
-    service = args.get("service")
-    allowed = (*SERVICES, "none") if tool == "declare_root_cause" else SERVICES
-    if "service" in args and service is not None and service not in allowed:
-        msg = f"unknown service {service!r}"
-        raise _Invalid(msg, "UNKNOWN_SERVICE", "services: " + ", ".join(allowed))
-    try:
-        parsed = spec.args.model_validate(args)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "args"
-        msg = f"{tool}: {where}: {first['msg']}"
-        raise _Invalid(msg, "BAD_ARGS", f"arguments of {tool}: {_arg_names(tool)}") from e
-    values = parsed.model_dump()
-    _check_ranges(tool, values)
-    return tool, values
-
-
-def _check_ranges(tool: str, values: dict[str, Any]) -> None:
-    limits = {
-        "get_logs": MAX_LOG_WINDOW_MIN,
-        "get_metrics": MAX_METRIC_WINDOW_MIN,
-        "get_events": MAX_EVENT_WINDOW_MIN,
-    }
-    field_name = "window" if tool == "get_metrics" else "since"
-    if tool in limits:
-        minutes = duration_minutes(values[field_name])
-        low = 1 if tool == "get_metrics" else 0
-        if not low <= minutes <= limits[tool]:
-            msg = f"{tool}: {field_name} {values[field_name]!r} is out of range"
-            longest = "7d" if limits[tool] >= 1440 else f"{limits[tool] // 60}h"
-            raise _Invalid(msg, "BAD_ARGS", f"{field_name} may be {low}m to {longest}")
-    if tool == "get_metrics" and values["metric"] is not None:
-        known = METRICS[values["service"]]
-        if values["metric"] not in known:
-            msg = f"{values['service']} has no metric {values['metric']!r}"
-            raise _Invalid(msg, "UNKNOWN_METRIC", "metrics: " + ", ".join(known))
-
-
-def _arg_names(tool: str) -> str:
-    fields = TOOLS[tool].args.model_fields
-    return ", ".join(fields) if fields else "none"
-
-
-def _tool_name(action: Mapping[str, Any] | str) -> str:
-    tool = action.get("tool") if isinstance(action, Mapping) else None
-    return tool if isinstance(tool, str) else ""
-
-
-def _args_of(action: Mapping[str, Any] | str) -> dict[str, Any]:
-    if isinstance(action, Mapping) and isinstance(action.get("args"), dict):
-        return dict(action["args"])
-    return {}
-
-
-def _raw_text(action: Mapping[str, Any] | str) -> str:
-    return action if isinstance(action, str) else canonical(dict(action))
-
-
-def render_prompt(prompt: Mapping[str, Any]) -> str:
-    """The prompt as one text: preamble, brief, active alerts, budget and the fault glossary."""
-    alerts = prompt["alerts"]
-    alert_lines = [
-        f"- [{a['severity']}] {a['name']} on {a['service']} since {a['since']}: {a['summary']}"
-        for a in alerts
-    ] or ["- (none active)"]
-    glossary = [f"- {kind}: {gloss}" for kind, gloss in prompt["fault_glossary"].items()]
-    return "\n".join(
-        [
-            prompt["preamble"],
-            "",
-            f"Incident ({prompt['task_id']}): {prompt['title']}",
-            prompt["brief"],
-            "",
-            f"Active alerts at {prompt['clock']}:",
-            *alert_lines,
-            "",
-            f"Services: {', '.join(prompt['services'])}. Step budget: {prompt['max_steps']}.",
-            "",
-            "Tools (call exactly one per turn):",
-            *_tool_lines(prompt["tools"]),
-            "",
-            "Fault kinds for declare_root_cause:",
-            *glossary,
-        ]
-    )
-
-
-def _tool_lines(tools: list[dict[str, Any]]) -> list[str]:
-    lines = []
-    for tool in tools:
-        fn = tool["function"]
-        props = fn["parameters"].get("properties", {})
-        required = set(fn["parameters"].get("required", []))
-        args = ", ".join(name if name in required else f"{name}?" for name in props)
-        lines.append(f"- {fn['name']}({args}): {fn['description']}")
-    return lines

@@ -9,30 +9,28 @@ says what is allowed; :func:`load_task` prefixes it with the file name.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from importlib import resources
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import (
     AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
     StrictInt,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from srez_env.errors import TaskError
+from srez_env.actions import MUTATING, READ_TOOLS, TOOLS
+from srez_env.telemetry.alerts import SEVERITY
+from srez_env.vocab import FAULT_KINDS, SERVICES, FaultKind, ServiceName
+from srez_env.world import topology
+from srez_env.world.schema import BASE_FILES, is_inert
 
 __all__ = [
     "BASE_REGISTRY",
@@ -59,104 +57,30 @@ __all__ = [
     "Task",
     "VersionSpec",
     "derive_seed",
-    "load_task",
-    "load_tasks",
-    "parse_task",
     "task_digest",
 ]
 
-ServiceName = Literal["gateway", "auth", "payments", "cache", "db"]
-FaultKind = Literal[
-    "wrong_upstream_port",
-    "expired_tls_cert",
-    "conn_pool_exhaustion",
-    "db_max_connections_low",
-    "memory_leak",
-    "bad_deploy",
-    "disk_full",
-    "dns_misconfig",
-    "cache_eviction_stampede",
-    "rate_limit_misconfig",
-    "feature_flag_regression",
-    "dependency_timeout",
-    "replicas_zero",
-    "cpu_throttling",
-    "none",
-]
-
-SERVICES: tuple[str, ...] = ("gateway", "auth", "payments", "cache", "db")
-"""The five services, in the fixed order used for diffs and listings."""
-
-FAULT_KINDS: tuple[str, ...] = (
-    "wrong_upstream_port",
-    "expired_tls_cert",
-    "conn_pool_exhaustion",
-    "db_max_connections_low",
-    "memory_leak",
-    "bad_deploy",
-    "disk_full",
-    "dns_misconfig",
-    "cache_eviction_stampede",
-    "rate_limit_misconfig",
-    "feature_flag_regression",
-    "dependency_timeout",
-    "replicas_zero",
-    "cpu_throttling",
-    "none",
-)
-"""K01..K14 in catalogue order (§3.5), then the control kind ``none``."""
-
 BASE_REGISTRY: Mapping[str, tuple[str, ...]] = {
-    "gateway": ("5.1.0", "5.1.2", "5.2.0"),
-    "auth": ("2.9.4", "3.0.1", "3.0.2"),
-    "payments": ("2.3.8", "2.3.9", "2.4.0"),
-    "cache": ("7.2.2", "7.2.3", "7.2.4"),
-    "db": ("15.2", "15.3", "15.4"),
+    s: tuple(name for name, _ in versions) for s, versions in topology.BASE_REGISTRY.items()
 }
 """Versions every task starts with (§6.9), oldest first; the last one is running."""
 
 INERT_KEYS: Mapping[str, frozenset[str]] = {
-    "gateway": frozenset({"logging.level", "logging.retention_days", "tls.min_version"}),
-    "auth": frozenset({"logging.level", "logging.retention_days"}),
-    "payments": frozenset({"logging.level", "logging.retention_days"}),
-    "cache": frozenset({"logging.level", "logging.retention_days", "memory.eviction_policy"}),
-    # db's retention drives disk usage (K07), so it is not inert there.
-    "db": frozenset({"logging.level", "logging.slow_query_ms"}),
+    s: frozenset(k for k in BASE_FILES[s].values if is_inert(s, k)) for s in SERVICES
 }
 """Per service, the keys no rule or engine term reads (§3.2); only these may be decoy edits."""
 
 EVIDENCE_TOOL_ARGS: Mapping[str, frozenset[str]] = {
-    "get_logs": frozenset({"service", "since", "grep", "limit"}),
-    "get_metrics": frozenset({"service", "metric", "window"}),
-    "get_config": frozenset({"service"}),
-    "get_status": frozenset({"service"}),
-    "get_events": frozenset({"service", "since"}),
-    "get_alerts": frozenset(),
+    name: frozenset(TOOLS[name].args.model_fields) for name in READ_TOOLS
 }
 """The arguments of each read-only tool an evidence item may name (§3.7)."""
 
 MUTATING_TOOL_ARGS: Mapping[str, frozenset[str]] = {
-    "set_config": frozenset({"service", "key", "value"}),
-    "restart": frozenset({"service"}),
-    "rollback": frozenset({"service", "version"}),
-    "scale": frozenset({"service", "replicas"}),
+    name: frozenset(spec.args.model_fields) for name, spec in TOOLS.items() if name in MUTATING
 }
 """The mutating tools and their exact arguments; a reference fix uses only these."""
 
-ALERT_NAMES: frozenset[str] = frozenset(
-    {
-        "HighErrorRate",
-        "HighLatencyP99",
-        "ServiceDown",
-        "HighCPU",
-        "PodRestarting",
-        "DiskAlmostFull",
-        "CertExpired",
-        "CertExpiringSoon",
-        "HighRejectRate",
-        "CacheHitRatioLow",
-    }
-)
+ALERT_NAMES: frozenset[str] = frozenset(SEVERITY)
 """The alert names of §6.6."""
 
 VERSION_PROPS: Mapping[str, type] = {
@@ -174,8 +98,6 @@ _CHANGE_RE = re.compile(rf"^(?:{_SERVICE_RE}):{_KEY_RE}$")
 _CONF_KEY_RE = re.compile(rf"^{_KEY_RE}$")
 _ALERT_ALSO_RE = re.compile(rf"^([A-Za-z0-9]+):({_SERVICE_RE})$")
 _CERT_PATH_RE = re.compile(r"^/etc/certs/[a-z0-9][a-z0-9._-]*\.pem$")
-_TASK_FILE_RE = re.compile(r"^sre-\d{3}$")
-_SUBFIELD_RE = re.compile(r"^([a-z_]+): (.+)$", re.DOTALL)
 
 
 def derive_seed(task_id: str) -> int:
@@ -620,136 +542,6 @@ class Task(Strict):
                         f"{event.service} registry ({versions}); list it in injection.versions"
                     )
                     raise ValueError(msg)
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def _format_loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _one_line(source: str, err: ValidationError) -> str:
-    errors = err.errors(include_url=False)
-    first = errors[0]
-    ctx = first.get("ctx") or {}
-    # Our own validators raise ValueError; pydantic wraps them as "Value error, <msg>".
-    reason = (
-        str(ctx["error"]) if first["type"] == "value_error" and "error" in ctx else first["msg"]
-    )
-    loc = _format_loc(tuple(first["loc"]))
-    # A model-level check names its sub-field first ("key: ..."); fold it into the path.
-    named = _SUBFIELD_RE.match(reason)
-    if loc and first["type"] == "value_error" and named is not None:
-        loc, reason = f"{loc}.{named.group(1)}", named.group(2)
-    text = f"{source}: {loc}: {reason}" if loc else f"{source}: {reason}"
-    if len(errors) > 1:
-        text += f" (and {len(errors) - 1} more)"
-    return " ".join(text.split())
-
-
-def parse_task(text: str, source: str = "<task>") -> Task:
-    """Parses and validates the YAML text of one task.
-
-    Args:
-        text: The YAML document.
-        source: A name for messages, usually the file name.
-
-    Returns:
-        The validated task.
-
-    Raises:
-        TaskError: The text is not YAML, not a mapping, or fails validation. The message is one
-            line: ``<source>: <field path>: <what is wrong>``.
-    """
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or type(e).__name__
-        msg = f"{source}: not valid YAML{where}: {problem}"
-        raise TaskError(msg) from e
-    if not isinstance(data, dict):
-        msg = f"{source}: expected a mapping of task fields, got {type(data).__name__}"
-        raise TaskError(msg)
-    try:
-        return Task.model_validate(data)
-    except ValidationError as e:
-        raise TaskError(_one_line(source, e)) from e
-
-
-def load_task(path: str | os.PathLike[str]) -> Task:
-    """Loads one task file (``yaml.safe_load`` then ``Task.model_validate``).
-
-    Args:
-        path: The YAML file. If its stem looks like a task id, it must equal the task's id.
-
-    Returns:
-        The validated task.
-
-    Raises:
-        TaskError: The file cannot be read or is invalid; the message names the file and field.
-    """
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as e:
-        msg = f"{file.name}: cannot read task file: {e.strerror or e}"
-        raise TaskError(msg) from e
-    return _checked(parse_task(text, file.name), file.name)
-
-
-def _checked(task: Task, name: str) -> Task:
-    stem = name.removesuffix(".yaml")
-    if _TASK_FILE_RE.match(stem) and stem != task.id:
-        msg = f"{name}: id: {task.id!r} does not match the file name"
-        raise TaskError(msg)
-    return task
-
-
-@functools.cache
-def _packaged_tasks() -> dict[str, Task]:
-    # Read once per process: tasks are immutable data, and the package never changes underfoot.
-    # The anchor is the data package itself, so the lookup works however srez_env was found.
-    folder = resources.files("srez_env.tasks")
-    tasks: dict[str, Task] = {}
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.is_file() and entry.name.endswith(".yaml"):
-            text = entry.read_text(encoding="utf-8")
-            task = _checked(parse_task(text, entry.name), entry.name)
-            tasks[task.id] = task
-    return dict(sorted(tasks.items()))
-
-
-def load_tasks(ids: Iterable[str] | None = None) -> list[Task]:
-    """Loads the packaged tasks (``srez_env/tasks/*.yaml``); the files are read once per process.
-
-    Args:
-        ids: Task ids to return, in the order given; ``None`` returns every task sorted by id.
-
-    Returns:
-        The validated tasks.
-
-    Raises:
-        TaskError: A packaged file is invalid, or an id is unknown.
-    """
-    tasks = _packaged_tasks()
-    if ids is None:
-        return list(tasks.values())
-    out: list[Task] = []
-    for task_id in ids:
-        task = tasks.get(task_id)
-        if task is None:
-            known_ids = list(tasks)
-            known = f"{known_ids[0]} … {known_ids[-1]}" if known_ids else "none"
-            msg = f"unknown task id {task_id!r} (known: {known})"
-            raise TaskError(msg)
-        out.append(task)
-    return out
 
 
 def task_digest(task: Task) -> str:

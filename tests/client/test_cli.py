@@ -24,7 +24,7 @@ from srez_daemon.protocol import (
     ToolResult,
     iter_dialog,
 )
-from srez_env.task import load_tasks
+from srez_env.tasks import load_tasks
 
 SREZ = Path(sys.executable).parent / "srez"
 RUN_FILES = [

@@ -20,7 +20,8 @@ from srez_daemon.protocol import (
     ToolResult,
     iter_dialog,
 )
-from srez_env.task import Task, load_tasks
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
 
 T0 = datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
 

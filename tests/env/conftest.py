@@ -6,7 +6,8 @@ import pytest
 from envkit import run_agent
 
 from srez_env.env import SREEnv
-from srez_env.task import Task, load_tasks
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
 
 TASKS = load_tasks()
 TASK_IDS = [t.id for t in TASKS]

@@ -15,7 +15,7 @@ sys.path.insert(0, str(HERE))
 from envkit import run_agent  # noqa: E402
 
 from srez_env.grade import reference_patch  # noqa: E402
-from srez_env.task import load_tasks  # noqa: E402
+from srez_env.tasks import load_tasks  # noqa: E402
 
 GOLDEN = (
     HERE / "golden"

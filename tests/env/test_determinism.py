@@ -21,7 +21,7 @@ HASH_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from envkit import run_agent
-from srez_env.task import load_tasks
+from srez_env.tasks import load_tasks
 for task in load_tasks():
     for spec in ("scripted", "heuristic", "random"):
         print(task.id, spec, run_agent(task, spec, run_seed=3).transcript_sha256())

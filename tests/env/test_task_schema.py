@@ -26,11 +26,9 @@ from srez_env.task import (
     ServiceName,
     Task,
     derive_seed,
-    load_task,
-    load_tasks,
-    parse_task,
     task_digest,
 )
+from srez_env.tasks import load_task, load_tasks, parse_task
 
 REPO = Path(__file__).resolve().parents[2]
 GEN_TASKS = REPO / "env" / "tools" / "gen_tasks.py"

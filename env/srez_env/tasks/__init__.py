@@ -1,5 +1,152 @@
-"""The 40 task files (``sre-001.yaml`` … ``sre-040.yaml``), written by ``env/tools/gen_tasks.py``.
+"""The 40 task files (``sre-001.yaml`` … ``sre-040.yaml``, written by ``env/tools/gen_tasks.py``)
+and their loader.
 
-A package only so that :mod:`importlib.resources` can anchor on it; load tasks through
-:func:`srez_env.task.load_tasks`.
+The loader is ``yaml.safe_load`` then :meth:`Task.model_validate`; every failure becomes a
+:class:`TaskError` with one line ``<file>: <field path>: <what is wrong>``.
 """
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from srez_env.errors import TaskError
+from srez_env.task import Task
+
+_TASK_FILE_RE = re.compile(r"^sre-\d{3}$")
+_SUBFIELD_RE = re.compile(r"^([a-z_]+): (.+)$", re.DOTALL)
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _one_line(source: str, err: ValidationError) -> str:
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    ctx = first.get("ctx") or {}
+    # Our own validators raise ValueError; pydantic wraps them as "Value error, <msg>".
+    reason = (
+        str(ctx["error"]) if first["type"] == "value_error" and "error" in ctx else first["msg"]
+    )
+    loc = _format_loc(tuple(first["loc"]))
+    # A model-level check names its sub-field first ("key: ..."); fold it into the path.
+    named = _SUBFIELD_RE.match(reason)
+    if loc and first["type"] == "value_error" and named is not None:
+        loc, reason = f"{loc}.{named.group(1)}", named.group(2)
+    text = f"{source}: {loc}: {reason}" if loc else f"{source}: {reason}"
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more)"
+    return " ".join(text.split())
+
+
+def parse_task(text: str, source: str = "<task>") -> Task:
+    """Parses and validates the YAML text of one task.
+
+    Args:
+        text: The YAML document.
+        source: A name for messages, usually the file name.
+
+    Returns:
+        The validated task.
+
+    Raises:
+        TaskError: The text is not YAML, not a mapping, or fails validation. The message is one
+            line: ``<source>: <field path>: <what is wrong>``.
+    """
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        msg = f"{source}: not valid YAML{where}: {problem}"
+        raise TaskError(msg) from e
+    if not isinstance(data, dict):
+        msg = f"{source}: expected a mapping of task fields, got {type(data).__name__}"
+        raise TaskError(msg)
+    try:
+        return Task.model_validate(data)
+    except ValidationError as e:
+        raise TaskError(_one_line(source, e)) from e
+
+
+def load_task(path: str | os.PathLike[str]) -> Task:
+    """Loads one task file (``yaml.safe_load`` then ``Task.model_validate``).
+
+    Args:
+        path: The YAML file. If its stem looks like a task id, it must equal the task's id.
+
+    Returns:
+        The validated task.
+
+    Raises:
+        TaskError: The file cannot be read or is invalid; the message names the file and field.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as e:
+        msg = f"{file.name}: cannot read task file: {e.strerror or e}"
+        raise TaskError(msg) from e
+    return _checked(parse_task(text, file.name), file.name)
+
+
+def _checked(task: Task, name: str) -> Task:
+    stem = name.removesuffix(".yaml")
+    if _TASK_FILE_RE.match(stem) and stem != task.id:
+        msg = f"{name}: id: {task.id!r} does not match the file name"
+        raise TaskError(msg)
+    return task
+
+
+@functools.cache
+def _packaged_tasks() -> dict[str, Task]:
+    # Read once per process: tasks are immutable data, and the package never changes underfoot.
+    # The anchor is the data package itself, so the lookup works however srez_env was found.
+    folder = resources.files("srez_env.tasks")
+    tasks: dict[str, Task] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_file() and entry.name.endswith(".yaml"):
+            text = entry.read_text(encoding="utf-8")
+            task = _checked(parse_task(text, entry.name), entry.name)
+            tasks[task.id] = task
+    return dict(sorted(tasks.items()))
+
+
+def load_tasks(ids: Iterable[str] | None = None) -> list[Task]:
+    """Loads the packaged tasks (``srez_env/tasks/*.yaml``); the files are read once per process.
+
+    Args:
+        ids: Task ids to return, in the order given; ``None`` returns every task sorted by id.
+
+    Returns:
+        The validated tasks.
+
+    Raises:
+        TaskError: A packaged file is invalid, or an id is unknown.
+    """
+    tasks = _packaged_tasks()
+    if ids is None:
+        return list(tasks.values())
+    out: list[Task] = []
+    for task_id in ids:
+        task = tasks.get(task_id)
+        if task is None:
+            known_ids = list(tasks)
+            known = f"{known_ids[0]} … {known_ids[-1]}" if known_ids else "none"
+            msg = f"unknown task id {task_id!r} (known: {known})"
+            raise TaskError(msg)
+        out.append(task)
+    return out

@@ -1,0 +1,49 @@
+"""The closed vocabularies of the benchmark: service names and fault kinds (ENV_DESIGN §3.5).
+
+They live apart so that the task model, the tools and the simulator share one definition.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ServiceName = Literal["gateway", "auth", "payments", "cache", "db"]
+FaultKind = Literal[
+    "wrong_upstream_port",
+    "expired_tls_cert",
+    "conn_pool_exhaustion",
+    "db_max_connections_low",
+    "memory_leak",
+    "bad_deploy",
+    "disk_full",
+    "dns_misconfig",
+    "cache_eviction_stampede",
+    "rate_limit_misconfig",
+    "feature_flag_regression",
+    "dependency_timeout",
+    "replicas_zero",
+    "cpu_throttling",
+    "none",
+]
+
+SERVICES: tuple[str, ...] = ("gateway", "auth", "payments", "cache", "db")
+"""The five services, in the fixed order used for diffs and listings."""
+
+FAULT_KINDS: tuple[str, ...] = (
+    "wrong_upstream_port",
+    "expired_tls_cert",
+    "conn_pool_exhaustion",
+    "db_max_connections_low",
+    "memory_leak",
+    "bad_deploy",
+    "disk_full",
+    "dns_misconfig",
+    "cache_eviction_stampede",
+    "rate_limit_misconfig",
+    "feature_flag_regression",
+    "dependency_timeout",
+    "replicas_zero",
+    "cpu_throttling",
+    "none",
+)
+"""K01..K14 in catalogue order (§3.5), then the control kind ``none``."""
