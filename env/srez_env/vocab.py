@@ -5,7 +5,7 @@ They live apart so that the task model, the tools and the simulator share one de
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 ServiceName = Literal["gateway", "auth", "payments", "cache", "db"]
 FaultKind = Literal[
@@ -26,24 +26,8 @@ FaultKind = Literal[
     "none",
 ]
 
-SERVICES: tuple[str, ...] = ("gateway", "auth", "payments", "cache", "db")
+SERVICES: tuple[str, ...] = get_args(ServiceName)
 """The five services, in the fixed order used for diffs and listings."""
 
-FAULT_KINDS: tuple[str, ...] = (
-    "wrong_upstream_port",
-    "expired_tls_cert",
-    "conn_pool_exhaustion",
-    "db_max_connections_low",
-    "memory_leak",
-    "bad_deploy",
-    "disk_full",
-    "dns_misconfig",
-    "cache_eviction_stampede",
-    "rate_limit_misconfig",
-    "feature_flag_regression",
-    "dependency_timeout",
-    "replicas_zero",
-    "cpu_throttling",
-    "none",
-)
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 """K01..K14 in catalogue order (§3.5), then the control kind ``none``."""

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final, Literal
+from typing import Final
 
-SERVICES: Final = ("gateway", "auth", "payments", "cache", "db")
-ServiceName = Literal["gateway", "auth", "payments", "cache", "db"]
+from srez_env.vocab import SERVICES as SERVICES  # re-exported: the topology names its services
 
 PER_REPLICA_RPS: Final = {
     "gateway": 400.0,
