@@ -5,6 +5,9 @@ for ``t + 1`` -> advance the clock (1 minute, or ``n`` for ``wait``). Every call
 invalid ones included; an invalid call changes nothing but the clock and says what was wrong and
 what is allowed. The episode ends on ``submit``, when the step budget runs out, or through
 :meth:`SREEnv.force_submit` (the harness calls it when the agent exits or times out).
+
+The agent's own mutations appear in ``get_events`` as ``(by on-call agent)`` from the minute they
+take effect, as they would in a real audit log; the design lists only the task's events there.
 """
 
 from __future__ import annotations

@@ -3,6 +3,19 @@
 The reference patch is never written by hand: it is the diff of a fresh episode that executes the
 task's ``reference_fix`` through the normal ``step()`` path. Every check carries its reasons, and
 ``result.json`` carries the ground truth, so a reader can see why a run passed or failed.
+
+Decisions where the design is silent:
+
+* Controls: ``fix = 0.6 * [nothing changed] + 0.4 * [func]``, the same shape as for faults with
+  "the cause is untouched" in place of "the cause is cleared"; ``intent`` also requires that no rule
+  fires, so a control broken by the agent cannot pass.
+* RCA proximity (0.33 of the service credit): the declared service is one dependency edge from the
+  root *and* on the task's propagation path (so cache and db, both leaves under payments, are not
+  neighbours).
+* ``max_repeat_invalid`` is the longest run of consecutive, identical invalid calls (same tool and
+  arguments): the malformed-call loop of the AIOpsLab paper.
+* Only valid calls count as mutations, restarts or evidence; ``safe`` looks at every valid
+  ``set_config`` (comparing with the file value before it) and every ``scale`` to 0.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ def test_crafted_call_triggers_code_and_changes_nothing(code: str) -> None:
     assert (env.steps_used, env.clock, obs["steps_left"]) == (1, 1, 19)
     env.step({"tool": "wait", "args": {"minutes": 5}})
     assert {s: f.text for s, f in env.world.at(env.clock).files.items()} == files_before
-    assert env.world.schedule is not None and env.log.first_mutation_step is None
+    assert env.log.first_mutation_step is None
+    assert [e.text for e in env.world.events if "on-call agent" in e.text] == []
 
 
 def test_already_submitted_is_not_counted() -> None:
