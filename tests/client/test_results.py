@@ -10,19 +10,9 @@ from pathlib import Path
 import pytest
 
 from srez_client.errors import ResultsError
-from srez_client.results import (
-    DIALOG_PATH,
-    RUN_ID_RE,
-    DialogWriter,
-    RunFolder,
-    atomic_write_bytes,
-    atomic_write_json,
-    model_slug,
-    new_run_id,
-    run_path,
-    utc_timestamp,
-)
+from srez_client.results import DIALOG_PATH, RUN_ID_RE, RunFolder, model_slug, new_run_id, run_path
 from srez_daemon.protocol import ErrorEntry, TaskPrompt, Thinking, iter_dialog
+from srez_daemon.storage import DialogWriter, atomic_write_bytes, atomic_write_json, utc_timestamp
 
 T0 = datetime(2025, 3, 14, 10, 3, 0, 125000, tzinfo=UTC)
 RUN_ID = "20250314T100300Z-deadbeef"

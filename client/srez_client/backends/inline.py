@@ -26,16 +26,7 @@ import orjson
 from pydantic import JsonValue
 
 from srez_client.report import GradeView
-from srez_client.results import (
-    Clock,
-    DialogWriter,
-    RandomBytes,
-    RunFolder,
-    new_run_id,
-    run_path,
-    system_clock,
-    utc_timestamp,
-)
+from srez_client.results import RandomBytes, RunFolder, new_run_id, run_path
 from srez_daemon.protocol import (
     RunManifest,
     RunSummary,
@@ -46,6 +37,7 @@ from srez_daemon.protocol import (
     ToolCall,
     ToolResult,
 )
+from srez_daemon.storage import Clock, DialogWriter, system_clock, utc_timestamp
 from srez_env.agents import Agent, make_agent
 from srez_env.env import SREEnv
 from srez_env.grade import Grade

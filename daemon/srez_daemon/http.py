@@ -1,0 +1,56 @@
+"""JSON responses and the closed-code error body, shared by every route (DESIGN.md §4).
+
+Bodies are pydantic models serialised with orjson; an error is always
+``{"error": {"code": <closed code>, "message": <one line>}}`` with the matching status, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import orjson
+from aiohttp import web
+from pydantic import BaseModel
+
+from srez_daemon.protocol.api import ErrorBody, ErrorCode, ErrorResponse
+
+JSON: Final = "application/json"
+STATUS: Final[dict[str, int]] = {
+    "unauthorized": 401,
+    "forbidden_host": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "bad_request": 400,
+    "payload_too_large": 413,
+    "agent_phase": 409,
+    "conflict": 409,
+    "no_grade": 404,
+    "too_many_sessions": 429,
+    "unavailable": 503,
+    "internal": 500,
+}
+
+
+def json_response(model: BaseModel, status: int = 200) -> web.Response:
+    """A JSON response from a wire model."""
+    body = orjson.dumps(model.model_dump(mode="json", by_alias=True))
+    return web.Response(body=body, status=status, content_type=JSON)
+
+
+def error_response(code: ErrorCode, message: str) -> web.Response:
+    """The error body with the status that goes with the code."""
+    body = ErrorResponse(error=ErrorBody(code=code, message=message))
+    return json_response(body, STATUS[code])
+
+
+class ApiError(Exception):
+    """Raise inside a handler to answer with a closed-code error."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.message = message
+
+    def response(self) -> web.Response:
+        return error_response(self.code, self.message)

@@ -1,0 +1,176 @@
+"""The daemon's settings, built once from the environment, and the run folder's layout.
+
+Environment (DESIGN.md §4-§7):
+
+* ``SREZ_RUN_DIR`` (required): the run folder (``/srez`` in a container; on ``local``,
+  ``$SREZ_STATE/live/<run-id>/run``). It holds ``run.json`` (what to run) before the daemon starts.
+* ``SREZ_TOKEN_FILE`` (required): the file holding the run's token. The daemon refuses to start if
+  it is missing, empty or unreadable. The token never appears in the environment, argv or a log.
+* ``SREZ_HOST`` / ``SREZ_PORT``: where to listen (default ``127.0.0.1:4263``; port 0 picks a free
+  one). A container sets ``0.0.0.0``; the host publishes it on loopback only.
+* ``SREZ_ENDPOINT_FILE``: where to write ``{"host", "port", "pid"}`` once listening (for ``local``).
+* ``SREZ_AGENT_SOCKET``: the agent's unix socket (default ``<run dir>/agent.sock``).
+* ``SREZ_AGENT_CMD``: the agent command as a JSON list (default ``python -m srez_daemon.agent``).
+* ``SREZ_AGENT_TIME_LIMIT_S``: the agent's wall-time limit; provider cooldown does not count.
+* ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Self
+
+from srez_daemon.errors import SettingsError
+
+DEFAULT_PORT: Final = 4263
+MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
+DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
+
+
+@dataclass(frozen=True, slots=True)
+class RunPaths:
+    """Where each file of a run lives inside its run folder (DESIGN.md §7)."""
+
+    root: Path
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def state_json(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def archive(self) -> Path:
+        return self.root / "archive"
+
+    @property
+    def dialog(self) -> Path:
+        return self.archive / "dialog.jsonl"
+
+    @property
+    def transcript(self) -> Path:
+        return self.archive / "transcript.jsonl"
+
+    @property
+    def world(self) -> Path:
+        return self.root / "world"
+
+    def conf(self, service: str) -> Path:
+        return self.world / service / f"{service}.conf"
+
+    @property
+    def final_patch(self) -> Path:
+        return self.root / "final.patch"
+
+    @property
+    def reference_patch(self) -> Path:
+        return self.root / "reference.patch"
+
+    @property
+    def result_json(self) -> Path:
+        return self.root / "result.json"
+
+    @property
+    def summary_json(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def log(self, name: str) -> Path:
+        """``logs/<name>.log`` for name in agent, evaluator, daemon."""
+        return self.logs / f"{name}.log"
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSettings:
+    """Everything the daemon is configured with; immutable and passed down explicitly."""
+
+    run_dir: Path
+    token_file: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    endpoint_file: Path | None = None
+    agent_socket: Path | None = None
+    agent_argv: tuple[str, ...] = DEFAULT_AGENT_ARGV
+    agent_time_limit_s: float | None = None
+    pty_idle_s: float = 300.0
+    max_sessions: int = 8
+    keep: bool = False
+    heartbeat_s: float = 15.0
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.run_dir)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.agent_socket or self.run_dir / "agent.sock"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], *, keep: bool = False) -> Self:
+        """Reads the settings from an environment mapping; raises SettingsError naming the
+        variable that is missing or malformed."""
+
+        def required(name: str) -> Path:
+            value = environ.get(name, "").strip()
+            if not value:
+                msg = f"{name} is not set; it must name the {'run folder' if name == 'SREZ_RUN_DIR' else 'token file'}"
+                raise SettingsError(msg)
+            return Path(value)
+
+        def number(name: str, default: float | None, *, low: float = 0.0) -> float | None:
+            raw = environ.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                msg = f"{name}={raw!r} is not a number"
+                raise SettingsError(msg) from None
+            if value < low:
+                msg = f"{name}={raw!r} must be at least {low:g}"
+                raise SettingsError(msg)
+            return value
+
+        argv: tuple[str, ...] = DEFAULT_AGENT_ARGV
+        raw_cmd = environ.get("SREZ_AGENT_CMD", "").strip()
+        if raw_cmd:
+            try:
+                parsed = json.loads(raw_cmd)
+            except ValueError:
+                parsed = None
+            if not (
+                isinstance(parsed, list) and parsed and all(isinstance(a, str) for a in parsed)
+            ):
+                msg = (
+                    'SREZ_AGENT_CMD must be a JSON list of strings, e.g. ["python", "my_agent.py"]'
+                )
+                raise SettingsError(msg)
+            argv = tuple(parsed)
+        port = number("SREZ_PORT", DEFAULT_PORT)
+        if port is None or port != int(port) or not 0 <= port <= 65535:
+            msg = f"SREZ_PORT={environ.get('SREZ_PORT')!r} must be an integer from 0 to 65535"
+            raise SettingsError(msg)
+        endpoint = environ.get("SREZ_ENDPOINT_FILE", "").strip()
+        socket = environ.get("SREZ_AGENT_SOCKET", "").strip()
+        return cls(
+            run_dir=required("SREZ_RUN_DIR"),
+            token_file=required("SREZ_TOKEN_FILE"),
+            host=environ.get("SREZ_HOST", "").strip() or "127.0.0.1",
+            port=int(port),
+            endpoint_file=Path(endpoint) if endpoint else None,
+            agent_socket=Path(socket) if socket else None,
+            agent_argv=argv,
+            agent_time_limit_s=number("SREZ_AGENT_TIME_LIMIT_S", None, low=1.0),
+            pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0) or 300.0,
+            max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
+            keep=keep,
+        )
