@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -114,9 +114,16 @@ class Grade(_Model):
 
 def unified_diff(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> str:
     """The run's diff: one unified diff per changed file, services in fixed order, n=3."""
+    return unified_diff_texts(
+        {s: f.text for s, f in initial.items()}, {s: f.text for s, f in final.items()}
+    )
+
+
+def unified_diff_texts(initial: Mapping[str, str], final: Mapping[str, str]) -> str:
+    """:func:`unified_diff` over file texts (what the daemon reads back from its world folder)."""
     parts = []
     for s in topo.SERVICES:
-        a, b = initial[s].text, final[s].text
+        a, b = initial[s], final[s]
         if a != b:
             lines = difflib.unified_diff(
                 a.splitlines(True), b.splitlines(True), f"a/{s}/{s}.conf", f"b/{s}/{s}.conf", n=3

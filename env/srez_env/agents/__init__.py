@@ -32,18 +32,31 @@ class AgentSpecError(EnvError, ValueError):
 
 
 def make_agent(spec: str, task: Task, run_seed: int = 0) -> Agent:
-    """Builds an agent from its spec: scripted, heuristic, random or replay:FILE."""
+    """Builds an agent from its spec for a task whose file this process holds (inline runs)."""
+    return build_agent(spec, task_id=task.id, run_seed=run_seed, oracle=task)
+
+
+def build_agent(spec: str, *, task_id: str, run_seed: int = 0, oracle: Task | None = None) -> Agent:
+    """Builds an agent from public facts only; the scripted oracle also needs ``oracle``.
+
+    This is what an agent process uses: it knows the task id and the run seed, and is handed the
+    task file only when it runs the oracle (DESIGN.md §7).
+    """
     from srez_env.baselines.heuristic import HeuristicAgent
     from srez_env.baselines.random_agent import RandomAgent
     from srez_env.baselines.replay import ReplayAgent, load_replay
     from srez_env.baselines.scripted import ScriptedAgent
+    from srez_env.task import derive_seed
 
     if spec == "scripted":
-        return ScriptedAgent(task)
+        if oracle is None:
+            msg = "the scripted oracle needs the task file, and this agent was not handed it"
+            raise AgentSpecError(msg)
+        return ScriptedAgent(oracle)
     if spec == "heuristic":
         return HeuristicAgent()
     if spec == "random":
-        return RandomAgent(task.seed, run_seed)
+        return RandomAgent(derive_seed(task_id), run_seed)
     if spec.startswith("replay:"):
         return ReplayAgent(load_replay(Path(spec.removeprefix("replay:"))))
     msg = f"unknown agent {spec!r} (known: {', '.join(AGENT_KINDS)})"

@@ -1,0 +1,114 @@
+"""The agent socket (DESIGN.md §5): HTTP over a unix socket, reachable by the agent only.
+
+It serves ``GET /task`` (the prompt, the step budget and, for the scripted oracle alone, the task
+file), ``POST /tools/{name}`` (one action, executed and recorded by the daemon), ``POST /dialog``
+(the agent's own assistant, thinking, provider_error and usage entries) and ``POST /submit``. Any
+agent in any language that speaks this can be benchmarked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+from pydantic import ValidationError
+
+from srez_daemon.http import ApiError, error_response, json_response
+from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY = 1 << 20
+
+
+class AgentPort:
+    """What the agent socket needs from the run (implemented by the run controller)."""
+
+    def agent_task(self) -> AgentTask:
+        raise NotImplementedError
+
+    async def agent_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def agent_note(self, note: AgentNote) -> None:
+        raise NotImplementedError
+
+
+def create_agent_app(port: AgentPort) -> web.Application:
+    """The agent socket's application."""
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[_errors])
+
+    async def task(_request: web.Request) -> web.Response:
+        return json_response(port.agent_task())
+
+    async def tool(request: web.Request) -> web.Response:
+        args = await _json_object(request)
+        obs = await port.agent_call(request.match_info["name"], args)
+        return json_response(StepObservation.model_validate(obs))
+
+    async def submit(request: web.Request) -> web.Response:
+        body = await _json_object(request)
+        try:
+            req = SubmitRequest.model_validate(body)
+        except ValidationError as e:
+            raise ApiError(code="bad_request", message=_first_error(e)) from e
+        obs = await port.agent_call("submit", {"summary": req.summary})
+        return json_response(StepObservation.model_validate(obs))
+
+    async def dialog(request: web.Request) -> web.Response:
+        body = await _json_object(request)
+        try:
+            note = AgentNote.model_validate(body)
+            port.agent_note(note)
+        except ValidationError as e:
+            raise ApiError(code="bad_request", message=_first_error(e)) from e
+        return web.Response(status=204)
+
+    app.router.add_get("/task", task)
+    app.router.add_post("/tools/{name}", tool)
+    app.router.add_post("/submit", submit)
+    app.router.add_post("/dialog", dialog)
+    return app
+
+
+async def _json_object(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    if not raw:
+        return {}
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise ApiError(code="bad_request", message=f"the body is not JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise ApiError(code="bad_request", message="the body must be a JSON object")
+    return body
+
+
+def _first_error(e: ValidationError) -> str:
+    first = e.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "body"
+    return f"{where}: {first['msg']}"
+
+
+@web.middleware
+async def _errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return e.response()
+    except web.HTTPException as e:
+        code = (
+            "not_found"
+            if e.status == 404
+            else "method_not_allowed"
+            if e.status == 405
+            else "bad_request"
+        )
+        if e.status == 413:
+            code = "payload_too_large"
+        return error_response(code, f"{request.method} {request.path}: {e.reason}")  # type: ignore[arg-type]

@@ -1,0 +1,79 @@
+"""Token auth and the host check of the public API (DESIGN.md §4, SECURITY.md A3, A4).
+
+The token is 32 random bytes made by the host per run, read from a file. The daemon refuses to
+start without it (fail closed). Every route but ``/api/health`` needs
+``Authorization: Bearer <token>``, compared in constant time with :func:`hmac.compare_digest`
+(the single call site), never taken from a query string. Requests naming a foreign ``Host`` or
+carrying a foreign ``Origin`` (DNS rebinding, a web page poking loopback) are refused, and no CORS
+header is ever sent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+
+from srez_daemon.errors import TokenError
+from srez_daemon.http import error_response
+
+logger = logging.getLogger(__name__)
+
+OPEN_PATHS: Final = frozenset({"/api/health"})
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def load_token(path: Path) -> bytes:
+    """Reads the token; raises TokenError (fail closed) if it is missing, unreadable or empty."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        msg = (
+            f"cannot read the token file {path}: {e.strerror}; the daemon does not start without it"
+        )
+        raise TokenError(msg) from e
+    token = raw.strip()
+    if not token:
+        msg = f"the token file {path} is empty; the daemon does not start without a token"
+        raise TokenError(msg)
+    return token
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def make_auth_middleware(
+    token: bytes, *, extra_hosts: frozenset[str] = frozenset()
+) -> web.middleware:  # type: ignore[valid-type]
+    """The middleware that enforces the host check and the bearer token."""
+    allowed_hosts = LOOPBACK_HOSTS | extra_hosts
+    expected = b"Bearer " + token
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        host = _host_name(request.headers.get("Host", ""))
+        if host and host not in allowed_hosts:
+            return error_response(
+                "forbidden_host", f"Host {host!r} is not served here; use 127.0.0.1"
+            )
+        origin = request.headers.get("Origin")
+        if origin is not None and _host_name(origin.split("://", 1)[-1]) not in allowed_hosts:
+            return error_response("forbidden_host", "cross-origin requests are refused")
+        if request.path in OPEN_PATHS:
+            return await handler(request)
+        given = request.headers.get("Authorization", "").encode("utf-8", "replace")
+        if not hmac.compare_digest(given, expected):
+            return error_response(
+                "unauthorized", "a valid 'Authorization: Bearer <token>' header is required"
+            )
+        return await handler(request)
+
+    return auth

@@ -1,0 +1,230 @@
+"""The run's public read routes: health, run, diff, files, reference, similarity, grade, logs.
+
+The diff and the changed files are computed from the live ``world/<service>/<service>.conf`` files
+against the configs at the incident's start. The reference patch and the similarity are refused
+while the agent phase runs: the reference is written only after the agent's processes are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+
+from srez_daemon.http import ApiError, json_response
+from srez_daemon.protocol import PROTOCOL_VERSION
+from srez_daemon.protocol.api import (
+    AGENT_OVER,
+    FileChange,
+    FilesResponse,
+    Health,
+    RunInfo,
+    Similarity,
+    TaskSummary,
+)
+from srez_daemon.run import RunController, srez_version
+from srez_env.grade import unified_diff_texts
+from srez_env.world import topology as topo
+
+DIFF_TYPE: Final = "text/x-diff"
+LOG_NAMES: Final = ("agent", "evaluator", "daemon")
+FOLLOW_POLL_S: Final = 0.2
+
+
+class PublicRoutes:
+    """Handlers bound to one run controller."""
+
+    def __init__(self, run: RunController, *, terminal: bool) -> None:
+        self.run = run
+        self.terminal = terminal
+        self.started = time.monotonic()
+
+    def add_to(self, app: web.Application) -> None:
+        app.router.add_get("/api/health", self.health)
+        app.router.add_get("/api/run", self.run_info)
+        app.router.add_get("/api/diff", self.diff)
+        app.router.add_get("/api/files", self.files)
+        app.router.add_get("/api/reference", self.reference)
+        app.router.add_get("/api/similarity", self.similarity)
+        app.router.add_get("/api/grade", self.grade)
+        app.router.add_get("/api/logs", self.logs)
+
+    # ------------------------------------------------------------------ handlers
+    async def health(self, _request: web.Request) -> web.Response:
+        return json_response(
+            Health(
+                phase=self.run.phase,
+                protocol_version=PROTOCOL_VERSION,
+                version=srez_version(),
+                uptime_s=round(time.monotonic() - self.started, 3),
+                terminal=self.terminal,
+            )
+        )
+
+    async def run_info(self, _request: web.Request) -> web.Response:
+        r, st, task = self.run, self.run.state, self.run.task
+        return json_response(
+            RunInfo(
+                run_id=st.run_id,
+                task=TaskSummary(
+                    id=task.id,
+                    title=task.title,
+                    difficulty=task.difficulty,
+                    brief=task.incident.brief,
+                ),
+                model=r.manifest.model,
+                agent=r.manifest.agent,
+                backend=r.manifest.backend,
+                phase=st.phase,
+                steps_used=st.steps_used,
+                step_budget=st.step_budget,
+                started_at=st.started_at,
+                finished_at=st.finished_at,
+                end_reason=st.end_reason,
+                tokens=st.tokens,
+                cost_usd=st.cost_usd,
+            )
+        )
+
+    async def diff(self, _request: web.Request) -> web.Response:
+        return web.Response(text=self.live_diff(), content_type=DIFF_TYPE)
+
+    async def files(self, _request: web.Request) -> web.Response:
+        return json_response(FilesResponse(files=self.changed_files()))
+
+    async def reference(self, _request: web.Request) -> web.Response:
+        self._require_agent_over("the reference patch")
+        path = self.run.paths.reference_patch
+        if not path.exists():
+            raise ApiError(code="not_found", message="the reference patch is not written yet")
+        return web.Response(text=path.read_text(encoding="utf-8"), content_type=DIFF_TYPE)
+
+    async def similarity(self, _request: web.Request) -> web.Response:
+        self._require_agent_over("the similarity")
+        path = self.run.paths.reference_patch
+        if not path.exists():
+            raise ApiError(code="not_found", message="the reference patch is not written yet")
+        return json_response(similarity(self.live_diff(), path.read_text(encoding="utf-8")))
+
+    async def grade(self, _request: web.Request) -> web.Response:
+        path = self.run.paths.result_json
+        if not path.exists():
+            raise ApiError(
+                code="no_grade", message=f"the run is not graded yet (phase {self.run.phase})"
+            )
+        return web.Response(body=path.read_bytes(), content_type="application/json")
+
+    async def logs(self, request: web.Request) -> web.StreamResponse:
+        name = request.query.get("name", "daemon")
+        if name not in LOG_NAMES:
+            raise ApiError(
+                code="bad_request",
+                message=f"name must be one of {', '.join(LOG_NAMES)}, not {name!r}",
+            )
+        follow = request.query.get("follow", "0") in ("1", "true")
+        path = self.run.paths.log(name)
+        response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        offset = 0
+        while True:
+            chunk = await asyncio.to_thread(_read_from, path, offset)
+            if chunk:
+                offset += len(chunk)
+                await response.write(chunk)
+                continue
+            if not follow or self.run.finished.is_set():
+                break
+            await asyncio.sleep(FOLLOW_POLL_S)
+        await response.write_eof()
+        return response
+
+    # ------------------------------------------------------------------ helpers
+    def _require_agent_over(self, what: str) -> None:
+        if self.run.phase not in AGENT_OVER:
+            raise ApiError(
+                code="agent_phase",
+                message=f"{what} is served only once the agent phase is over (phase {self.run.phase})",
+            )
+
+    def disk_world(self) -> dict[str, str]:
+        """The config files as they are on disk now (a person in the pty may read them)."""
+        out = {}
+        for s in topo.SERVICES:
+            try:
+                out[s] = self.run.paths.conf(s).read_text(encoding="utf-8")
+            except OSError:
+                out[s] = ""
+        return out
+
+    def live_diff(self) -> str:
+        episode = self.run.episode
+        if episode is None:
+            return ""
+        return unified_diff_texts(episode.initial_world, self.disk_world())
+
+    def changed_files(self) -> list[FileChange]:
+        episode = self.run.episode
+        if episode is None:
+            return []
+        return file_changes(episode.initial_world, self.disk_world())
+
+
+def _read_from(path: Path, offset: int, limit: int = 1 << 16) -> bytes:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read(limit)
+    except OSError:
+        return b""
+
+
+def file_changes(initial: dict[str, str], current: dict[str, str]) -> list[FileChange]:
+    """Changed files with added and removed line counts (status M; A/D when a file appears or
+    disappears)."""
+    out = []
+    for s in topo.SERVICES:
+        a, b = initial.get(s, ""), current.get(s, "")
+        if a == b:
+            continue
+        added = removed = 0
+        for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0):
+            if line.startswith("+") and not line.startswith("+++"):
+                added += 1
+            elif line.startswith("-") and not line.startswith("---"):
+                removed += 1
+        status = "A" if not a else "D" if not b else "M"
+        out.append(FileChange(path=f"{s}/{s}.conf", status=status, added=added, removed=removed))
+    return out
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _changed_lines(patch: str) -> Counter[str]:
+    lines: Counter[str] = Counter()
+    for line in patch.splitlines():
+        if line.startswith(("+++", "---")) or not line.startswith(("+", "-")):
+            continue
+        lines[line[0] + _SPACE.sub(" ", line[1:].strip())] += 1
+    return lines
+
+
+def similarity(agent_patch: str, reference_patch: str) -> Similarity:
+    """Share of changed lines the two diffs have in common (multiset Jaccard, whitespace-
+    normalised); 1.0 when both change nothing."""
+    a, b = _changed_lines(agent_patch), _changed_lines(reference_patch)
+    common = sum((a & b).values())
+    union = sum((a | b).values())
+    return Similarity(
+        similarity=round(common / union, 6) if union else 1.0,
+        agent_lines=sum(a.values()),
+        reference_lines=sum(b.values()),
+        common_lines=common,
+    )

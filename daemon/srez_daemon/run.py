@@ -1,0 +1,353 @@
+"""The run controller: owns the phases ``starting -> agent -> sealed -> grading -> done | error``.
+
+The agent phase ends when the agent submits, exits, uses its step budget, or reaches its time
+limit (time the agent reports as provider cooldown does not count). Leaving it, the controller
+first kills the agent's whole process group, then seals the run (the diff and the reference patch
+are written only now), grades it and writes ``summary.json`` last. SIGTERM at any phase ends in a
+written ``summary.json`` (DESIGN.md §2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from srez_daemon.agent_socket import AgentPort, create_agent_app
+from srez_daemon.aio import spawn
+from srez_daemon.episode import Episode, Outcome
+from srez_daemon.errors import RunSetupError
+from srez_daemon.http import ApiError
+from srez_daemon.protocol import RunManifest, RunSummary
+from srez_daemon.protocol.api import (
+    AgentNote,
+    AgentTask,
+    DiffFrame,
+    EndReason,
+    FileChange,
+    GradeFrame,
+    Phase,
+    PhaseFrame,
+    RunState,
+    TokenTotals,
+)
+from srez_daemon.settings import DaemonSettings
+from srez_daemon.storage import DialogWriter, atomic_write_bytes, utc_timestamp
+from srez_daemon.supervisor import AgentProcess, agent_environment
+from srez_env.errors import TaskError
+from srez_env.tasks import load_tasks
+
+logger = logging.getLogger(__name__)
+
+Frame = PhaseFrame | DiffFrame | GradeFrame
+Publish = Callable[[Frame], None]
+ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
+
+
+def srez_version() -> str:
+    try:
+        return metadata.version("srez")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def load_manifest(path: Path) -> RunManifest:
+    """Reads ``run.json``; raises RunSetupError with a one-line reason."""
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except OSError as e:
+        msg = f"{path}: cannot read run.json: {e.strerror}"
+        raise RunSetupError(msg) from e
+    except ValidationError as e:
+        first = e.errors()[0]
+        msg = f"{path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+        raise RunSetupError(msg) from e
+
+
+class RunController(AgentPort):
+    """One run: the episode, the agent process, the phases and the files they write."""
+
+    def __init__(
+        self,
+        settings: DaemonSettings,
+        *,
+        publish: Publish = lambda _frame: None,
+        environ: dict[str, str] | None = None,
+        files_of: Callable[[], list[FileChange]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.paths = settings.paths
+        self.manifest = load_manifest(self.paths.run_json)
+        try:
+            self.task = load_tasks([self.manifest.task_id])[0]
+        except TaskError as e:
+            raise RunSetupError(str(e)) from e
+        self._publish = publish
+        self._environ = environ or {}
+        self._files_of = files_of
+        self._clock_started = time.monotonic()
+        self.state = RunState(
+            run_id=self.manifest.run_id,
+            phase="starting",
+            step_budget=self.task.max_steps,
+            started_at=utc_timestamp(datetime.now(UTC)),
+        )
+        self.episode: Episode | None = None
+        self.agent: AgentProcess | None = None
+        self.grade_summary: GradeFrame | None = None
+        self.finished = asyncio.Event()
+        self.finished_callbacks: list[Callable[[], None]] = []
+        """Called once the run has ended (grade and summary written), e.g. to finish the tail."""
+        self._lock = asyncio.Lock()
+        self._agent_runner: web.AppRunner | None = None
+        self._agent_started = 0.0
+
+    # ------------------------------------------------------------------ state
+    @property
+    def phase(self) -> Phase:
+        return self.state.phase
+
+    def _update(self, **changes: Any) -> None:
+        self.state = self.state.model_copy(update=changes)
+        atomic_write_bytes(self.paths.state_json, self.state.model_dump_json(indent=2).encode())
+
+    def _set_phase(self, phase: Phase, **changes: Any) -> None:
+        self._update(phase=phase, **changes)
+        logger.info("phase %s", phase)
+        self._publish(PhaseFrame(phase=phase))
+
+    # ------------------------------------------------------------------ start
+    async def start(self) -> None:
+        """Starts the episode, the agent socket and the agent process."""
+        for folder in (self.paths.archive, self.paths.logs, self.paths.world):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._update()
+        dialog = DialogWriter(self.paths.dialog)
+        self.episode = Episode(
+            self.task, self.manifest, self.paths, dialog, on_world_change=self._world_changed
+        )
+        self.episode.start()
+        await self._serve_agent_socket()
+        self._agent_started = time.monotonic()
+        self._set_phase("agent", agent_started_at=utc_timestamp(datetime.now(UTC)))
+        env = agent_environment(
+            self._environ,
+            self.settings.socket_path,
+            {
+                "SREZ_AGENT_SPEC": self.manifest.agent_spec,
+                "SREZ_RUN_SEED": str(self.manifest.run_seed),
+            },
+        )
+        self.agent = AgentProcess(self.settings.agent_argv, env, self.paths.log("agent"))
+        try:
+            await self.agent.start(self.paths.root)
+        except OSError as e:
+            await self.end_agent_phase("agent_exit", "failed", f"the agent could not start: {e}")
+            return
+        spawn(self._watch_agent(), name="watch-agent")
+        if self.settings.agent_time_limit_s is not None:
+            spawn(self._watch_time_limit(self.settings.agent_time_limit_s), name="time-limit")
+
+    async def _serve_agent_socket(self) -> None:
+        path = self.settings.socket_path
+        path.unlink(missing_ok=True)
+        self._agent_runner = web.AppRunner(create_agent_app(self), handle_signals=False)
+        await self._agent_runner.setup()
+        await web.UnixSite(self._agent_runner, str(path)).start()
+        path.chmod(0o600)
+
+    # ------------------------------------------------------------------ the agent's side
+    def agent_task(self) -> AgentTask:
+        episode = self._episode()
+        oracle = (
+            self.task.model_dump(mode="json") if self.manifest.agent_spec == "scripted" else None
+        )
+        return AgentTask(
+            task_id=self.task.id,
+            run_id=self.manifest.run_id,
+            run_seed=self.manifest.run_seed,
+            max_steps=self.task.max_steps,
+            prompt=episode.prompt,
+            oracle=oracle,
+        )
+
+    async def agent_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        self._require_agent_phase()
+        episode = self._episode()
+        obs = episode.call(tool, args)
+        self._update(steps_used=episode.steps_used)
+        if episode.done:
+            reason = episode.env.log.end_reason or "submit"
+            spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
+        return obs
+
+    def agent_note(self, note: AgentNote) -> None:
+        self._require_agent_phase()
+        episode = self._episode()
+        episode.note(note)
+        changes: dict[str, Any] = {}
+        if note.type == "usage":
+            tokens = episode.tokens
+            changes = {
+                "tokens": TokenTotals(input=tokens.input, output=tokens.output),
+                "cost_usd": episode.cost_usd,
+            }
+        elif note.type == "provider_error" and note.fields.get("cooldown"):
+            changes = {
+                "cooldown_s": self.state.cooldown_s + float(note.fields.get("retry_in_s") or 0)
+            }
+        if changes:
+            self._update(**changes)
+
+    def _require_agent_phase(self) -> None:
+        if self.phase != "agent":
+            raise ApiError(
+                code="conflict",
+                message=f"the agent phase is over (phase {self.phase}); nothing was executed",
+            )
+
+    def _episode(self) -> Episode:
+        if self.episode is None:
+            msg = "the run is still starting"
+            raise ApiError(code="unavailable", message=msg)
+        return self.episode
+
+    def _world_changed(self) -> None:
+        if self._files_of is not None:
+            self._publish(DiffFrame(files=self._files_of()))
+
+    # ------------------------------------------------------------------ ending the agent phase
+    async def _watch_agent(self) -> None:
+        assert self.agent is not None
+        code = await self.agent.wait()
+        if self.phase == "agent":
+            outcome: Outcome = "completed" if code == 0 else "failed"
+            error = None if code == 0 else f"the agent exited with code {code}"
+            await self.end_agent_phase("agent_exit", outcome, error)
+
+    async def _watch_time_limit(self, limit_s: float) -> None:
+        while self.phase == "agent":
+            used = time.monotonic() - self._agent_started - self.state.cooldown_s
+            if used >= limit_s:
+                await self.end_agent_phase(
+                    "time_limit", "timed_out", f"the agent reached its {limit_s:g} s limit"
+                )
+                return
+            await asyncio.sleep(min(1.0, limit_s - used))
+
+    async def end_agent_phase(
+        self, reason: str, outcome: Outcome, error: str | None = None, *, stopped: bool = False
+    ) -> None:
+        """Kills the agent, then seals, grades and finishes the run; idempotent."""
+        async with self._lock:
+            if self.phase not in ("starting", "agent"):
+                return
+            episode = self._episode()
+            if self.agent is not None:
+                await self.agent.kill()
+            if not episode.done:
+                episode.force_submit(_forced_reason(reason))
+            episode.finish(outcome, error)
+            end: EndReason = "stopped" if stopped else episode.env.log.end_reason or "submit"
+            self._set_phase(
+                "sealed", agent_ended_at=utc_timestamp(datetime.now(UTC)), end_reason=end
+            )
+            status_error = error if (outcome != "completed" or stopped) else None
+            try:
+                episode.seal()
+                self._evaluator_log(f"sealed: final.patch and reference.patch written (end: {end})")
+                self._set_phase("grading")
+                grade = episode.grade()
+                self.grade_summary = GradeFrame(
+                    reward=grade.reward.total, resolved=grade.resolved, passed=grade.passed
+                )
+                self._evaluator_log(
+                    f"graded: reward {grade.reward.total} resolved {grade.resolved} passed {grade.passed} "
+                    + " ".join(
+                        f"{k}={'pass' if c.passed else 'fail'}" for k, c in grade.checks.items()
+                    )
+                )
+                self._publish(self.grade_summary)
+                self._set_phase(
+                    "done", finished_at=utc_timestamp(datetime.now(UTC)), error=status_error
+                )
+                self._write_summary(status_error, grade.reward.total, grade.resolved, grade.passed)
+            except Exception as e:  # the run must still end in a written summary
+                logger.exception("grading failed")
+                message = f"grading failed: {type(e).__name__}: {e}"
+                self._set_phase(
+                    "error", finished_at=utc_timestamp(datetime.now(UTC)), error=message
+                )
+                self._write_summary(message, None, None, None)
+            finally:
+                self._finish()
+
+    def _finish(self) -> None:
+        if self.finished.is_set():
+            return
+        self.finished.set()
+        for callback in self.finished_callbacks:
+            callback()
+
+    async def stop(self) -> None:
+        """SIGTERM: end now, keep what was done, and write the summary."""
+        if self.phase in ("starting", "agent") and self.episode is not None:
+            await self.end_agent_phase("agent_exit", "failed", "stopped by SIGTERM", stopped=True)
+        elif self.phase in ("starting",) or not self.paths.summary_json.exists():
+            message = "stopped by SIGTERM before the run started"
+            self._set_phase("error", finished_at=utc_timestamp(datetime.now(UTC)), error=message)
+            self._write_summary(message, None, None, None)
+            self._finish()
+
+    async def close(self) -> None:
+        """Kills a still-running agent and closes the agent socket."""
+        if self.agent is not None:
+            await self.agent.kill()
+        if self._agent_runner is not None:
+            await self._agent_runner.cleanup()
+            self._agent_runner = None
+        self.settings.socket_path.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ files
+    def _write_summary(
+        self, error: str | None, reward: float | None, resolved: bool | None, passed: bool | None
+    ) -> None:
+        steps = self.episode.steps_used if self.episode else None
+        summary = RunSummary(
+            run_id=self.manifest.run_id,
+            task_id=self.manifest.task_id,
+            agent=self.manifest.agent,
+            model=self.manifest.model,
+            status="error" if error else "ok",
+            reward=reward,
+            resolved=resolved,
+            passed=passed,
+            steps=steps,
+            end_reason=self.state.end_reason,
+            duration_s=round(time.monotonic() - self._clock_started, 3),
+            finished_at=utc_timestamp(datetime.now(UTC)),
+            error=error,
+        )
+        atomic_write_bytes(
+            self.paths.summary_json, summary.model_dump_json(indent=2).encode() + b"\n"
+        )
+
+    def _evaluator_log(self, line: str) -> None:
+        with self.paths.log("evaluator").open("a", encoding="utf-8") as f:
+            f.write(f"{utc_timestamp(datetime.now(UTC))} {line}\n")
+
+
+def _forced_reason(reason: str) -> ForcedReason:
+    if reason == "time_limit":
+        return "time_limit"
+    if reason == "step_budget":
+        return "step_budget"
+    return "agent_exit"

@@ -1,0 +1,112 @@
+"""Runs the agent process: its own session, a minimal environment, and a group kill at the end.
+
+The agent gets the agent socket's path and nothing else of the run: no token, no task file, no
+provider keys unless the harness passes them explicitly (SECURITY.md A3, A12). It runs in a new
+session so the daemon can kill its whole process group (and anything that escaped with ``setsid``,
+found by a descendant scan) before anything private is read (DESIGN.md §2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import psutil
+
+logger = logging.getLogger(__name__)
+
+PASS_THROUGH: Final = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "TMPDIR",
+)
+
+
+def agent_environment(
+    environ: Mapping[str, str], socket: Path, extra: Mapping[str, str]
+) -> dict[str, str]:
+    """The agent's environment: a few harmless variables, the socket, and ``extra``."""
+    env = {k: environ[k] for k in PASS_THROUGH if k in environ}
+    env["SREZ_AGENT_SOCKET"] = str(socket)
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network at import if an LLM agent runs
+    env.update(extra)
+    return env
+
+
+class AgentProcess:
+    """One agent process and the tree it spawns."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.log_path = log_path
+        self._proc: asyncio.subprocess.Process | None = None
+        self._descendants: set[int] = set()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    async def start(self, cwd: Path) -> None:
+        """Starts the agent with its output appended to ``logs/agent.log``."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=cwd,
+                env=self.env,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        logger.info("agent started: pid %s", self._proc.pid)
+
+    async def wait(self) -> int:
+        """Waits for the agent to exit; its exit code."""
+        if self._proc is None:
+            msg = "the agent was never started"
+            raise RuntimeError(msg)
+        return await self._proc.wait()
+
+    def remember_descendants(self) -> None:
+        """Notes the agent's current descendants, so a later kill finds setsid escapees."""
+        if self._proc is None:
+            return
+        try:
+            parent = psutil.Process(self._proc.pid)
+            self._descendants |= {c.pid for c in parent.children(recursive=True)}
+        except psutil.Error:
+            pass
+
+    async def kill(self) -> None:
+        """Kills the agent's process group and every descendant seen; idempotent."""
+        if self._proc is None:
+            return
+        self.remember_descendants()
+        pid = self._proc.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        for child in sorted(self._descendants):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        if self._proc.returncode is None:
+            try:
+                async with asyncio.timeout(5):
+                    await self._proc.wait()
+            except TimeoutError:
+                logger.error("agent pid %s did not die after SIGKILL", pid)
