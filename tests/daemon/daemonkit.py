@@ -1,0 +1,169 @@
+"""Starts real ``srez-daemon`` processes for tests: a run folder, a token file, a free port."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srez_daemon.protocol import RunManifest
+
+RUN_ID = "20261130T000000Z-0123abcd"
+SLEEPER = (sys.executable, "-c", "import time; time.sleep(60)")  # an agent that never acts
+
+
+@dataclass
+class Daemon:
+    """A live daemon process and what it was started with."""
+
+    base_url: str
+    token: str
+    run_dir: Path
+    state_dir: Path
+    proc: subprocess.Popen[bytes]
+    pid: int
+    log: Path
+    headers: dict[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.headers = {"Authorization": f"Bearer {self.token}"}
+
+    def get(
+        self, path: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes, dict[str, str]]:
+        """A GET with the token (unless ``headers`` replaces them): (status, body, headers)."""
+        return request(self.base_url + path, headers=self.headers if headers is None else headers)
+
+    def json(self, path: str) -> dict[str, object]:
+        status, body, _ = self.get(path)
+        assert status == 200, (path, status, body[:300])
+        data = json.loads(body)
+        assert isinstance(data, dict)
+        return data
+
+    def wait_phase(self, *phases: str, timeout_s: float = 30) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            _, body, _ = self.get("/api/health", headers={})
+            phase = json.loads(body)["phase"]
+            if phase in phases:
+                return str(phase)
+            time.sleep(0.05)
+        msg = f"daemon never reached {phases}"
+        raise TimeoutError(msg)
+
+
+def request(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    data: bytes | None = None,
+) -> tuple[int, bytes, dict[str, str]]:
+    req = urllib.request.Request(url, method=method, headers=dict(headers or {}), data=data)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read(), dict(resp.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), dict(e.headers)
+
+
+def prepare(
+    root: Path, *, task_id: str = "sre-007", agent_spec: str = "scripted", token: str | None = None
+) -> tuple[Path, Path]:
+    """Writes a run folder with run.json and a token file; returns (run_dir, token_file)."""
+    run_dir = root / "run"
+    run_dir.mkdir(parents=True)
+    manifest = RunManifest(
+        run_id=RUN_ID,
+        task_id=task_id,
+        agent=agent_spec.split(":")[0],
+        agent_spec=agent_spec,
+        model="none",
+        backend="local",
+        run_seed=0,
+        srez_version="0",
+        started_at="2026-11-30T00:00:00.000Z",
+    )
+    (run_dir / "run.json").write_text(manifest.model_dump_json())
+    token_file = root / "token"
+    token_file.write_text(secrets.token_urlsafe(32) if token is None else token)
+    token_file.chmod(0o600)
+    return run_dir, token_file
+
+
+def daemon_env(
+    run_dir: Path, token_file: Path, endpoint: Path, extra: Mapping[str, str]
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV")
+    }
+    env.update(
+        SREZ_RUN_DIR=str(run_dir),
+        SREZ_TOKEN_FILE=str(token_file),
+        SREZ_HOST="127.0.0.1",
+        SREZ_PORT="0",
+        SREZ_ENDPOINT_FILE=str(endpoint),
+    )
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def live_daemon(
+    root: Path,
+    *,
+    task_id: str = "sre-007",
+    agent_spec: str = "scripted",
+    agent_cmd: Sequence[str] | None = None,
+    keep: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Daemon]:
+    """Starts ``srez-daemon`` in its own session and stops it (SIGTERM, then SIGKILL) after."""
+    run_dir, token_file = prepare(root, task_id=task_id, agent_spec=agent_spec)
+    endpoint = root / "endpoint.json"
+    extra = dict(env or {})
+    if agent_cmd is not None:
+        extra["SREZ_AGENT_CMD"] = json.dumps(list(agent_cmd))
+    log = root / "daemon.out"
+    argv = [sys.executable, "-m", "srez_daemon", *(["--keep"] if keep else [])]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            env=daemon_env(run_dir, token_file, endpoint, extra),
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 15
+        while not endpoint.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                msg = f"daemon did not start: {log.read_text()[-2000:]}"
+                raise RuntimeError(msg)
+            time.sleep(0.02)
+        info = json.loads(endpoint.read_text())
+        base = f"http://127.0.0.1:{info['port']}"
+        yield Daemon(base, token_file.read_text(), run_dir, root, proc, int(info["pid"]), log)
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
