@@ -40,8 +40,8 @@ def controller(
     return RunController(settings, publish=sink.append, environ=dict(os.environ))
 
 
-async def finish(run: RunController, timeout: float = 60) -> None:
-    async with asyncio.timeout(timeout):
+async def finish(run: RunController, limit_s: float = 60) -> None:
+    async with asyncio.timeout(limit_s):
         await run.finished.wait()
     await run.close()
 
@@ -91,7 +91,7 @@ async def test_time_limit_ends_the_agent_phase_and_kills_the_agent(tmp_path: Pat
     await run.start()
     assert run.agent is not None and run.agent.pid is not None
     pid = run.agent.pid
-    await finish(run, timeout=20)
+    await finish(run, limit_s=20)
     assert json.loads(run.paths.summary_json.read_text())["end_reason"] == "time_limit"
     assert entry_types(run)[-1] == "session_timed_out"
     with pytest.raises(ProcessLookupError):
@@ -116,7 +116,7 @@ async def test_provider_cooldown_does_not_count_against_the_time_limit(tmp_path:
             assert resp.status == 204
         await asyncio.sleep(1.5)
         assert run.phase == "agent"  # 1.5 s used, 1.5 s of it cooldown: still inside the 1 s limit
-    await finish(run, timeout=20)
+    await finish(run, limit_s=20)
     assert run.state.cooldown_s == 1.5 and run.state.end_reason == "time_limit"
 
 
