@@ -1,9 +1,10 @@
 """The ``srez`` command line (also installed as ``srez-client``).
 
-Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID`` and ``schema dialog``. Results
-and tables go to stdout; progress, warnings and errors go to stderr. A bad input (unknown task,
-agent or backend, malformed replay or task file, a bad option value) is reported as one line
-``srez: error: ...`` with exit status 2, never as a traceback.
+Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID``, ``schema dialog``, and the
+run commands of :mod:`srez_client.cli_runs` (``run``, ``runs list|stop|rm|logs|exec|url|token|
+results``, ``attach``). Results and tables go to stdout; progress, warnings and errors go to
+stderr. A bad input (unknown task, agent or backend, malformed replay or task file, a bad option
+value) is reported as one line ``srez: error: ...`` with exit status 2, never as a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -21,7 +23,9 @@ import yaml
 from tqdm import tqdm
 
 from srez_client.backends import AVAILABLE_BACKENDS, run_inline
+from srez_client.cli_runs import add_commands
 from srez_client.errors import ClientError, UsageError
+from srez_client.eval_backend import eval_on_backend
 from srez_client.play import play, prompted_lines
 from srez_client.report import (
     agent_label,
@@ -99,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
     ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
+    ev.add_argument(
+        "--parallel",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="runs at a time on a daemon backend (default 1)",
+    )
     ev.add_argument("--results", type=Path, default=Path("results"), help="results root")
     ev.add_argument("--json", action="store_true", help="print the aggregates as JSON")
     ev.set_defaults(func=cmd_eval)
@@ -111,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", choices=["dialog"], help="dialog: one line of dialog.jsonl")
     schema.set_defaults(func=cmd_schema)
+    add_commands(sub, _Parser)
     return parser
 
 
@@ -125,13 +137,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse_command_line(parser, list(sys.argv[1:] if argv is None else argv))
     except SystemExit as e:  # --help, or a usage error already printed as one line
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="srez: %(levelname)s %(name)s: %(message)s")
     try:
         status: int = args.func(args)
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (EnvError, ClientError) as e:
         return _fail(str(e), EXIT_USAGE)
     except OSError as e:
@@ -139,6 +154,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     return status
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; for ``runs exec``, everything after the first ``--`` is the command.
+
+    argparse alone cannot take ``runs exec RUN --tty -- CMD...``: the command's positional is
+    filled (empty) before ``--tty`` is seen.
+    """
+    if "--" in argv:
+        cut = argv.index("--")
+        head = argv[:cut]
+        if "runs" in head and "exec" in head[head.index("runs") :]:
+            args = parser.parse_args(head)
+            args.cmd = [*args.cmd, *argv[cut + 1 :]]
+            return args
+    return parser.parse_args(argv)
 
 
 def _fail(message: str, status: int) -> int:
@@ -247,6 +278,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.backend not in AVAILABLE_BACKENDS:
         msg = f"backend {args.backend!r} is not available (available: {', '.join(AVAILABLE_BACKENDS)})"
         raise UsageError(msg)
+    if args.backend != "inline" and args.tasks_dir is not None:
+        msg = f"--tasks-dir works with --backend inline only (the {args.backend} daemon loads the packaged tasks)"
+        raise UsageError(msg)
     agents = list(dict.fromkeys(_split(args.agent)))
     if not agents:
         msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
@@ -260,6 +294,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
     grades: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
+    if args.backend != "inline":
+        grades, runs = eval_on_backend(args.backend, jobs, args.results, args.parallel)
+        return _print_eval(args, grades, runs)
     with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
         for spec, task, seed in jobs:
             bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
@@ -279,6 +316,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if run.error:
                 bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
             bar.update()
+    return _print_eval(args, grades, runs)
+
+
+def _print_eval(
+    args: argparse.Namespace, grades: list[dict[str, object]], runs: list[dict[str, object]]
+) -> int:
+    """Print the runs table, the aggregates and the leaderboard (or JSON)."""
     report = build_report(grades)
     if args.json:
         print(json.dumps({**report_json(report), "runs": runs}, indent=2))

@@ -2,7 +2,24 @@
 
 Messages are one line that says what failed, which value caused it and what to do, so the command
 line prints them as they are.
+
+Errors of a daemon's API map its closed error codes (``srez_daemon.protocol.api.ErrorCode``) to
+one class per family, each also deriving from the builtin a caller would naturally catch:
+
+========================================  ==========================================
+daemon code                               class
+========================================  ==========================================
+``unauthorized``, ``forbidden_host``      :class:`DaemonAuthError` (PermissionError)
+``not_found``, ``no_grade``               :class:`DaemonNotFoundError` (LookupError)
+``agent_phase``, ``conflict``             :class:`DaemonConflictError`
+``bad_request``, ``payload_too_large``,
+``method_not_allowed``                    :class:`DaemonRequestError` (ValueError)
+``too_many_sessions``, ``unavailable``    :class:`DaemonBusyError`
+``internal`` and anything unknown         :class:`DaemonAPIError`
+========================================  ==========================================
 """
+
+from __future__ import annotations
 
 
 class ClientError(Exception):
@@ -15,3 +32,93 @@ class UsageError(ClientError, ValueError):
 
 class ResultsError(ClientError):
     """A results folder cannot be created or completed (bad name, already exists)."""
+
+
+class MirrorError(ClientError, OSError):
+    """A run folder cannot be mirrored into ``results/`` (unreadable source, bad names)."""
+
+
+class BackendError(ClientError):
+    """A backend cannot do what was asked (the daemon did not start, the state is unreadable)."""
+
+
+class RunNotFoundError(BackendError, LookupError):
+    """No run of this backend has the given id (or the prefix matches none or several)."""
+
+
+class NotOwnedError(BackendError, PermissionError):
+    """The run was not launched from this state (owner or nonce differ); pass ``--any`` to act."""
+
+
+class NoDaemonError(BackendError):
+    """The run has no daemon to talk to (``inline`` runs, or a run that never started)."""
+
+
+class DaemonUnreachableError(ClientError, ConnectionError):
+    """The daemon's endpoint does not answer (refused, reset or timed out)."""
+
+
+class DaemonAPIError(ClientError):
+    """The daemon answered with an error body ``{"error": {"code", "message"}}``.
+
+    Attributes:
+        code: The daemon's error code (its closed set), or ``http_<status>`` when the body was
+            not an error body.
+        message: The daemon's one-line message.
+        status: The HTTP status.
+    """
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        """Keep the code, message and status; the text is ``<code> (<status>): <message>``."""
+        super().__init__(f"daemon answered {code} ({status}): {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+class DaemonAuthError(DaemonAPIError, PermissionError):
+    """``unauthorized`` (wrong or missing token) or ``forbidden_host``."""
+
+
+class DaemonNotFoundError(DaemonAPIError, LookupError):
+    """``not_found``, or ``no_grade`` (the run is not graded yet)."""
+
+
+class DaemonConflictError(DaemonAPIError):
+    """``agent_phase`` (refused while the agent acts) or ``conflict``."""
+
+
+class DaemonRequestError(DaemonAPIError, ValueError):
+    """``bad_request``, ``payload_too_large`` or ``method_not_allowed``: the request is wrong."""
+
+
+class DaemonBusyError(DaemonAPIError):
+    """``too_many_sessions`` or ``unavailable``: try again later."""
+
+
+def daemon_api_error(code: str, message: str, status: int) -> DaemonAPIError:
+    """The exception for a daemon error code (see the table in the module docstring).
+
+    Args:
+        code: The error code of the body.
+        message: Its message.
+        status: The HTTP status of the response.
+
+    Returns:
+        An instance of the class of the code's family.
+    """
+    cls: type[DaemonAPIError]
+    match code:
+        case "unauthorized" | "forbidden_host":
+            cls = DaemonAuthError
+        case "not_found" | "no_grade":
+            cls = DaemonNotFoundError
+        case "agent_phase" | "conflict":
+            cls = DaemonConflictError
+        case "bad_request" | "payload_too_large" | "method_not_allowed":
+            cls = DaemonRequestError
+        case "too_many_sessions" | "unavailable":
+            cls = DaemonBusyError
+        case _:
+            cls = DaemonAPIError
+    return cls(code, message, status)

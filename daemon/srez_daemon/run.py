@@ -107,6 +107,7 @@ class RunController(AgentPort):
         self.finished_callbacks: list[Callable[[], None]] = []
         """Called once the run has ended (grade and summary written), e.g. to finish the tail."""
         self._lock = asyncio.Lock()
+        self._calls = asyncio.Lock()
         self._agent_runner: web.AppRunner | None = None
         self._agent_started = 0.0
 
@@ -119,17 +120,38 @@ class RunController(AgentPort):
         self.state = self.state.model_copy(update=changes)
         atomic_write_bytes(self.paths.state_json, self.state.model_dump_json(indent=2).encode())
 
-    def _set_phase(self, phase: Phase, **changes: Any) -> None:
+    def _set_phase(self, phase: Phase, *, publish: bool = True, **changes: Any) -> None:
         self._update(phase=phase, **changes)
         logger.info("phase %s", phase)
-        self._publish(PhaseFrame(phase=phase))
+        if publish:
+            self._publish(PhaseFrame(phase=phase))
 
     # ------------------------------------------------------------------ start
-    async def start(self) -> None:
-        """Starts the episode, the agent socket and the agent process."""
+    def prepare(self) -> None:
+        """Creates the run's folders and ``state.json`` (phase ``starting``); cheap and synchronous,
+        so the daemon can listen before the episode and the agent start."""
         for folder in (self.paths.archive, self.paths.logs, self.paths.world):
             folder.mkdir(parents=True, exist_ok=True)
         self._update()
+
+    async def start(self) -> None:
+        """Starts the episode, the agent socket and the agent process; a failure ends the run
+        in phase ``error`` with a written summary."""
+        try:
+            await self._start()
+        except Exception as e:
+            logger.exception("the run could not start")
+            message = f"the run could not start: {type(e).__name__}: {e}"
+            if self.agent is not None:
+                await self.agent.kill()
+            self._set_phase(
+                "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
+            )
+            self._write_summary(message, None, None, None)
+            self._finish()
+
+    async def _start(self) -> None:
+        self.prepare()
         dialog = DialogWriter(self.paths.dialog)
         self.episode = Episode(
             self.task, self.manifest, self.paths, dialog, on_world_change=self._world_changed
@@ -180,14 +202,17 @@ class RunController(AgentPort):
         )
 
     async def agent_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        self._require_agent_phase()
-        episode = self._episode()
-        obs = episode.call(tool, args)
-        self._update(steps_used=episode.steps_used)
-        if episode.done:
-            reason = episode.env.log.end_reason or "submit"
-            spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
-        return obs
+        async with self._calls:  # one call at a time, in the order they arrive
+            self._require_agent_phase()
+            episode = self._episode()
+            # off the loop: each call appends two fsynced dialog entries, and every viewer
+            # (and every other request) would wait for those fsyncs
+            obs = await asyncio.to_thread(episode.call, tool, args)
+            self._update(steps_used=episode.steps_used)
+            if episode.done:
+                reason = episode.env.log.end_reason or "submit"
+                spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
+            return obs
 
     def agent_note(self, note: AgentNote) -> None:
         self._require_agent_phase()
@@ -247,7 +272,7 @@ class RunController(AgentPort):
         self, reason: str, outcome: Outcome, error: str | None = None, *, stopped: bool = False
     ) -> None:
         """Kills the agent, then seals, grades and finishes the run; idempotent."""
-        async with self._lock:
+        async with self._lock, self._calls:
             if self.phase not in ("starting", "agent"):
                 return
             episode = self._episode()
@@ -277,25 +302,34 @@ class RunController(AgentPort):
                 )
                 self._publish(self.grade_summary)
                 self._set_phase(
-                    "done", finished_at=utc_timestamp(datetime.now(UTC)), error=status_error
+                    "done",
+                    publish=False,  # _finish publishes it, after the dialog's last entries
+                    finished_at=utc_timestamp(datetime.now(UTC)),
+                    error=status_error,
                 )
                 self._write_summary(status_error, grade.reward.total, grade.resolved, grade.passed)
             except Exception as e:  # the run must still end in a written summary
                 logger.exception("grading failed")
                 message = f"grading failed: {type(e).__name__}: {e}"
                 self._set_phase(
-                    "error", finished_at=utc_timestamp(datetime.now(UTC)), error=message
+                    "error",
+                    publish=False,
+                    finished_at=utc_timestamp(datetime.now(UTC)),
+                    error=message,
                 )
                 self._write_summary(message, None, None, None)
             finally:
                 self._finish()
 
     def _finish(self) -> None:
+        """The run has ended: flush the listeners (the dialog tail reads to the end), then tell
+        viewers the final phase, so ``done`` never overtakes the last dialog entries."""
         if self.finished.is_set():
             return
         self.finished.set()
         for callback in self.finished_callbacks:
             callback()
+        self._publish(PhaseFrame(phase=self.phase))
 
     async def stop(self) -> None:
         """SIGTERM: end now, keep what was done, and write the summary."""
@@ -303,7 +337,9 @@ class RunController(AgentPort):
             await self.end_agent_phase("agent_exit", "failed", "stopped by SIGTERM", stopped=True)
         elif self.phase in ("starting",) or not self.paths.summary_json.exists():
             message = "stopped by SIGTERM before the run started"
-            self._set_phase("error", finished_at=utc_timestamp(datetime.now(UTC)), error=message)
+            self._set_phase(
+                "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
+            )
             self._write_summary(message, None, None, None)
             self._finish()
 

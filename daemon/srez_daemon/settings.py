@@ -18,6 +18,7 @@ Environment (DESIGN.md §4-§7):
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from srez_daemon.errors import SettingsError
 
 DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
+MAX_SOCKET_PATH: Final = 107  # sun_path holds 108 bytes with the terminating NUL
 DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
 
 
@@ -161,8 +163,16 @@ class DaemonSettings:
             raise SettingsError(msg)
         endpoint = environ.get("SREZ_ENDPOINT_FILE", "").strip()
         socket = environ.get("SREZ_AGENT_SOCKET", "").strip()
+        run_dir = required("SREZ_RUN_DIR")
+        socket_path = Path(socket) if socket else run_dir / "agent.sock"
+        if len(os.fsencode(socket_path)) > MAX_SOCKET_PATH:
+            msg = (
+                f"the agent socket path {str(socket_path)[:60]}... is {len(os.fsencode(socket_path))} bytes, "
+                f"over the {MAX_SOCKET_PATH}-byte limit of unix sockets; set SREZ_AGENT_SOCKET to a shorter path"
+            )
+            raise SettingsError(msg)
         return cls(
-            run_dir=required("SREZ_RUN_DIR"),
+            run_dir=run_dir,
             token_file=required("SREZ_TOKEN_FILE"),
             host=environ.get("SREZ_HOST", "").strip() or "127.0.0.1",
             port=int(port),

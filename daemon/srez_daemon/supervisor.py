@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-import psutil
-
 logger = logging.getLogger(__name__)
 
 PASS_THROUGH: Final = (
@@ -87,6 +85,8 @@ class AgentProcess:
         """Notes the agent's current descendants, so a later kill finds setsid escapees."""
         if self._proc is None:
             return
+        import psutil  # only needed when killing; keeps the daemon's start-up short
+
         try:
             parent = psutil.Process(self._proc.pid)
             self._descendants |= {c.pid for c in parent.children(recursive=True)}

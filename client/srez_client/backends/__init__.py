@@ -1,15 +1,36 @@
 """Backends: where and how a run executes (DESIGN.md §9).
 
-Only ``inline`` exists so far: :func:`run_inline` runs one episode in this process and writes the
-same ``results/`` layout a daemon-hosted run produces. The common backend interface of DESIGN.md
-§9 (``launch``, ``list``, ``endpoint``, ``wait``, ``stop``, ``remove``, ``logs``, ``copy_out``,
-in ``base.py``, with one conformance suite for every backend) arrives together with the daemon and
-the ``local`` and ``docker`` backends; ``inline`` will then be adapted to it.
+The interface is :class:`~srez_client.backends.base.Backend`; :func:`get_backend` makes one by
+name, importing its module only then. ``inline`` runs the episode in this process
+(:func:`run_inline` is also usable on its own, for the fastest sweeps); ``local`` runs one
+``srez-daemon`` process per run on 127.0.0.1.
 """
 
-from srez_client.backends.inline import BACKEND, InlineRun, run_inline
+from srez_client.backends.base import (
+    BACKEND_NAMES,
+    Backend,
+    BackendSettings,
+    LaunchSpec,
+    RunHandle,
+    RunStatus,
+    get_backend,
+)
+from srez_client.backends.inline import InlineRun, run_inline
+from srez_client.backends.inline_backend import InlineBackend
 
-AVAILABLE_BACKENDS = (BACKEND,)
-"""Backends the command line accepts today."""
+AVAILABLE_BACKENDS = BACKEND_NAMES
+"""Backends the command line accepts."""
 
-__all__ = ["AVAILABLE_BACKENDS", "InlineRun", "run_inline"]
+__all__ = [
+    "AVAILABLE_BACKENDS",
+    "BACKEND_NAMES",
+    "Backend",
+    "BackendSettings",
+    "InlineBackend",
+    "InlineRun",
+    "LaunchSpec",
+    "RunHandle",
+    "RunStatus",
+    "get_backend",
+    "run_inline",
+]

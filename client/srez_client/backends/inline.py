@@ -9,6 +9,9 @@ Nothing is lost when the agent fails: if ``act`` raises, the episode is ended wi
 ``force_submit("agent_exit")``, graded as it stands, the dialog ends with ``session_failed`` and
 ``summary.json`` has status ``error``. When the agent keeps acting, the environment ends the
 episode itself once the step budget is used.
+
+:class:`~srez_client.backends.inline_backend.InlineBackend` puts :func:`run_inline` behind the
+common backend interface.
 """
 
 from __future__ import annotations

@@ -1,0 +1,370 @@
+"""The ``srez`` commands that launch and manage runs: ``run``, ``runs ...`` and ``attach``.
+
+``RUN`` is a run id or a unique prefix of one. ``--backend`` (default ``local``) says where runs
+live and ``--any`` lets a command act on runs this state did not launch (DESIGN.md §8). Progress
+goes to stderr, results to stdout; anything a run wrote is sanitised before it reaches a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from srez_client.api import DaemonClient
+from srez_client.attach import attach_plain
+from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, LaunchSpec, RunHandle
+from srez_client.backends.base import get_backend as make_backend
+from srez_client.errors import ClientError, RunNotFoundError, UsageError
+from srez_client.report import render_table
+from srez_client.results import RUN_ID_RE
+from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir
+from srez_client.runs_results import find_results, results_rows
+from srez_client.sanitize import sanitize, sanitize_line
+from srez_client.terminal import pty_session
+from srez_daemon.protocol import ToolCall
+from srez_daemon.protocol.api import DialogFrame, PhaseFrame
+
+logger = logging.getLogger(__name__)
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    """Add ``run``, ``runs`` and ``attach`` to the subcommands ``sub`` of ``srez``."""
+    where = parser_class(add_help=False)
+    where.add_argument("--backend", default="local", choices=BACKEND_NAMES, help="default local")
+    where.add_argument("--any", action="store_true", help="act on runs this state did not launch")
+
+    run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
+    run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
+    run.add_argument("--agent", required=True, help="scripted, heuristic, random, replay:FILE")
+    run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
+    run.add_argument("--timeout", type=_positive_float, metavar="S", help="agent time limit (s)")
+    run.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    run.set_defaults(func=cmd_run)
+
+    runs = sub.add_parser("runs", help="list and manage runs")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
+    listing = runs_sub.add_parser("list", parents=[where], help="runs and their state")
+    listing.add_argument("--all", action="store_true", help="include runs that exited")
+    listing.set_defaults(func=cmd_runs_list)
+    for name, func, text in (
+        ("stop", cmd_runs_stop, "stop a run (SIGTERM; it writes summary.json)"),
+        ("rm", cmd_runs_rm, "stop a run and delete its state (never its results)"),
+        ("url", cmd_runs_url, "print the base URL of a run's daemon"),
+        ("token", cmd_runs_token, "print a run's token (keep it secret)"),
+    ):
+        p = runs_sub.add_parser(name, parents=[where], help=text)
+        p.add_argument("run", metavar="RUN")
+        p.set_defaults(func=func)
+    logs = runs_sub.add_parser("logs", parents=[where], help="a run's output or daemon logs")
+    logs.add_argument("run", metavar="RUN")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new output")
+    logs.add_argument(
+        "--name",
+        default="container",
+        choices=("container", "agent", "evaluator", "daemon"),
+        help="container: the daemon process's output (default); others: through the daemon",
+    )
+    logs.set_defaults(func=cmd_runs_logs)
+    ex = runs_sub.add_parser("exec", parents=[where], help="run a command in a run")
+    ex.add_argument("run", metavar="RUN")
+    ex.add_argument("--tty", action="store_true", help="an interactive shell (CMD optional)")
+    ex.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S")
+    ex.add_argument("cmd", nargs="*", metavar="CMD", help="after --")
+    ex.set_defaults(func=cmd_runs_exec)
+    res = runs_sub.add_parser("results", help="finished runs found in the results folder")
+    res.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    res.set_defaults(func=cmd_runs_results)
+
+    att = sub.add_parser("attach", parents=[where], help="follow a run's dialog live")
+    att.add_argument("run", metavar="RUN")
+    att.add_argument("--plain", action="store_true", help="plain text on stdout")
+    att.add_argument("--offset", type=int, default=0, help="start at this byte of the dialog")
+    att.set_defaults(func=cmd_attach)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        msg = f"must be a number > 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def backend_of(args: argparse.Namespace) -> Backend:
+    """The backend the options name, configured from the environment."""
+    settings = BackendSettings.from_env(os.environ, any_owner=getattr(args, "any", False))
+    return make_backend(getattr(args, "backend", "local"), settings)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"srez: {line}\n")
+    sys.stderr.flush()
+
+
+def _run_async(make: Callable[[], Awaitable[int]]) -> int:
+    async def main() -> int:
+        return await make()
+
+    return asyncio.run(main())
+
+
+# ---------------------------------------------------------------------- srez run
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
+    backend = backend_of(args)
+    spec = LaunchSpec(
+        task_id=args.task,
+        agent_spec=args.agent,
+        run_seed=args.seed,
+        keep=args.keep,
+        time_limit_s=args.timeout,
+        results_root=args.results,
+    )
+    check_backend(backend, spec)
+    return _run_async(lambda: _run(backend, spec, args.timeout))
+
+
+async def _run(backend: Backend, spec: LaunchSpec, limit_s: float | None) -> int:
+    handle = await backend.launch(spec)
+    _say(f"run {handle.run_id}: {handle.task_id} with {handle.agent} on {backend.name}")
+    wait_s = None if limit_s is None else limit_s + 120.0  # the daemon ends the agent itself
+    watcher = asyncio.ensure_future(_show_progress(backend, handle))
+    try:
+        outcome = await run_to_results(
+            backend,
+            spec,
+            scratch_dir(_state(backend)),
+            timeout_s=wait_s,
+            progress=_say,
+            handle=handle,
+        )
+    except asyncio.CancelledError:  # Ctrl-C: stop the run (it writes its summary), keep what it did
+        _say(f"run {handle.run_id}: interrupted; stopping it")
+        await backend.stop(handle)
+        raise
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    _print_outcome(outcome)
+    if not spec.keep and outcome.handle.status != "running":
+        await backend.remove(outcome.handle)  # everything is in the results folder now
+    if spec.keep and outcome.handle.status == "running":
+        url = await backend.endpoint(outcome.handle)
+        print(f"daemon:   {url} (still serving; 'srez runs stop {handle.run_id}' ends it)")
+    ok = outcome.summary is not None and outcome.summary.status == "ok"
+    return 0 if ok else 1
+
+
+async def _show_progress(backend: Backend, handle: RunHandle) -> None:
+    """Phase changes on stderr (and each step when stderr is a terminal), while the run runs."""
+    steps = sys.stderr.isatty()
+    try:
+        url, token = await backend.endpoint(handle), await backend.token(handle)
+        async with DaemonClient(url, token) as client:
+            async for frame in client.stream():
+                if isinstance(frame, PhaseFrame):
+                    _say(f"run {handle.run_id}: phase {frame.phase}")
+                elif steps and isinstance(frame, DialogFrame) and isinstance(frame.entry, ToolCall):
+                    _say(f"run {handle.run_id}: {sanitize_line(frame.entry.name)}")
+    except (ClientError, OSError) as e:  # progress is a courtesy: never fail the run over it
+        logger.debug("no live progress for run %s: %s", handle.run_id, e)
+
+
+def _state(backend: Backend) -> Path:
+    state = getattr(backend, "state_dir", None)
+    return state if isinstance(state, Path) else BackendSettings.from_env(os.environ).state_dir
+
+
+def _print_outcome(outcome: RunOutcome) -> None:
+    h, s = outcome.handle, outcome.summary
+    print(f"run:      {h.run_id} ({h.task_id}, {h.agent}, model {h.model})")
+    if s is None:
+        print("status:   no summary.json (the run did not finish)")
+    else:
+        reward = "-" if s.reward is None else f"{s.reward:.3f}"
+        yes = {True: "yes", False: "no", None: "-"}
+        print(
+            f"status:   {s.status}, end {s.end_reason or '-'}, {s.steps or 0} steps, {s.duration_s:.1f} s"
+        )
+        print(f"grade:    reward {reward}, resolved {yes[s.resolved]}, passed {yes[s.passed]}")
+        if s.error:
+            print(f"error:    {sanitize(s.error)}")
+    print(f"results:  {outcome.results_dir}")
+
+
+# ---------------------------------------------------------------------- srez runs ...
+
+
+async def _find(backend: Backend, run: str) -> RunHandle:
+    return await backend.get(run)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    """``srez runs list``."""
+    backend = backend_of(args)
+    runs = asyncio.run(backend.list(include_exited=args.all))
+    if not runs:
+        print("no runs" if args.all else "no running runs (--all lists those that exited)")
+        return 0
+    rows = [
+        [
+            r.run_id,
+            r.task_id,
+            r.agent,
+            r.model,
+            r.status,
+            "yes" if r.finished else "no",
+            "yes" if r.owned else "NO",
+        ]
+        for r in runs
+    ]
+    print(render_table(["run", "task", "agent", "model", "status", "finished", "ours"], rows))
+    return 0
+
+
+def _gone_ok(
+    args: argparse.Namespace, action: Callable[[Backend, RunHandle], Awaitable[None]], done: str
+) -> int:
+    backend = backend_of(args)
+
+    async def go() -> int:
+        try:
+            handle = await backend.get(args.run)
+        except RunNotFoundError:
+            if RUN_ID_RE.match(args.run):  # a whole run id that is gone: nothing to do
+                print(f"{args.run}: already gone")
+                return 0
+            raise
+        await action(backend, handle)
+        print(f"{handle.run_id}: {done}")
+        return 0
+
+    return _run_async(go)
+
+
+def cmd_runs_stop(args: argparse.Namespace) -> int:
+    """``srez runs stop RUN`` (idempotent)."""
+    return _gone_ok(args, lambda b, h: b.stop(h), "stopped")
+
+
+def cmd_runs_rm(args: argparse.Namespace) -> int:
+    """``srez runs rm RUN`` (idempotent; results are kept)."""
+    return _gone_ok(args, lambda b, h: b.remove(h), "removed")
+
+
+def cmd_runs_url(args: argparse.Namespace) -> int:
+    """``srez runs url RUN``."""
+    backend = backend_of(args)
+
+    async def go() -> int:
+        print(await backend.endpoint(await backend.get(args.run)))
+        return 0
+
+    return _run_async(go)
+
+
+def cmd_runs_token(args: argparse.Namespace) -> int:
+    """``srez runs token RUN``."""
+    backend = backend_of(args)
+
+    async def go() -> int:
+        print(await backend.token(await backend.get(args.run)))
+        return 0
+
+    return _run_async(go)
+
+
+async def _client(backend: Backend, run: str) -> DaemonClient:
+    handle = await backend.get(run)
+    return DaemonClient(await backend.endpoint(handle), await backend.token(handle))
+
+
+def cmd_runs_logs(args: argparse.Namespace) -> int:
+    """``srez runs logs RUN [--follow] [--name NAME]``."""
+    backend = backend_of(args)
+    tty = sys.stdout.isatty()
+
+    async def go() -> int:
+        if args.name == "container":
+            chunks = backend.logs(await backend.get(args.run), follow=args.follow)
+            async for chunk in chunks:
+                sys.stdout.write(sanitize(chunk) if tty else chunk)
+                sys.stdout.flush()
+            return 0
+        async with await _client(backend, args.run) as client:
+            async for chunk in client.logs(args.name, follow=args.follow):
+                sys.stdout.write(sanitize(chunk) if tty else chunk)
+                sys.stdout.flush()
+        return 0
+
+    return _run_async(go)
+
+
+def cmd_runs_exec(args: argparse.Namespace) -> int:
+    """``srez runs exec RUN [--tty] -- CMD...``: the command's output and exit status."""
+    backend = backend_of(args)
+    if not args.tty and not args.cmd:
+        msg = "runs exec needs a command after '--' (or --tty for a shell)"
+        raise UsageError(msg)
+    if args.tty and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        msg = "--tty needs a terminal on stdin and stdout"
+        raise UsageError(msg)
+
+    async def go() -> int:
+        async with await _client(backend, args.run) as client:
+            if args.tty:
+                return await pty_session(client, args.cmd)
+            result = await client.exec(args.cmd, args.timeout)
+        out, err = result.stdout, result.stderr
+        sys.stdout.write(sanitize(out) if sys.stdout.isatty() else out)
+        sys.stderr.write(sanitize(err) if sys.stderr.isatty() else err)
+        if result.truncated:
+            _say("output truncated at 1 MiB per stream")
+        if result.exit_code is None:
+            _say(f"timed out after {args.timeout:g} s")
+            return 124
+        return result.exit_code
+
+    return _run_async(go)
+
+
+def cmd_runs_results(args: argparse.Namespace) -> int:
+    """``srez runs results``: finished runs under the results root."""
+    found = find_results(args.results)
+    if not found:
+        print(f"no finished runs under {args.results}")
+        return 0
+    headers, rows = results_rows(found)
+    print(render_table(headers, rows, right=[5, 6]))
+    return 0
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    """``srez attach RUN --plain``: the dialog, sanitised, until the run ends."""
+    if not args.plain:
+        msg = "the full-screen viewer is not available yet; use 'srez attach RUN --plain'"
+        raise UsageError(msg)
+    backend = backend_of(args)
+
+    async def go() -> int:
+        async with await _client(backend, args.run) as client:
+            await attach_plain(client, sys.stdout, offset=args.offset)
+        return 0
+
+    return _run_async(go)

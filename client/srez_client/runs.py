@@ -1,0 +1,201 @@
+"""A run from launch to its results folder, on any backend: launch, wait, stop if late, mirror.
+
+Used by ``srez run`` and ``srez eval --backend local``. The results folder is named from the
+run's labels (what this client launched), never from files the run wrote; ``run.json`` from the
+run folder fills the rest of the manifest only when it agrees with the labels.
+
+When to mirror (SECURITY.md A5: only what has stopped): a run without ``keep`` is mirrored after
+its daemon has exited; a run with ``keep`` is mirrored once it is finished (``summary.json``
+written: the run's files no longer change, though the daemon's log may still grow), and keeps
+serving until it is stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from pydantic import ValidationError
+
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle
+from srez_client.errors import BackendError
+from srez_client.mirror import mirror_run
+from srez_client.mirror_io import read_small_file
+from srez_client.results import run_path
+from srez_daemon.protocol import RunManifest, RunSummary
+
+logger = logging.getLogger(__name__)
+
+EXIT_GRACE_S: Final = 30.0
+"""How long a finished run's daemon may take to exit before it is stopped."""
+STOP_WAIT_S: Final = 30.0
+"""How long a stopped run may take to write its summary and exit."""
+
+Progress = Callable[[str], None]
+"""Receives one line of progress (for stderr)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """A run that ended and was mirrored."""
+
+    handle: RunHandle
+    results_dir: Path
+    summary: RunSummary | None
+    """``summary.json`` of the results folder (None if the run never wrote one)."""
+    timed_out: bool = False
+    """The client stopped the run because it did not finish in time."""
+
+
+def manifest_for(handle: RunHandle, copied: Path | None) -> RunManifest:
+    """The manifest naming a run's results folder: its labels, completed from ``run.json``."""
+    labels = handle.labels
+    naming = {
+        "run_id": handle.run_id,
+        "task_id": labels.get("srez.task", handle.task_id),
+        "model": labels.get("srez.model", handle.model),
+        "agent": labels.get("srez.agent", handle.agent),
+    }
+    data = read_small_file(copied, b"run.json", 1 << 20) if copied is not None else None
+    if data is not None:
+        try:
+            manifest = RunManifest.model_validate_json(data)
+        except ValidationError:
+            logger.warning("run %s: run.json is not valid; naming from labels", handle.run_id)
+        else:
+            if any(getattr(manifest, k) != v for k, v in naming.items()):
+                logger.warning(
+                    "run %s: run.json disagrees with its labels; labels win", handle.run_id
+                )
+            return manifest.model_copy(update=naming)
+    return RunManifest(
+        **naming,
+        agent_spec=naming["agent"],
+        backend=handle.backend,
+        run_seed=0,
+        srez_version=labels.get("srez.version", "0+unknown"),
+        started_at="1970-01-01T00:00:00Z",
+    )
+
+
+async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
+    """Mirror a run into its results root (label ``srez.results``); returns the results folder.
+
+    Backends that write results themselves (``inline``) need no copy: their folder is returned.
+
+    Raises:
+        BackendError: If the run cannot be copied out.
+        ResultsError: If a label cannot name a results folder.
+    """
+    root = handle.results_root
+    if backend.writes_results:
+        return run_path(root, handle.task_id, handle.model, handle.agent, handle.run_id)
+    await asyncio.to_thread(scratch.mkdir, mode=0o700, parents=True, exist_ok=True)
+    copied = scratch / f".copy-{handle.run_id}-{secrets.token_hex(4)}"
+    try:
+        await backend.copy_out(handle, copied)
+        manifest = manifest_for(handle, copied)
+        return await asyncio.to_thread(mirror_run, copied, root, manifest)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, copied, True)
+
+
+def read_summary(results_dir: Path) -> RunSummary | None:
+    """``summary.json`` of a results folder, or None."""
+    data = read_small_file(results_dir, b"summary.json", 1 << 20)
+    if data is None:
+        return None
+    try:
+        return RunSummary.model_validate_json(data)
+    except ValidationError:
+        return None
+
+
+async def run_to_results(
+    backend: Backend,
+    spec: LaunchSpec,
+    scratch: Path,
+    *,
+    timeout_s: float | None = None,
+    progress: Progress | None = None,
+    handle: RunHandle | None = None,
+) -> RunOutcome:
+    """Launch (unless ``handle`` is given), wait, stop if late, and mirror a run.
+
+    Args:
+        backend: Where the run executes.
+        spec: What to run.
+        scratch: A private folder for the copy before the mirror.
+        timeout_s: Stop the run if it is not finished after this long.
+        progress: Receives progress lines.
+        handle: An already launched run to follow instead of launching one.
+
+    Returns:
+        The outcome, with the results folder.
+
+    Raises:
+        BackendError: If the run cannot be launched or copied out.
+        srez_env.errors.EnvError: If the task or agent is unknown.
+    """
+    say = progress or (lambda _line: None)
+    if handle is None:
+        handle = await backend.launch(spec)
+        say(f"run {handle.run_id}: launched on {backend.name}")
+    timed_out = False
+    try:
+        handle = await backend.wait(handle, timeout_s)
+    except TimeoutError:
+        timed_out = True
+        say(f"run {handle.run_id}: not finished after {timeout_s:g} s; stopping it")
+        await backend.stop(handle)
+        handle = await backend.wait(handle, STOP_WAIT_S)
+    if not spec.keep and handle.status == "running":
+        try:
+            handle = await _wait_exit(backend, handle, EXIT_GRACE_S)
+        except TimeoutError:
+            say(
+                f"run {handle.run_id}: daemon still up {EXIT_GRACE_S:g} s after the run; stopping it"
+            )
+            await backend.stop(handle)
+    if not handle.finished:
+        logger.warning("run %s ended without summary.json", handle.run_id)
+    results = await collect(backend, handle, scratch)
+    say(f"run {handle.run_id}: results in {results}")
+    return RunOutcome(handle, results, read_summary(results), timed_out)
+
+
+async def _wait_exit(backend: Backend, handle: RunHandle, timeout_s: float) -> RunHandle:
+    """Wait until the run's process is gone."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    delay = 0.01
+    while handle.status == "running":
+        if loop.time() >= deadline:
+            msg = f"run {handle.run_id} still running"
+            raise TimeoutError(msg)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+        handle = await backend.get(handle.run_id)
+    return handle
+
+
+def scratch_dir(state_dir: Path) -> Path:
+    """The private folder copies wait in before their mirror."""
+    return state_dir / "tmp"
+
+
+def check_backend(backend: Backend, spec: LaunchSpec) -> None:
+    """Refuse options a backend cannot honour.
+
+    Raises:
+        BackendError: ``keep`` on a backend that writes results itself (there is no daemon).
+    """
+    if spec.keep and backend.writes_results:
+        msg = f"--keep needs a daemon; the {backend.name} backend has none (use --backend local)"
+        raise BackendError(msg)

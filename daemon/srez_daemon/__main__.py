@@ -1,0 +1,86 @@
+"""``srez-daemon``: serves one run until it is done (or, with ``--keep``, until SIGTERM)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from aiohttp import web
+
+from srez_daemon.app import RUN, create_app
+from srez_daemon.errors import DaemonError
+from srez_daemon.settings import DaemonSettings
+from srez_daemon.storage import atomic_write_json
+
+logger = logging.getLogger("srez_daemon")
+
+
+def _configure_logging(settings: DaemonSettings) -> None:
+    settings.paths.logs.mkdir(parents=True, exist_ok=True)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(settings.paths.log("daemon")),
+        logging.StreamHandler(),
+    ]
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+async def serve(settings: DaemonSettings) -> int:
+    """Runs the daemon; returns the process exit code."""
+    app = create_app(settings, environ=dict(os.environ))
+    run = app[RUN]
+    # a short shutdown grace: a request that arrives while the run winds down is answered or cut
+    # quickly rather than holding the daemon's exit
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    logger.info("listening on %s:%s (run %s)", host, port, run.manifest.run_id)
+    if settings.endpoint_file is not None:
+        atomic_write_json(settings.endpoint_file, {"host": host, "port": port, "pid": os.getpid()})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    waiters = [asyncio.ensure_future(stop.wait())]
+    if not settings.keep:
+        waiters.append(asyncio.ensure_future(run.finished.wait()))
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
+    if stop.is_set():
+        logger.info("SIGTERM: stopping")
+        await run.stop()
+    await runner.cleanup()
+    logger.info("exiting (phase %s)", run.phase)
+    return 0
+
+
+def main() -> None:
+    """Entry point of ``srez-daemon``."""
+    parser = argparse.ArgumentParser(prog="srez-daemon", description=__doc__)
+    parser.add_argument(
+        "--keep", action="store_true", help="keep serving after the run is done, until SIGTERM"
+    )
+    args = parser.parse_args()
+    try:
+        settings = DaemonSettings.from_env(os.environ, keep=args.keep)
+        _configure_logging(settings)
+        sys.exit(asyncio.run(serve(settings)))
+    except DaemonError as e:
+        print(f"srez-daemon: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,326 @@
+"""POST /api/exec with real processes through a real socket (SECURITY.md tests 32, 33, 35).
+
+Each test asserts a figure. Processes a test starts carry a marker argument (``sleep 4242.1``)
+so survivors can be counted across the whole machine without counting anyone else's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from pytest_aiohttp import AiohttpClient
+
+from srez_daemon.services import procs
+from srez_daemon.services.exec import ExecService
+from srez_daemon.services.limits import SessionLimiter
+from srez_daemon.settings import MAX_STREAM_BYTES, DaemonSettings
+
+MiB = 1 << 20
+Client = TestClient[web.Request, web.Application]
+
+
+class Harness:
+    def __init__(self, client: Client, service: ExecService, limiter: SessionLimiter) -> None:
+        self.client = client
+        self.service = service
+        self.limiter = limiter
+
+    async def exec(
+        self, argv: list[str], timeout_s: float = 10, headers: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        resp = await self.client.post(
+            "/api/exec", json={"argv": argv, "timeout_s": timeout_s}, headers=headers
+        )
+        assert resp.status == 200, await resp.text()
+        body: dict[str, Any] = await resp.json()
+        return body
+
+
+MakeHarness = Callable[..., Awaitable[Harness]]
+
+
+@pytest.fixture
+def make_harness(aiohttp_client: AiohttpClient, tmp_path: Path) -> MakeHarness:
+    async def make(max_sessions: int = 8) -> Harness:
+        settings = DaemonSettings(
+            run_dir=tmp_path, token_file=tmp_path / "token", max_sessions=max_sessions
+        )
+        limiter = SessionLimiter(settings.max_sessions)
+        service = ExecService(settings, limiter)
+
+        async def health(_: web.Request) -> web.Response:
+            return web.json_response({"status": "ok"})
+
+        async def shutdown(_: web.Application) -> None:
+            await service.close()
+
+        app = web.Application()
+        app.router.add_post("/api/exec", service.handle)
+        app.router.add_get("/api/health", health)
+        app.on_shutdown.append(shutdown)
+        return Harness(await aiohttp_client(app), service, limiter)
+
+    return make
+
+
+def marked(marker: str) -> list[psutil.Process]:
+    """Live processes anywhere on the machine whose command line contains ``marker``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and marker in (proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+async def wait_for(check: Callable[[], bool], within_s: float) -> float:
+    """Seconds until ``check()`` holds; fails after ``within_s``."""
+    start = time.perf_counter()
+    async with asyncio.timeout(within_s):
+        while True:
+            if check():
+                return time.perf_counter() - start
+            await asyncio.sleep(0.02)
+
+
+async def test_exec_echo(make_harness: MakeHarness) -> None:
+    h = await make_harness()
+    result = await h.exec(["echo", "hi"])
+    assert result == {
+        "exit_code": 0,
+        "stdout": "hi\n",
+        "stderr": "",
+        "truncated": False,
+        "timed_out": False,
+        "duration_s": result["duration_s"],
+    }
+    assert 0 < result["duration_s"] < 1
+
+
+async def test_exec_exit_codes_and_both_streams(make_harness: MakeHarness) -> None:
+    h = await make_harness()
+    result = await h.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result["exit_code"], result["stdout"], result["stderr"]) == (3, "out\n", "err\n")
+    assert (await h.exec(["sh", "-c", "kill -TERM $$"]))["exit_code"] == -15
+
+
+async def test_exec_unrunnable_program_is_a_result(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    h = await make_harness()
+    missing = await h.exec(["no-such-program-srez"])
+    assert missing["exit_code"] == 127
+    assert missing["stderr"] == "no-such-program-srez: No such file or directory\n"
+    (tmp_path / "script").write_text("#!/bin/sh\necho hi\n")  # not executable
+    denied = await h.exec([str(tmp_path / "script")])
+    assert denied["exit_code"] == 126
+    assert "Permission denied" in denied["stderr"]
+
+
+async def test_exec_runs_in_the_run_folder(make_harness: MakeHarness, tmp_path: Path) -> None:
+    h = await make_harness()
+    (tmp_path / "sub").mkdir()
+    assert (await h.exec(["pwd"]))["stdout"] == f"{tmp_path}\n"
+    resp = await h.client.post("/api/exec", json={"argv": ["pwd"], "timeout_s": 5, "cwd": "sub"})
+    assert (await resp.json())["stdout"] == f"{tmp_path / 'sub'}\n"
+
+
+async def test_exec_output_flood_is_capped(make_harness: MakeHarness) -> None:
+    """SECURITY test 32, scaled: 20 MB of output -> 1 MiB kept, RSS +<10 MiB, no survivor."""
+    h = await make_harness()
+    me = psutil.Process()
+    flood = "head -c 20000000 /dev/zero | tr '\\0' x"
+    await h.exec(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"])  # warm the buffers
+    baseline = peak = me.memory_info().rss
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, me.memory_info().rss)
+            await asyncio.sleep(0.005)
+
+    sampler = asyncio.get_running_loop().create_task(sample())
+    try:
+        result = await h.exec(["sh", "-c", flood], timeout_s=30)
+    finally:
+        sampler.cancel()
+    assert result["exit_code"] == 0
+    assert result["truncated"] is True
+    assert len(result["stdout"]) == MAX_STREAM_BYTES == MiB
+    assert set(result["stdout"]) == {"x"}
+    growth = peak - baseline
+    print(f"exec flood 20 MB: RSS growth {growth / MiB:.2f} MiB, {result['duration_s']:.3f} s")
+    assert growth < 10 * MiB
+    await wait_for(lambda: procs.count_tree(os.getpid()) == procs.TreeCount(0, 0), 2)
+
+
+async def test_exec_endless_flood_is_killed(make_harness: MakeHarness) -> None:
+    """``yes`` never stops: it is killed once it passes the flood limit, long before its
+    timeout, and nothing of it survives."""
+    h = await make_harness()
+    start = time.perf_counter()
+    result = await h.exec(["sh", "-c", "yes 4242.33 & yes 4242.33"], timeout_s=60)
+    took = time.perf_counter() - start
+    print(f"exec endless flood: killed after {took:.3f} s")
+    assert result["truncated"] is True
+    assert result["exit_code"] == -9
+    assert len(result["stdout"]) == MAX_STREAM_BYTES
+    assert took < 10
+    await wait_for(lambda: not marked("4242.33"), 2)
+
+
+async def test_exec_timeout_kills_the_whole_tree(make_harness: MakeHarness) -> None:
+    """SECURITY test 33, scaled to 1 s: a background job, a setsid grandchild, and a setsid
+    escapee already re-parented to PID 1 (double fork) all die."""
+    h = await make_harness()
+    script = (
+        "sleep 4242.4 & setsid sh -c 'sleep 4242.4' & "
+        "(setsid nohup sleep 4242.4 >/dev/null 2>&1 &); sleep 4242.4"
+    )
+    start = time.perf_counter()
+    result = await h.exec(["sh", "-c", script], timeout_s=1)
+    took = time.perf_counter() - start
+    assert result["timed_out"] is True
+    assert result["exit_code"] is None
+    assert 0.5 <= took <= 1.5
+    gone = await wait_for(lambda: not marked("4242.4"), 2)
+    print(f"exec timeout 1 s: answered in {took:.3f} s, descendants gone {gone:.3f} s later")
+    assert procs.count_tree(os.getpid()).zombies == 0
+
+
+async def test_exec_leaves_nothing_running(make_harness: MakeHarness) -> None:
+    """A command that exits while its background job holds the pipes answers after the drain
+    grace with its own exit code, and the job is killed."""
+    h = await make_harness()
+    result = await h.exec(["sh", "-c", "sleep 4242.5 & echo started"], timeout_s=10)
+    assert (result["exit_code"], result["stdout"], result["timed_out"]) == (0, "started\n", False)
+    assert result["duration_s"] < 2
+    await wait_for(lambda: not marked("4242.5"), 2)
+
+
+async def test_exec_request_id_replays_the_first_answer(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    h = await make_harness()
+    log = tmp_path / "ran.log"
+    body = {"argv": ["sh", "-c", f"sleep 0.3; echo ran >> {log}; date +%s%N"], "timeout_s": 5}
+    headers = {"X-Request-ID": "retry-1"}
+    # A retry sent while the first still runs, then one after it answered.
+    first, concurrent = await asyncio.gather(
+        h.client.post("/api/exec", json=body, headers=headers),
+        h.client.post("/api/exec", json=body, headers=headers),
+    )
+    later = await h.client.post("/api/exec", json=body, headers=headers)
+    bodies = {await r.read() for r in (first, concurrent, later)}
+    assert len(bodies) == 1
+    assert log.read_text() == "ran\n"
+    other = await h.client.post(
+        "/api/exec", json={**body, "timeout_s": 6}, headers={"X-Request-ID": "retry-1"}
+    )
+    assert other.status == 409
+    assert (await other.json())["error"]["code"] == "conflict"
+
+
+async def test_exec_ninth_concurrent_is_429(make_harness: MakeHarness) -> None:
+    h = await make_harness(max_sessions=8)
+    running = [
+        asyncio.get_running_loop().create_task(h.exec(["sleep", "2"], timeout_s=10))
+        for _ in range(8)
+    ]
+    await wait_for(lambda: h.limiter.in_use == 8, 2)
+    resp = await h.client.post("/api/exec", json={"argv": ["true"], "timeout_s": 5})
+    assert resp.status == 429
+    assert (await resp.json())["error"]["code"] == "too_many_sessions"
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(*running)
+    assert [r["exit_code"] for r in results] == [0] * 8
+    assert h.limiter.in_use == 0
+    assert (await h.exec(["true"]))["exit_code"] == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "content_type", "needle"),
+    [
+        (b"{not json", "application/json", "not valid JSON"),
+        (b'{"argv": ["true"]}', "application/json", "'timeout_s' is required"),
+        (b'{"argv": [], "timeout_s": 1}', "application/json", "'argv'"),
+        (b'{"argv": ["true"], "timeout_s": 0}', "application/json", "'timeout_s'"),
+        (b'{"argv": ["true"], "timeout_s": 1, "shell": true}', "application/json", "'shell'"),
+        (b'["true"]', "application/json", "JSON object"),
+        (b'{"argv": ["true"], "timeout_s": 1}', "text/plain", "Content-Type: application/json"),
+        (b'{"argv": ["true"], "timeout_s": 1, "cwd": "nope"}', "application/json", "'nope'"),
+    ],
+)
+async def test_exec_rejects_bad_requests(
+    make_harness: MakeHarness, payload: bytes, content_type: str, needle: str
+) -> None:
+    h = await make_harness()
+    resp = await h.client.post("/api/exec", data=payload, headers={"Content-Type": content_type})
+    assert resp.status == 400
+    body = await resp.json()
+    assert list(body) == ["error"]
+    assert body["error"]["code"] == "bad_request"
+    assert needle in body["error"]["message"]
+    assert "\n" not in body["error"]["message"]
+
+
+async def test_exec_does_not_block_the_loop(make_harness: MakeHarness) -> None:
+    """A health request sent while a 2 s command runs waits < 50 ms (SWE-ReX: 1.8 s)."""
+    h = await make_harness()
+    running = asyncio.get_running_loop().create_task(h.exec(["sleep", "2"], timeout_s=10))
+    await wait_for(lambda: h.limiter.in_use == 1, 2)
+    waits = []
+    for _ in range(20):
+        start = time.perf_counter()
+        resp = await h.client.get("/api/health")
+        assert resp.status == 200
+        waits.append(time.perf_counter() - start)
+        await asyncio.sleep(0.02)
+    assert not running.done()
+    print(f"health during a 2 s exec: max {max(waits) * 1000:.2f} ms over {len(waits)}")
+    assert max(waits) < 0.05
+    async with asyncio.timeout(5):
+        assert (await running)["exit_code"] == 0
+
+
+async def test_exec_reaps_double_forked_jobs(make_harness: MakeHarness) -> None:
+    """SECURITY test 35, scaled: 300 double-forked background jobs -> 0 zombies after 5 s.
+
+    asyncio's child watcher reaps the daemon's own child. The double-forked grandchildren are
+    re-parented at once to PID 1 (tini in the container) or the nearest subreaper, and it is
+    their parent's job to reap them; this test process is not a subreaper, so the figure it
+    can own is: 0 zombies whose parent is the daemon (this process), and none below it.
+    """
+    h = await make_harness()
+    script = "for i in $(seq 300); do (sleep 0.1 4242.6 &); done"
+    result = await h.exec(["sh", "-c", script], timeout_s=30)
+    assert result["exit_code"] == 0
+
+    def clean() -> bool:
+        ours = [p for p in psutil.process_iter(["ppid", "status"]) if p.info["ppid"] == os.getpid()]
+        zombies = [p for p in ours if p.info["status"] == psutil.STATUS_ZOMBIE]
+        return not zombies and procs.count_tree(os.getpid()).zombies == 0 and not marked("4242.6")
+
+    took = await wait_for(clean, 5)
+    print(f"300 double-forked jobs: 0 zombies of the daemon {took:.3f} s after the answer")
+
+
+async def test_exec_close_kills_running_commands(make_harness: MakeHarness) -> None:
+    h = await make_harness()
+    running = asyncio.get_running_loop().create_task(
+        h.exec(["sh", "-c", "sleep 4242.7 & sleep 4242.7"], timeout_s=60)
+    )
+    await wait_for(lambda: len(marked("4242.7")) == 2, 2)
+    await h.service.close()
+    async with asyncio.timeout(3):
+        result = await running
+    assert result["exit_code"] == -9
+    await wait_for(lambda: not marked("4242.7"), 2)
