@@ -1,4 +1,4 @@
-"""``make bench``: performance figures of the benchmark, printed as one JSON object.
+"""``make bench``: performance figures, printed as one JSON object (``env`` and ``daemon``).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -15,6 +15,7 @@ machine moves both sides together:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import time
@@ -108,8 +109,11 @@ def measure() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Prints the figures as JSON."""
-    print(json.dumps(measure(), indent=2))
+    """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
+    from srez_client.bench_daemon import daemon_figures
+
+    figures = {"env": measure(), "daemon": asyncio.run(daemon_figures())}
+    print(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

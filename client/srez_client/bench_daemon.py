@@ -1,7 +1,8 @@
 """The daemon's figures for ``make bench`` (DESIGN.md §11), each next to a same-run reference.
 
 * ``start``: ``srez-daemon`` process start to a 200 from ``/api/health`` on loopback, median of 5,
-  next to a bare aiohttp server started the same way (target under 0.4 s).
+  next to a bare aiohttp server started the same way (target under 0.4 s); ``run_loaded_s`` is
+  the time until the run itself is loaded and its agent started (phase past ``starting``).
 * ``rss_idle_mb``: the daemon's resident memory with the simulator loaded and the agent phase
   idle, next to the bare server's (target under 45 MB).
 * ``exec``: round trip of ``POST /api/exec`` running ``true``, p50/p99 over 200, next to spawning
@@ -64,6 +65,18 @@ async def _wait_healthy(url: str, deadline_s: float = 15) -> float:
     raise TimeoutError(msg)
 
 
+async def _wait_loaded(url: str, since: float, deadline_s: float = 15) -> float:
+    """Seconds from spawn until health reports the run past ``starting``."""
+    async with aiohttp.ClientSession() as http:
+        while time.perf_counter() - since < deadline_s:
+            async with http.get(url) as resp:
+                if (await resp.json())["phase"] != "starting":
+                    return time.perf_counter() - since
+            await asyncio.sleep(0.005)
+    msg = f"{url} never left the starting phase"
+    raise TimeoutError(msg)
+
+
 class _Daemon:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -120,13 +133,14 @@ def _spawn_bare(port: int) -> subprocess.Popen[bytes]:
 
 
 async def _start_figures(runs: int = 5) -> dict[str, Any]:
-    daemon_s, bare_s, daemon_rss, bare_rss = [], [], [], []
+    daemon_s, loaded_s, bare_s, daemon_rss, bare_rss = [], [], [], [], []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             d = _Daemon(Path(tmp))
             try:
                 daemon_s.append(await _wait_healthy(d.url + "/api/health"))
-                await asyncio.sleep(0.5)
+                loaded_s.append(await _wait_loaded(d.url + "/api/health", d.started))
+                await asyncio.sleep(0.5)  # RSS with the simulator and the agent phase running
                 daemon_rss.append(psutil.Process(d.proc.pid).memory_info().rss / 2**20)
             finally:
                 d.stop()
@@ -145,6 +159,7 @@ async def _start_figures(runs: int = 5) -> dict[str, Any]:
             "bare_aiohttp_s": round(bare, 3),
             "ratio": round(daemon / bare, 2),
             "target_s": 0.4,
+            "run_loaded_s": round(statistics.median(loaded_s), 3),
         },
         "rss_idle_mb": {
             "daemon": round(statistics.median(daemon_rss), 1),

@@ -11,7 +11,7 @@ import sys
 
 from aiohttp import web
 
-from srez_daemon.app import RUN, create_app
+from srez_daemon.app import HOST, RunHost, create_app
 from srez_daemon.errors import DaemonError
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.storage import atomic_write_json
@@ -34,35 +34,47 @@ def _configure_logging(settings: DaemonSettings) -> None:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
+async def _failed(host: RunHost) -> None:
+    await host.settled.wait()
+    if host.failure is None:
+        await asyncio.Event().wait()  # loaded fine: wait for SIGTERM instead
+
+
 async def serve(settings: DaemonSettings) -> int:
     """Runs the daemon; returns the process exit code."""
     app = create_app(settings, environ=dict(os.environ))
-    run = app[RUN]
+    host = app[HOST]
     # a short shutdown grace: a request that arrives while the run winds down is answered or cut
     # quickly rather than holding the daemon's exit
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
     await site.start()
-    host, port = runner.addresses[0][:2]
-    logger.info("listening on %s:%s (run %s)", host, port, run.manifest.run_id)
+    address, port = runner.addresses[0][:2]
+    logger.info("listening on %s:%s", address, port)
     if settings.endpoint_file is not None:
-        atomic_write_json(settings.endpoint_file, {"host": host, "port": port, "pid": os.getpid()})
+        atomic_write_json(
+            settings.endpoint_file, {"host": address, "port": port, "pid": os.getpid()}
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    waiters = [asyncio.ensure_future(stop.wait())]
+    waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(stop.wait())]
     if not settings.keep:
-        waiters.append(asyncio.ensure_future(run.finished.wait()))
+        waiters.append(asyncio.ensure_future(host.finished()))
+    else:  # a run that fails to load ends the daemon even with --keep
+        waiters.append(asyncio.ensure_future(_failed(host)))
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for waiter in waiters:
         waiter.cancel()
     if stop.is_set():
         logger.info("SIGTERM: stopping")
-        await run.stop()
-    await runner.cleanup()
-    logger.info("exiting (phase %s)", run.phase)
+    await runner.cleanup()  # stops the run (writing its summary) if it is still going
+    logger.info("exiting (phase %s)", host.phase)
+    if host.failure:
+        print(f"srez-daemon: error: {host.failure}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -1,42 +1,42 @@
 """``create_app(settings)``: the daemon's aiohttp application (DESIGN.md §4).
 
-The factory reads the token (fail closed), builds the run controller, the dialog tail and stream
-hub, the exec and pty services, and wires them to the routes. Everything with a lifetime starts
-and stops in ``cleanup_ctx``; there is no module-level state, so every test gets a fresh app.
+The factory does the cheap, security-relevant work up front: it reads the token (fail closed) and
+checks that ``run.json`` names a packaged task (fail fast). The daemon then listens at once and
+answers ``/api/health`` with phase ``starting`` while :mod:`srez_daemon.runtime` (the simulator,
+the wire models, the services) is imported in the background and the run starts; until then
+every other route answers ``503 unavailable``. There is no module-level state, so every test gets
+a fresh app.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import importlib.util
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 from aiohttp import web
 
 from srez_daemon.aio import spawn
 from srez_daemon.auth import load_token, make_auth_middleware
+from srez_daemon.errors import RunSetupError
 from srez_daemon.http import ApiError, error_response
-from srez_daemon.openapi import openapi_document
-from srez_daemon.routes import PublicRoutes
-from srez_daemon.run import Frame, RunController, srez_version
-from srez_daemon.services.exec import ExecService
-from srez_daemon.services.limits import SessionLimiter
-from srez_daemon.services.pty import PtyService, terminal_available
+from srez_daemon.probe import srez_version, terminal_available
 from srez_daemon.settings import DaemonSettings
-from srez_daemon.stream import StreamHub
-from srez_daemon.tail import DialogTail
+from srez_daemon.wire_version import PROTOCOL_VERSION
+
+if TYPE_CHECKING:
+    from srez_daemon.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
-SETTINGS = web.AppKey("settings", DaemonSettings)
-RUN = web.AppKey("run", RunController)
-HUB = web.AppKey("hub", StreamHub)
-TAIL = web.AppKey("tail", DialogTail)
-EXEC = web.AppKey("exec", ExecService)
-PTY = web.AppKey("pty", PtyService)
-MAX_BODY = 1 << 20
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+MAX_BODY = 1 << 20
 
 
 @web.middleware
@@ -58,74 +58,132 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         return error_response("internal", "the daemon failed to answer; see logs/daemon.log")
 
 
+def check_run_folder(settings: DaemonSettings) -> None:
+    """Fails fast, before listening, on a run folder that cannot be run (one-line reason)."""
+    path = settings.paths.run_json
+    try:
+        manifest = orjson.loads(path.read_bytes())
+    except OSError as e:
+        msg = f"cannot read {path}: {e.strerror}"
+        raise RunSetupError(msg) from e
+    except orjson.JSONDecodeError as e:
+        msg = f"{path} is not JSON: {e}"
+        raise RunSetupError(msg) from e
+    task_id = manifest.get("task_id") if isinstance(manifest, dict) else None
+    spec = importlib.util.find_spec("srez_env")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    if not isinstance(task_id, str) or not any(
+        (Path(folder) / "tasks" / f"{task_id}.yaml").is_file() for folder in folders
+    ):
+        msg = f"{path}: task_id {task_id!r} names no packaged task (sre-001 ... sre-040)"
+        raise RunSetupError(msg)
+
+
+class RunHost:
+    """Answers health at once, and routes everything else to the runtime once it is loaded."""
+
+    def __init__(self, settings: DaemonSettings, environ: dict[str, str] | None) -> None:
+        self.settings = settings
+        self.environ = environ
+        self.runtime: Runtime | None = None
+        self.failure: str | None = None
+        self.started = time.monotonic()
+        self.version = srez_version()
+        self.terminal = terminal_available()
+        self.settled = asyncio.Event()  # set once the runtime is loaded or failed to load
+        self._loading: asyncio.Task[None] | None = None
+
+    @property
+    def phase(self) -> str:
+        if self.runtime is not None:
+            return self.runtime.run.phase
+        return "error" if self.failure else "starting"
+
+    async def health(self, _request: web.Request) -> web.Response:
+        body = {
+            "status": "ok",
+            "phase": self.phase,
+            "protocol_version": PROTOCOL_VERSION,
+            "version": self.version,
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "terminal": self.terminal,
+        }
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.runtime is None:
+            reason = self.failure or "the run is still starting; retry in a moment"
+            return error_response("unavailable", reason)
+        method = "GET" if request.method == "HEAD" else request.method
+        handler = self.runtime.handlers.get((method, request.path))
+        if handler is not None:
+            return await handler(request)
+        if any(path == request.path for _m, path in self.runtime.handlers):
+            return error_response(
+                "method_not_allowed", f"{request.method} is not allowed on {request.path}"
+            )
+        return error_response("not_found", f"no route {request.path}")
+
+    async def _load(self) -> None:
+        try:
+            # the heavy imports run in a worker thread so the loop keeps answering health
+            await asyncio.to_thread(importlib.import_module, "srez_daemon.runtime")
+            from srez_daemon.runtime import Runtime
+
+            runtime = Runtime(self.settings, self.environ)
+            await runtime.start()
+            self.runtime = runtime
+        except Exception as e:
+            logger.exception("the run could not be loaded")
+            self.failure = f"the run could not be loaded: {type(e).__name__}: {e}"
+        finally:
+            self.settled.set()
+
+    async def lifecycle(self, _app: web.Application) -> AsyncIterator[None]:
+        self._loading = spawn(self._load(), name="load-runtime")
+        yield
+        if not self._loading.done():
+            await self._loading
+        if self.runtime is not None:
+            await self.runtime.stop()
+
+    async def close_sessions(self, _app: web.Application) -> None:
+        # on_shutdown runs before aiohttp waits for handlers: an open terminal or a long exec
+        # ends now instead of holding the shutdown until the handler timeout
+        if self.runtime is not None:
+            await self.runtime.close_sessions()
+
+    async def finished(self) -> None:
+        """Returns once the run is over (or failed to load)."""
+        await self.settled.wait()
+        if self.runtime is not None:
+            await self.runtime.run.finished.wait()
+
+
+HOST = web.AppKey("host", RunHost)
+
+
 def create_app(
     settings: DaemonSettings, *, environ: dict[str, str] | None = None
 ) -> web.Application:
-    """Builds the application for one run. Raises TokenError without a usable token file."""
+    """Builds the application for one run.
+
+    Raises:
+        TokenError: the token file is missing, unreadable or empty (fail closed).
+        RunSetupError: ``run.json`` is unreadable or names no packaged task.
+    """
     token = load_token(settings.token_file)
+    check_run_folder(settings)
     app = web.Application(
         middlewares=[errors_middleware, make_auth_middleware(token)], client_max_size=MAX_BODY
     )
-    tail = DialogTail(settings.paths.dialog)
-    hub = StreamHub(tail, heartbeat_s=settings.heartbeat_s)
-    routes: PublicRoutes | None = None
-
-    def publish(frame: Frame) -> None:
-        hub.publish(frame)
-
-    run = RunController(
-        settings,
-        publish=publish,
-        environ=environ,
-        files_of=lambda: routes.changed_files() if routes else [],
-    )
-    limiter = SessionLimiter(settings.max_sessions)
-    exec_service = ExecService(settings, limiter)
-    pty_service = PtyService(settings, limiter)
-    routes = PublicRoutes(run, terminal=terminal_available())
-
-    app[SETTINGS] = settings
-    app[RUN] = run
-    app[TAIL] = tail
-    app[HUB] = hub
-    app[EXEC] = exec_service
-    app[PTY] = pty_service
-
-    routes.add_to(app)
-    app.router.add_get("/api/dialog", hub.handle_dialog_page)
-    app.router.add_get("/api/ws", hub.handle_ws)
-    app.router.add_post("/api/exec", exec_service.handle)
-    app.router.add_get("/api/pty", pty_service.handle)
-    document = orjson.dumps(openapi_document(srez_version()))
-
-    async def openapi(_request: web.Request) -> web.Response:
-        return web.Response(body=document, content_type="application/json")
-
-    app.router.add_get("/api/openapi.json", openapi)
-    app.cleanup_ctx.append(_lifecycle)
-    app.on_shutdown.append(_close_sockets)
+    host = RunHost(settings, environ)
+    app[HOST] = host
+    app.router.add_get("/api/health", host.health)
+    app.router.add_route("*", "/api/{path:.*}", host.dispatch)
+    app.cleanup_ctx.append(host.lifecycle)
+    app.on_shutdown.append(host.close_sessions)
     return app
 
 
-async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
-    run, tail = app[RUN], app[TAIL]
-    run.finished_callbacks.append(tail.finish)  # before start: a quick run may end at once
-    run.prepare()
-    await tail.start()
-    # the episode and the agent start in the background: the daemon answers /api/health (phase
-    # "starting") as soon as it listens, instead of after the simulator and the agent are up
-    starting = spawn(run.start(), name="run-start")
-    yield
-    if not starting.done():
-        await starting
-    await run.stop()
-    await run.close()
-    await tail.stop()
-
-
-async def _close_sockets(app: web.Application) -> None:
-    # on_shutdown runs before aiohttp waits for handlers: an open terminal or a long exec ends now
-    # instead of holding the shutdown until the handler timeout
-    await app[HUB].close()
-    await app[EXEC].close()
-    await app[PTY].close()
+__all__ = ["HOST", "RunHost", "check_run_folder", "create_app", "errors_middleware"]

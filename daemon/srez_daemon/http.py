@@ -7,13 +7,15 @@ traceback.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 from aiohttp import web
-from pydantic import BaseModel
 
-from srez_daemon.protocol.api import ErrorBody, ErrorCode, ErrorResponse
+if TYPE_CHECKING:  # kept out of the import: the daemon answers health before pydantic loads
+    from pydantic import BaseModel
+
+    from srez_daemon.protocol.api import ErrorCode
 
 JSON: Final = "application/json"
 STATUS: Final[dict[str, int]] = {
@@ -39,9 +41,9 @@ def json_response(model: BaseModel, status: int = 200) -> web.Response:
 
 
 def error_response(code: ErrorCode, message: str) -> web.Response:
-    """The error body with the status that goes with the code."""
-    body = ErrorResponse(error=ErrorBody(code=code, message=message))
-    return json_response(body, STATUS[code])
+    """The error body (``protocol.api.ErrorResponse``) with the status that goes with the code."""
+    body = orjson.dumps({"error": {"code": code, "message": message}})
+    return web.Response(body=body, status=STATUS[code], content_type=JSON)
 
 
 class ApiError(Exception):

@@ -10,28 +10,27 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
-import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
 from aiohttp import web
 
 from srez_daemon.http import ApiError, json_response
-from srez_daemon.protocol import PROTOCOL_VERSION
 from srez_daemon.protocol.api import (
     AGENT_OVER,
     FileChange,
     FilesResponse,
-    Health,
     RunInfo,
     Similarity,
     TaskSummary,
 )
-from srez_daemon.run import RunController, srez_version
+from srez_daemon.run import RunController
 from srez_env.grade import unified_diff_texts
 from srez_env.world import topology as topo
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 DIFF_TYPE: Final = "text/x-diff"
 LOG_NAMES: Final = ("agent", "evaluator", "daemon")
 FOLLOW_POLL_S: Final = 0.2
@@ -40,33 +39,22 @@ FOLLOW_POLL_S: Final = 0.2
 class PublicRoutes:
     """Handlers bound to one run controller."""
 
-    def __init__(self, run: RunController, *, terminal: bool) -> None:
+    def __init__(self, run: RunController) -> None:
         self.run = run
-        self.terminal = terminal
-        self.started = time.monotonic()
 
-    def add_to(self, app: web.Application) -> None:
-        app.router.add_get("/api/health", self.health)
-        app.router.add_get("/api/run", self.run_info)
-        app.router.add_get("/api/diff", self.diff)
-        app.router.add_get("/api/files", self.files)
-        app.router.add_get("/api/reference", self.reference)
-        app.router.add_get("/api/similarity", self.similarity)
-        app.router.add_get("/api/grade", self.grade)
-        app.router.add_get("/api/logs", self.logs)
+    def handlers(self) -> dict[tuple[str, str], Handler]:
+        """(method, path) -> handler for the routes served here."""
+        return {
+            ("GET", "/api/run"): self.run_info,
+            ("GET", "/api/diff"): self.diff,
+            ("GET", "/api/files"): self.files,
+            ("GET", "/api/reference"): self.reference,
+            ("GET", "/api/similarity"): self.similarity,
+            ("GET", "/api/grade"): self.grade,
+            ("GET", "/api/logs"): self.logs,
+        }
 
     # ------------------------------------------------------------------ handlers
-    async def health(self, _request: web.Request) -> web.Response:
-        return json_response(
-            Health(
-                phase=self.run.phase,
-                protocol_version=PROTOCOL_VERSION,
-                version=srez_version(),
-                uptime_s=round(time.monotonic() - self.started, 3),
-                terminal=self.terminal,
-            )
-        )
-
     async def run_info(self, _request: web.Request) -> web.Response:
         r, st, task = self.run, self.run.state, self.run.task
         return json_response(

@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ from srez_daemon.aio import spawn
 from srez_daemon.episode import Episode, Outcome
 from srez_daemon.errors import RunSetupError
 from srez_daemon.http import ApiError
+from srez_daemon.probe import srez_version as srez_version  # re-exported
 from srez_daemon.protocol import RunManifest, RunSummary
 from srez_daemon.protocol.api import (
     AgentNote,
@@ -50,13 +50,6 @@ logger = logging.getLogger(__name__)
 Frame = PhaseFrame | DiffFrame | GradeFrame
 Publish = Callable[[Frame], None]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
-
-
-def srez_version() -> str:
-    try:
-        return metadata.version("srez")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 def load_manifest(path: Path) -> RunManifest:

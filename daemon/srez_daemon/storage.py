@@ -13,17 +13,19 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 import orjson
-from pydantic import BaseModel
 
-from srez_daemon.protocol import DialogEntry, encode_entry
+if TYPE_CHECKING:  # imported lazily: atomic writes must not pull in the wire models
+    from pydantic import BaseModel
+
+    from srez_daemon.protocol import DialogEntry
 
 Clock = Callable[[], datetime]
 """Returns the current time as an aware datetime."""
 
-E = TypeVar("E", bound=DialogEntry)
+E = TypeVar("E", bound="DialogEntry")
 
 
 def system_clock() -> datetime:
@@ -85,7 +87,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_json(path: Path, value: BaseModel | dict[str, object]) -> None:
     """Write a pydantic model or a dict as indented JSON with :func:`atomic_write_bytes`."""
-    if isinstance(value, BaseModel):
+    if not isinstance(value, dict):
         data = orjson.dumps(value.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
     else:
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
@@ -133,6 +135,8 @@ class DialogWriter:
         if self._fd < 0:
             msg = f"dialog {self._path} is closed"
             raise ValueError(msg)
+        from srez_daemon.protocol import encode_entry
+
         entry = make(self._seq, utc_timestamp(self._clock()))
         data = encode_entry(entry)
         written = 0

@@ -156,7 +156,10 @@ def live_daemon(
             time.sleep(0.02)
         info = json.loads(endpoint.read_text())
         base = f"http://127.0.0.1:{info['port']}"
-        yield Daemon(base, token_file.read_text(), run_dir, root, proc, int(info["pid"]), log)
+        daemon = Daemon(base, token_file.read_text(), run_dir, root, proc, int(info["pid"]), log)
+        # health answers at once (phase "starting"); the other routes once the run has loaded
+        daemon.wait_phase("agent", "sealed", "grading", "done", "error")
+        yield daemon
     finally:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):

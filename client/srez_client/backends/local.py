@@ -196,19 +196,25 @@ class LocalBackend(Backend):
         return env
 
     async def _wait_ready(self, folder: Path, record: LocalRecord) -> None:
-        """Wait for the endpoint file and a 200 from ``/api/health``; stop the daemon otherwise."""
+        """Wait until ``/api/health`` reports the run past ``starting`` (the daemon answers health
+        at once and loads the run behind it); stop the daemon otherwise. A run that finished and
+        exited before a poll saw it is ready too (its folder holds summary.json)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.ready_timeout_s
         delay = 0.005
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
             while loop.time() < deadline:
                 if not is_alive(record.pid, record.pid_start):
+                    if (folder / "run" / "summary.json").exists():
+                        return
                     self._failed(folder, record, "the daemon exited during start-up")
                 base = read_endpoint(folder, record.pid)
                 if base is not None:
-                    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    with contextlib.suppress(
+                        aiohttp.ClientError, TimeoutError, ValueError, KeyError
+                    ):
                         async with http.get(f"{base}/api/health") as resp:
-                            if resp.status == 200:
+                            if resp.status == 200 and (await resp.json())["phase"] != "starting":
                                 return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.02)  # start-up is short: poll it closely

@@ -22,7 +22,8 @@ from typing import Annotated, Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION: Final = 1
+from srez_daemon.wire_version import PROTOCOL_VERSION as PROTOCOL_VERSION  # noqa: E402
+
 """Version of the dialog protocol; bumped on any change to an entry's fields."""
 
 MAX_LINE_BYTES: Final = 1 << 20

@@ -293,6 +293,8 @@ class ExecService:
             # The common case: the group goes at once (one system call, fine on the loop), the
             # answer goes out, and setsid escapees are swept right after.
             procs.signal_group(pid, signal.SIGKILL)
+            if procs.last_pid() == pid:
+                return  # no process was created after the child: none can have escaped
             sweep = asyncio.to_thread(procs.kill_session, pid, cookie, (), born_after=pid)
             spawn(sweep, name=f"exec-sweep-{pid}")
             return

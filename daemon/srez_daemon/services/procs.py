@@ -92,6 +92,14 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def last_pid() -> int | None:
+    """The pid the kernel handed out last (``ns_last_pid``), or None where it cannot be read."""
+    try:
+        return int((_PROC / "sys" / "kernel" / "ns_last_pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def tagged(cookie: str, *, born_after: int | None = None) -> list[psutil.Process]:
     """Every live process whose environment carries this session's cookie.
 

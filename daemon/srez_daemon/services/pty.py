@@ -39,6 +39,7 @@ from pydantic import ValidationError
 
 from srez_daemon.aio import spawn
 from srez_daemon.http import ApiError
+from srez_daemon.probe import terminal_available as terminal_available  # re-exported
 from srez_daemon.protocol.api import PtyResize
 from srez_daemon.services import procs
 from srez_daemon.services.limits import SessionLimiter
@@ -62,22 +63,6 @@ CLOSE_TIMEOUT_S: Final = 2.0
 """How long the close handshake may wait for a client that does not answer."""
 HEARTBEAT_S: Final = 30.0
 """WebSocket ping period: finds a half-open connection even while the shell keeps printing."""
-
-
-def terminal_available() -> bool:
-    """Whether a pseudo-terminal can be opened here (tries ``os.openpty()`` once).
-
-    Call it once at start-up (``/api/health`` reports it); the answer does not change while the
-    daemon runs.
-    """
-    try:
-        master, slave = os.openpty()
-    except OSError as e:
-        logger.warning("no pseudo-terminal available: %s", e)
-        return False
-    os.close(master)
-    os.close(slave)
-    return True
 
 
 @dataclass(eq=False)

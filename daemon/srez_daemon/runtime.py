@@ -1,0 +1,82 @@
+"""The run's components, built once their (heavy) modules are imported: the controller, the
+dialog tail and stream hub, the exec and pty services, and the routes that use them.
+
+:mod:`srez_daemon.app` imports this module in the background after the daemon listens, so
+``/api/health`` answers while the simulator and the wire models load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import orjson
+from aiohttp import web
+
+from srez_daemon.aio import spawn
+from srez_daemon.openapi import openapi_document
+from srez_daemon.probe import srez_version
+from srez_daemon.protocol.api import FileChange
+from srez_daemon.routes import PublicRoutes
+from srez_daemon.run import RunController
+from srez_daemon.services.exec import ExecService
+from srez_daemon.services.limits import SessionLimiter
+from srez_daemon.services.pty import PtyService
+from srez_daemon.settings import DaemonSettings
+from srez_daemon.stream import StreamHub
+from srez_daemon.tail import DialogTail
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Runtime:
+    """Everything that serves one run, wired together."""
+
+    def __init__(self, settings: DaemonSettings, environ: dict[str, str] | None) -> None:
+        self.tail = DialogTail(settings.paths.dialog)
+        self.hub = StreamHub(self.tail, heartbeat_s=settings.heartbeat_s)
+        self.run = RunController(
+            settings, publish=self.hub.publish, environ=environ, files_of=self._files
+        )
+        self.public = PublicRoutes(self.run)
+        limiter = SessionLimiter(settings.max_sessions)
+        self.exec = ExecService(settings, limiter)
+        self.pty = PtyService(settings, limiter)
+        document = orjson.dumps(openapi_document(srez_version()))
+
+        async def openapi(_request: web.Request) -> web.Response:
+            return web.Response(body=document, content_type="application/json")
+
+        self.handlers: dict[tuple[str, str], Handler] = {
+            **self.public.handlers(),
+            ("GET", "/api/dialog"): self.hub.handle_dialog_page,
+            ("GET", "/api/ws"): self.hub.handle_ws,
+            ("POST", "/api/exec"): self.exec.handle,
+            ("GET", "/api/pty"): self.pty.handle,
+            ("GET", "/api/openapi.json"): openapi,
+        }
+        self._starting: asyncio.Task[None] | None = None
+
+    def _files(self) -> list[FileChange]:
+        return self.public.changed_files()
+
+    async def start(self) -> None:
+        """Creates the run folder's files, follows the dialog and starts the run."""
+        self.run.finished_callbacks.append(self.tail.finish)  # first: a quick run may end at once
+        self.run.prepare()
+        await self.tail.start()
+        self._starting = spawn(self.run.start(), name="run-start")
+
+    async def close_sessions(self) -> None:
+        """Closes viewers, execs and terminals at once (before aiohttp waits for handlers)."""
+        await self.hub.close()
+        await self.exec.close()
+        await self.pty.close()
+
+    async def stop(self) -> None:
+        """SIGTERM or shutdown: ends the run (writing its summary) and stops following."""
+        if self._starting is not None and not self._starting.done():
+            await self._starting
+        await self.run.stop()
+        await self.run.close()
+        await self.tail.stop()

@@ -1,0 +1,6 @@
+"""The dialog protocol's version, importable without the wire models (health answers with it
+before the models load)."""
+
+from typing import Final
+
+PROTOCOL_VERSION: Final = 1
