@@ -185,7 +185,7 @@ class Episode:
     def grade(self) -> Grade:
         """Grades the episode and writes ``result.json``."""
         grade = self.env.grade()
-        atomic_write_bytes(self.paths.result_json, grade.to_json() + b"\n")
+        atomic_write_bytes(self.paths.result_json, grade.to_json())
         return grade
 
     def current_diff(self) -> str:

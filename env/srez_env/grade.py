@@ -108,8 +108,9 @@ class Grade(_Model):
     ground_truth: GroundTruthView
 
     def to_json(self) -> bytes:
-        """The canonical ``result.json`` bytes (field order stable, indented)."""
-        return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2)
+        """The canonical ``result.json`` bytes (field order stable, indented, newline-terminated)."""
+        options = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        return orjson.dumps(self.model_dump(mode="json", by_alias=True), option=options)
 
 
 def unified_diff(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> str:
