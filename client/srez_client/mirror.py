@@ -53,6 +53,7 @@ from srez_client.mirror_plan import (
     MirrorReport,
     plan_entries,
 )
+from srez_client.pids import pid_exists
 from srez_client.results import run_path
 from srez_daemon.protocol import RunManifest
 
@@ -248,7 +249,7 @@ def _remove_stale_partials(dir_fd: int, name: str) -> None:
         if not entry.startswith(prefix):
             continue
         pid_text = entry[len(prefix) :].split("-", 1)[0]
-        if not pid_text.isdigit() or _pid_alive(int(pid_text)):
+        if not pid_text.isdigit() or pid_exists(int(pid_text)):
             continue  # another mirror (maybe in this process) is writing it
         st = os.stat(entry, dir_fd=dir_fd, follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
@@ -256,13 +257,3 @@ def _remove_stale_partials(dir_fd: int, name: str) -> None:
         else:
             os.unlink(entry, dir_fd=dir_fd)
         logger.info("removed %s, left by an interrupted mirror", entry)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

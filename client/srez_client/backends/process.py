@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from srez_client.pids import pid_exists
+
 logger = logging.getLogger(__name__)
 
 _RESET_SIGNALS: Final = (
@@ -76,21 +78,11 @@ def start_time(pid: int) -> int | None:
     0 for a live pid where ``/proc`` is not available (no identity check is possible then).
     """
     if not _has_proc():
-        return 0 if _kill0(pid) else None
+        return 0 if pid_exists(pid) else None
     found = _proc_stat(pid)
     if found is None or found[0] in (b"Z", b"X"):
         return None
     return found[1]
-
-
-def _kill0(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def is_alive(pid: int | None, started: int | None) -> bool:
@@ -101,7 +93,7 @@ def is_alive(pid: int | None, started: int | None) -> bool:
     if pid is None or pid <= 0:
         return False
     if not _has_proc():
-        return _kill0(pid)
+        return pid_exists(pid)
     found = _proc_stat(pid)
     if found is None:
         return False
