@@ -201,7 +201,7 @@ class RunController(AgentPort):
             # off the loop: each call appends two fsynced dialog entries, and every viewer
             # (and every other request) would wait for those fsyncs
             obs = await asyncio.to_thread(episode.call, tool, args)
-            self._update(steps_used=episode.steps_used)
+            await asyncio.to_thread(self._update, steps_used=episode.steps_used)
             if episode.done:
                 reason = episode.env.log.end_reason or "submit"
                 spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
