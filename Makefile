@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_FAST := -m "not docker and not tmux and not llm and not slow"
 
-.PHONY: setup run test test-all check bench golden tasks clean
+.PHONY: setup run test test-docker test-all check bench golden tasks image image-base clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_FAST) -q
+
+# Tests against the real Docker engine (they build the run image if it is missing).
+test-docker: $(STAMP)
+	$(PY) -m pytest -m docker -q
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q

@@ -8,11 +8,14 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 
 from aiohttp import web
 
 from srez_daemon.app import HOST, RunHost, create_app
 from srez_daemon.errors import DaemonError
+from srez_daemon.headless import copy_run, outcome, prepare_headless
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.storage import atomic_write_json
 
@@ -84,11 +87,26 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep serving after the run is done, until SIGTERM"
     )
+    headless = parser.add_argument_group("headless run (no client): one episode, then exit")
+    headless.add_argument("--task", help="task id, e.g. sre-007")
+    headless.add_argument(
+        "--agent", default="heuristic", help="scripted, heuristic, random or replay:FILE"
+    )
+    headless.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    headless.add_argument("--out", type=Path, help="copy the finished run folder here")
     args = parser.parse_args()
     try:
-        settings = DaemonSettings.from_env(os.environ, keep=args.keep)
+        environ: Mapping[str, str] = os.environ
+        if args.task:
+            environ = prepare_headless(os.environ, args.task, args.agent, args.seed)
+        settings = DaemonSettings.from_env(environ, keep=args.keep and not args.task)
         _configure_logging(settings)
-        sys.exit(asyncio.run(serve(settings)))
+        code = asyncio.run(serve(settings))
+        if args.task:
+            if args.out is not None:
+                copy_run(settings.run_dir, args.out)
+            code = code or outcome(settings.run_dir)
+        sys.exit(code)
     except DaemonError as e:
         print(f"srez-daemon: error: {e}", file=sys.stderr)
         sys.exit(2)
