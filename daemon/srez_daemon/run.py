@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -41,7 +42,7 @@ from srez_daemon.protocol.api import (
 )
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.storage import DialogWriter, atomic_write_bytes, utc_timestamp
-from srez_daemon.supervisor import AgentProcess, agent_environment
+from srez_daemon.supervisor import AgentProcess, AgentUser, agent_environment
 from srez_env.errors import TaskError
 from srez_env.tasks import load_tasks
 
@@ -103,6 +104,7 @@ class RunController(AgentPort):
         self._calls = asyncio.Lock()
         self._agent_runner: web.AppRunner | None = None
         self._agent_started = 0.0
+        self._agent_user = AgentUser.lookup(settings.agent_user) if settings.agent_user else None
 
     # ------------------------------------------------------------------ state
     @property
@@ -163,7 +165,7 @@ class RunController(AgentPort):
         )
         self.agent = AgentProcess(self.settings.agent_argv, env, self.paths.log("agent"))
         try:
-            await self.agent.start(self.paths.root)
+            await self.agent.start(self.paths.root, self._agent_user)
         except OSError as e:
             await self.end_agent_phase("agent_exit", "failed", f"the agent could not start: {e}")
             return
@@ -177,7 +179,9 @@ class RunController(AgentPort):
         self._agent_runner = web.AppRunner(create_agent_app(self), handle_signals=False)
         await self._agent_runner.setup()
         await web.UnixSite(self._agent_runner, str(path)).start()
-        path.chmod(0o600)
+        path.chmod(0o600)  # the agent's alone: no other local user may act for it
+        if self._agent_user is not None:
+            os.chown(path, self._agent_user.uid, self._agent_user.gid)
 
     # ------------------------------------------------------------------ the agent's side
     def agent_task(self) -> AgentTask:

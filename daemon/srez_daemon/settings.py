@@ -13,6 +13,8 @@ Environment (DESIGN.md §4-§7):
 * ``SREZ_AGENT_CMD``: the agent command as a JSON list (default ``python -m srez_daemon.agent``).
 * ``SREZ_AGENT_TIME_LIMIT_S``: the agent's wall-time limit; provider cooldown does not count.
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
+* ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
+  root to switch. The agent socket is then owned by that user, mode 0600.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class DaemonSettings:
     max_sessions: int = 8
     keep: bool = False
     heartbeat_s: float = 15.0
+    agent_user: str | None = None
 
     @property
     def paths(self) -> RunPaths:
@@ -183,4 +186,5 @@ class DaemonSettings:
             pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0) or 300.0,
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
             keep=keep,
+            agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
         )

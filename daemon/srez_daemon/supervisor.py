@@ -12,10 +12,14 @@ import asyncio
 import contextlib
 import logging
 import os
+import pwd
 import signal
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+from srez_daemon.errors import RunSetupError
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,30 @@ def agent_environment(
     return env
 
 
+@dataclass(frozen=True, slots=True)
+class AgentUser:
+    """The unprivileged user the agent runs as."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @classmethod
+    def lookup(cls, name: str) -> AgentUser:
+        """Resolves a user name; raises RunSetupError when it does not exist or the daemon cannot
+        switch to it (only root can)."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            msg = f"SREZ_AGENT_USER={name!r} names no user on this machine"
+            raise RunSetupError(msg) from None
+        if os.geteuid() != 0 and os.geteuid() != entry.pw_uid:
+            msg = f"the daemon must run as root to start the agent as {name!r}"
+            raise RunSetupError(msg)
+        return cls(name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
+
+
 class AgentProcess:
     """One agent process and the tree it spawns."""
 
@@ -56,10 +84,14 @@ class AgentProcess:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
-    async def start(self, cwd: Path) -> None:
-        """Starts the agent with its output appended to ``logs/agent.log``."""
+    async def start(self, cwd: Path, user: AgentUser | None = None) -> None:
+        """Starts the agent with its output appended to ``logs/agent.log``; as ``user`` when
+        given (the daemon is root in a container, the agent is not)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
+        env = dict(self.env)
+        if user is not None:
+            env["HOME"] = user.home
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -67,8 +99,11 @@ class AgentProcess:
                 stdout=log,
                 stderr=log,
                 cwd=cwd,
-                env=self.env,
+                env=env,
                 start_new_session=True,
+                user=user.uid if user else None,
+                group=user.gid if user else None,
+                extra_groups=[] if user else None,
             )
         finally:
             log.close()

@@ -177,3 +177,17 @@ async def test_sigterm_during_the_agent_phase_still_writes_the_summary(tmp_path:
     summary = json.loads(run.paths.summary_json.read_text())
     assert summary["status"] == "error" and summary["end_reason"] == "stopped"
     assert "SIGTERM" in summary["error"] and run.paths.result_json.exists()
+
+
+def test_agent_user_is_resolved_or_refused_in_one_line(tmp_path: Path) -> None:
+    from srez_daemon.errors import RunSetupError
+    from srez_daemon.supervisor import AgentUser
+
+    nobody = AgentUser.lookup("nobody")
+    assert nobody.uid > 0 and nobody.name == "nobody"
+    with pytest.raises(RunSetupError, match="names no user"):
+        AgentUser.lookup("no-such-user-here")
+    run_dir, token = prepare(tmp_path)
+    env = {"SREZ_RUN_DIR": str(run_dir), "SREZ_TOKEN_FILE": str(token), "SREZ_AGENT_USER": "agent"}
+    assert DaemonSettings.from_env(env).agent_user == "agent"
+    assert DaemonSettings.from_env({**env, "SREZ_AGENT_USER": ""}).agent_user is None
