@@ -44,5 +44,14 @@ tasks: $(STAMP)
 golden: $(STAMP)
 	$(PY) tests/env/make_golden.py
 
+# The run image srez-run:<version>: skipped when up to date; fails if a module cannot import in
+# it or a task secret is readable by the agent user.
+image: $(STAMP)
+	$(PY) images/build.py
+
+# The base image (Debian bookworm + Python 3.11) for engines that cannot pull python:3.11-slim.
+image-base: $(STAMP)
+	$(PY) images/base/build_base.py
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

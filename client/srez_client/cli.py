@@ -1,8 +1,8 @@
 """The ``srez`` command line (also installed as ``srez-client``).
 
-Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID``, ``schema dialog``, and the
+Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID``, ``schema dialog``, the
 run commands of :mod:`srez_client.cli_runs` (``run``, ``runs list|stop|rm|logs|exec|url|token|
-results``, ``attach``). Results and tables go to stdout; progress, warnings and errors go to
+results``, ``attach``) and ``mirror`` (:mod:`srez_client.cli_mirror`). Results and tables go to stdout; progress, warnings and errors go to
 stderr. A bad input (unknown task, agent or backend, malformed replay or task file, a bad option
 value) is reported as one line ``srez: error: ...`` with exit status 2, never as a traceback.
 """
@@ -23,6 +23,7 @@ import yaml
 from tqdm import tqdm
 
 from srez_client.backends import AVAILABLE_BACKENDS, run_inline
+from srez_client.cli_mirror import add_mirror_command
 from srez_client.cli_runs import add_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.eval_backend import eval_on_backend
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("which", choices=["dialog"], help="dialog: one line of dialog.jsonl")
     schema.set_defaults(func=cmd_schema)
     add_commands(sub, _Parser)
+    add_mirror_command(sub, _Parser)
     return parser
 
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from srez_client.backends.base import get_backend as make_backend
 from srez_client.errors import ClientError, RunNotFoundError, UsageError
 from srez_client.report import render_table
 from srez_client.results import RUN_ID_RE
-from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir
+from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
 from srez_client.runs_results import find_results, results_rows
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_client.terminal import pty_session
@@ -47,6 +48,11 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run.add_argument("--agent", required=True, help="scripted, heuristic, random, replay:FILE")
     run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
+    run.add_argument(
+        "--keep-container",
+        action="store_true",
+        help="keep the run serving until it is stopped ('srez runs stop', 'docker stop'), then mirror",
+    )
     run.add_argument("--timeout", type=_positive_float, metavar="S", help="agent time limit (s)")
     run.add_argument("--results", type=Path, default=Path("results"), help="results root")
     run.set_defaults(func=cmd_run)
@@ -131,44 +137,81 @@ def cmd_run(args: argparse.Namespace) -> int:
         task_id=args.task,
         agent_spec=args.agent,
         run_seed=args.seed,
-        keep=args.keep,
+        keep=args.keep or args.keep_container,
         time_limit_s=args.timeout,
         results_root=args.results,
     )
     check_backend(backend, spec)
-    return _run_async(lambda: _run(backend, spec, args.timeout))
+    return _run_async(lambda: _run(backend, spec, args.timeout, keep_container=args.keep_container))
 
 
-async def _run(backend: Backend, spec: LaunchSpec, limit_s: float | None) -> int:
+async def _run(
+    backend: Backend, spec: LaunchSpec, limit_s: float | None, *, keep_container: bool = False
+) -> int:
+    """Launch, wait, mirror. SIGINT or SIGTERM stops the run (it writes its summary) and still
+    mirrors what it did (exit 130); a second signal acts as usual."""
     handle = await backend.launch(spec)
     _say(f"run {handle.run_id}: {handle.task_id} with {handle.agent} on {backend.name}")
     wait_s = None if limit_s is None else limit_s + 120.0  # the daemon ends the agent itself
+    scratch = scratch_dir(_state(backend))
+    if keep_container:
+        _say(f"run {handle.run_id}: kept until stopped ('srez runs stop {handle.run_id}')")
+
+    async def until_done() -> RunOutcome | None:
+        if keep_container:
+            await wait_stopped(backend, handle)
+            return None  # mirrored below, like an interrupted run
+        return await run_to_results(
+            backend, spec, scratch, timeout_s=wait_s, progress=_say, handle=handle
+        )
+
+    waiting = asyncio.ensure_future(until_done())
+    interrupted = _interrupt_event()
+    signalled = asyncio.ensure_future(interrupted.wait())
     watcher = asyncio.ensure_future(_show_progress(backend, handle))
     try:
-        outcome = await run_to_results(
-            backend,
-            spec,
-            scratch_dir(_state(backend)),
-            timeout_s=wait_s,
-            progress=_say,
-            handle=handle,
-        )
-    except asyncio.CancelledError:  # Ctrl-C: stop the run (it writes its summary), keep what it did
-        _say(f"run {handle.run_id}: interrupted; stopping it")
-        await backend.stop(handle)
-        raise
+        await asyncio.wait({waiting, signalled}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        watcher.cancel()
+        for task in (watcher, signalled):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    stopped = not waiting.done()
+    if stopped:
+        waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+            await waiting
+        _say(f"run {handle.run_id}: interrupted; stopping it, then mirroring what it did")
+        await backend.stop(handle)
+    outcome = None if stopped else waiting.result()
+    if outcome is None:
+        current = await backend.get(handle.run_id)
+        outcome = await run_to_results(backend, spec, scratch, progress=_say, handle=current)
     _print_outcome(outcome)
-    if not spec.keep and outcome.handle.status != "running":
+    if (keep_container or not spec.keep) and outcome.handle.status != "running":
         await backend.remove(outcome.handle)  # everything is in the results folder now
     if spec.keep and outcome.handle.status == "running":
         url = await backend.endpoint(outcome.handle)
         print(f"daemon:   {url} (still serving; 'srez runs stop {handle.run_id}' ends it)")
     ok = outcome.summary is not None and outcome.summary.status == "ok"
-    return 0 if ok else 1
+    return 130 if stopped else 0 if ok else 1
+
+
+def _interrupt_event() -> asyncio.Event:
+    """An event set by the first SIGINT or SIGTERM (the handlers then go: a second one acts as
+    usual)."""
+    loop = asyncio.get_running_loop()
+    event = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def fire() -> None:
+        event.set()
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+    for sig in signals:
+        loop.add_signal_handler(sig, fire)
+    return event
 
 
 async def _show_progress(backend: Backend, handle: RunHandle) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -283,31 +284,64 @@ def _copy_file(
         state.skipped.append(Skipped(entry.parts, entry.type, src))
         return
     cap = min(limits.max_file_bytes, state.budget)
-    digest = hashlib.sha256()
-    size = 0
     try:
-        out = os.open(name, _O_CREATE, 0o644, dir_fd=level.dst)
-        try:
-            while chunk := os.read(src, _CHUNK):
-                size += len(chunk)
-                if size > cap:
-                    break
-                digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view) :]
-            if size <= cap:
-                os.fsync(out)
-        finally:
-            os.close(out)
+        written = write_new_file(level.dst, name, lambda n: os.read(src, n), cap)
     finally:
         os.close(src)
-    if size > cap:  # it grew past a cap since the listing: drop it
-        os.unlink(name, dir_fd=level.dst)
+    if written is None:  # it grew past a cap since the listing: dropped
         reason: SkipReason = "too_large" if cap == limits.max_file_bytes else "total_cap"
         state.skipped.append(Skipped(entry.parts, entry.type, reason))
         state.truncated = True
         return
+    size, sha256 = written
     state.budget -= size
     path = escape_bytes(b"/".join(entry.parts))
-    state.files.append(FileRecord(path=path, size=size, sha256=digest.hexdigest()))
+    state.files.append(FileRecord(path=path, size=size, sha256=sha256))
+
+
+def write_new_file(
+    dir_fd: int, name: str, read: Callable[[int], bytes], cap: int
+) -> tuple[int, str] | None:
+    """Create ``name`` under ``dir_fd`` and fill it from ``read`` until it returns ``b""``.
+
+    The file is created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (never through a link, never over
+    an existing name) and fsynced. The one write path of every mirror and copy-out.
+
+    Args:
+        dir_fd: The folder (one this process made).
+        name: One name component.
+        read: Returns up to n bytes, ``b""`` at the end.
+        cap: Most bytes kept; a source with more is dropped.
+
+    Returns:
+        (size, sha256 hex) of what was written, or None if the source passed ``cap`` (the new
+        file is removed).
+
+    Raises:
+        FileExistsError: If ``name`` exists.
+        OSError: If writing fails. Whatever ``read`` raises propagates; either way the new file
+            is removed first.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    out = os.open(name, _O_CREATE, 0o644, dir_fd=dir_fd)
+    try:
+        while chunk := read(_CHUNK):
+            size += len(chunk)
+            if size > cap:
+                break
+            digest.update(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view) :]
+        if size <= cap:
+            os.fsync(out)
+    except BaseException:
+        os.unlink(name, dir_fd=dir_fd)  # a source that failed half-way leaves no partial file
+        raise
+    finally:
+        os.close(out)
+    if size > cap:
+        os.unlink(name, dir_fd=dir_fd)
+        return None
+    return size, digest.hexdigest()

@@ -185,6 +185,15 @@ async def _wait_exit(backend: Backend, handle: RunHandle, timeout_s: float) -> R
     return handle
 
 
+async def wait_stopped(backend: Backend, handle: RunHandle, poll_s: float = 0.5) -> RunHandle:
+    """Wait, without a limit, until the run's process (its container) has stopped: how
+    ``srez run --keep-container`` waits for ``srez runs stop`` or ``docker stop``."""
+    while handle.status == "running":
+        await asyncio.sleep(poll_s)
+        handle = await backend.get(handle.run_id)
+    return handle
+
+
 def scratch_dir(state_dir: Path) -> Path:
     """The private folder copies wait in before their mirror."""
     return state_dir / "tmp"

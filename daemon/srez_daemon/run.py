@@ -127,6 +127,10 @@ class RunController(AgentPort):
         so the daemon can listen before the episode and the agent start."""
         for folder in (self.paths.archive, self.paths.logs, self.paths.world):
             folder.mkdir(parents=True, exist_ok=True)
+        if self._agent_user is not None:
+            # an agent with a shell must not read the live run (world configs, dialog, state):
+            # that would bypass its step budget and the evidence rules
+            self.paths.root.chmod(0o700)
         self._update()
 
     async def start(self) -> None:
@@ -165,7 +169,8 @@ class RunController(AgentPort):
         )
         self.agent = AgentProcess(self.settings.agent_argv, env, self.paths.log("agent"))
         try:
-            await self.agent.start(self.paths.root, self._agent_user)
+            cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
+            await self.agent.start(cwd, self._agent_user)
         except OSError as e:
             await self.end_agent_phase("agent_exit", "failed", f"the agent could not start: {e}")
             return

@@ -79,6 +79,7 @@ class AgentProcess:
         self.log_path = log_path
         self._proc: asyncio.subprocess.Process | None = None
         self._descendants: set[int] = set()
+        self._uid: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -92,6 +93,7 @@ class AgentProcess:
         env = dict(self.env)
         if user is not None:
             env["HOME"] = user.home
+            self._uid = user.uid
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -128,6 +130,19 @@ class AgentProcess:
         except psutil.Error:
             pass
 
+    def _same_user(self) -> set[int]:
+        """Every process of the agent's own user: an escapee (setsid, double fork) is still one."""
+        if self._uid is None or self._uid == os.geteuid():
+            return set()
+        import psutil
+
+        found = set()
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info.get("uids")
+            if uids is not None and uids.real == self._uid:
+                found.add(proc.pid)
+        return found
+
     async def kill(self) -> None:
         """Kills the agent's process group and every descendant seen; idempotent."""
         if self._proc is None:
@@ -136,7 +151,7 @@ class AgentProcess:
         pid = self._proc.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        for child in sorted(self._descendants):
+        for child in sorted(self._descendants | self._same_user()):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGKILL)
         if self._proc.returncode is None:

@@ -220,7 +220,7 @@ def test_eval_malformed_replay_names_the_line(tmp_path: Path) -> None:
         (["eval", "--agent", "scripted", "--tasks", "sre-999"], "sre-999"),
         (["eval", "--agent", "telepath", "--tasks", "sre-007"], "telepath"),
         (["eval", "--agent", "scripted", "--seeds", "0"], "--seeds"),
-        (["eval", "--agent", "scripted", "--backend", "docker"], "inline"),
+        (["eval", "--agent", "scripted", "--backend", "kubernetes"], "inline"),
         (["tasks", "show", "sre-999"], "sre-999"),
         (["play", "nope"], "nope"),
         (["tasks", "frobnicate"], "frobnicate"),

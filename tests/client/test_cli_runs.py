@@ -156,7 +156,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     one_line_error(srez(state, "run", "--task", "sre-999", "--agent", "scripted"), "sre-999")
     one_line_error(srez(state, "runs", "exec", "x"), "needs a command")
     one_line_error(srez(state, "runs", "exec", "x", "--tty"), "--tty needs a terminal")
-    one_line_error(srez(state, "runs", "list", "--backend", "docker"), "invalid choice")
+    one_line_error(srez(state, "runs", "list", "--backend", "kubernetes"), "invalid choice")
     gone = srez(state, "runs", "rm", "20250314T100000Z-0123abcd")
     assert gone.returncode == 0 and "already gone" in gone.stdout
 

@@ -3,7 +3,8 @@
 The interface is :class:`~srez_client.backends.base.Backend`; :func:`get_backend` makes one by
 name, importing its module only then. ``inline`` runs the episode in this process
 (:func:`run_inline` is also usable on its own, for the fastest sweeps); ``local`` runs one
-``srez-daemon`` process per run on 127.0.0.1.
+``srez-daemon`` process per run on 127.0.0.1; ``docker`` runs one container per run from the run
+image, published on 127.0.0.1 only.
 """
 
 from srez_client.backends.base import (

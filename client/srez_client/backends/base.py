@@ -48,7 +48,7 @@ LABEL_KEYS: Final = (
 )
 """The labels every run carries (DESIGN.md §8)."""
 
-BACKEND_NAMES: Final = ("inline", "local")
+BACKEND_NAMES: Final = ("inline", "local", "docker")
 """Backends :func:`get_backend` knows."""
 
 
@@ -111,15 +111,31 @@ class BackendSettings:
     """Where backends keep their state (``$SREZ_STATE``, default ``~/.local/state/srez``)."""
     any_owner: bool = False
     """Act on runs another owner or state launched (``--any``)."""
+    docker_image: str | None = None
+    """The run image of the ``docker`` backend (``$SREZ_DOCKER_IMAGE``; default
+    ``srez-run:<version>``)."""
+    docker_labels: tuple[tuple[str, str], ...] = ()
+    """More labels for the containers it creates (``$SREZ_DOCKER_LABELS``, ``k=v,k=v``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], *, any_owner: bool = False) -> BackendSettings:
-        """Read ``SREZ_STATE`` (else ``$HOME/.local/state/srez``) from an environment mapping."""
+        """Read ``SREZ_STATE`` (else ``$HOME/.local/state/srez``), ``SREZ_DOCKER_IMAGE`` and
+        ``SREZ_DOCKER_LABELS`` from an environment mapping."""
         state = environ.get("SREZ_STATE", "").strip()
         if state:
-            return cls(Path(state).expanduser(), any_owner)
-        home = environ.get("HOME", "").strip() or os.path.expanduser("~")  # noqa: PTH111
-        return cls(Path(home) / ".local" / "state" / "srez", any_owner)
+            state_dir = Path(state).expanduser()
+        else:
+            home = environ.get("HOME", "").strip() or os.path.expanduser("~")  # noqa: PTH111
+            state_dir = Path(home) / ".local" / "state" / "srez"
+        labels = tuple(
+            (key.strip(), value.strip())
+            for key, sep, value in (
+                item.partition("=") for item in environ.get("SREZ_DOCKER_LABELS", "").split(",")
+            )
+            if sep and key.strip()
+        )
+        image = environ.get("SREZ_DOCKER_IMAGE", "").strip() or None
+        return cls(state_dir, any_owner, image, labels)
 
 
 class Backend(ABC):
@@ -267,6 +283,15 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
         from srez_client.backends.local import LocalBackend
 
         return LocalBackend(settings.state_dir, any_owner=settings.any_owner)
+    if name == "docker":
+        from srez_client.backends.docker import DockerBackend
+
+        return DockerBackend(
+            settings.state_dir,
+            image=settings.docker_image,
+            any_owner=settings.any_owner,
+            extra_labels=dict(settings.docker_labels),
+        )
     msg = f"backend {name!r} is not available (available: {', '.join(BACKEND_NAMES)})"
     raise UsageError(msg)
 

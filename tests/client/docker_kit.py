@@ -1,0 +1,195 @@
+"""Helpers for the docker-marked tests: the engine, the run image, fake runs, the CLI.
+
+Every container a test creates carries ``srez.test-session=<uuid>`` (the backend's extra label,
+or ``SREZ_DOCKER_LABELS`` for the CLI), and the session's finaliser force-removes them with their
+volumes. The run image is ``$SREZ_DOCKER_IMAGE`` or ``srez-run:<version>``; without an engine or
+the image the tests skip, unless ``REQUIRE_DOCKER=1``, where they fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from docker.types import Mount
+
+from srez_client.backends.docker import DockerBackend, default_image
+from srez_client.backends.docker_state import DockerRecord, container_name, new_token, write_state
+from srez_client.backends.state import OwnedRun, make_labels, new_nonce
+from srez_client.results import RUN_ID_RE, new_run_id
+from srez_daemon.storage import utc_timestamp
+
+SREZ = Path(sys.executable).parent / "srez"
+SESSION_LABEL = "srez.test-session"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The engine of this test session."""
+
+    client: Any
+    session: str
+    image: str
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {SESSION_LABEL: self.session}
+
+    def backend(self, state: Path, **kwargs: Any) -> DockerBackend:
+        return DockerBackend(state, image=self.image, extra_labels=self.labels, **kwargs)
+
+    def env(self, state: Path) -> dict[str, str]:
+        return {
+            **os.environ,
+            "SREZ_STATE": str(state),
+            "SREZ_DOCKER_IMAGE": self.image,
+            "SREZ_DOCKER_LABELS": f"{SESSION_LABEL}={self.session}",
+        }
+
+    def srez(
+        self, state: Path, *args: str, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SREZ), *args],
+            capture_output=True,
+            text=True,
+            env=self.env(state),
+            check=False,
+            timeout=timeout,
+        )
+
+    def ours(self) -> list[Any]:
+        """Every container of this session."""
+        filters = {"label": f"{SESSION_LABEL}={self.session}"}
+        return list(self.client.containers.list(all=True, filters=filters))
+
+    def remove_all(self) -> None:
+        for container in self.ours():
+            with contextlib.suppress(docker.errors.APIError):
+                container.remove(force=True, v=True)
+
+
+def open_engine(session: str) -> Engine:
+    """The session's engine, or a skip (a failure under ``REQUIRE_DOCKER=1``)."""
+    strict = os.environ.get("REQUIRE_DOCKER") == "1"
+    image = os.environ.get("SREZ_DOCKER_IMAGE", "").strip() or default_image()
+    try:
+        docker.from_env(timeout=3).ping()
+        client = docker.from_env()
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        why = f"the run image {image} is not built (images/; or set SREZ_DOCKER_IMAGE)"
+    except docker.errors.DockerException as e:
+        why = f"no Docker engine answers: {e}"
+    else:
+        return Engine(client, session, image)
+    if strict:
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+@dataclass(frozen=True)
+class FakeRun:
+    """A container of the run image that sleeps instead of serving: a run frozen in time."""
+
+    run_id: str
+    container: Any
+    nonce: str
+
+
+def fake_run(
+    engine: Engine,
+    backend: DockerBackend,
+    results: Path,
+    *,
+    owned: bool = True,
+    ledger_nonce: str | None = None,
+    labels: dict[str, str] | None = None,
+    seconds: int = 300,
+) -> FakeRun:
+    """Create and start a container with the labels of a run (``labels`` override them).
+
+    With ``owned``, this state's ledger and record claim it (with ``ledger_nonce`` if given: a
+    wrong one makes a spoof). Its ``/srez`` is an empty volume, as a launched run's.
+    """
+    now = datetime.now(UTC)
+    run_id = new_run_id(now)
+    nonce = new_nonce()
+    run_labels = make_labels(
+        run_id=run_id,
+        task_id="sre-001",
+        model="none",
+        agent="scripted",
+        results_root=results.resolve(),
+        nonce=nonce,
+        owner=os.getuid(),
+        version="0",
+    )
+    run_labels.update(labels or {})
+    container = engine.client.containers.create(
+        engine.image,
+        entrypoint=["sleep", str(seconds)],
+        labels={**run_labels, **engine.labels},
+        init=True,
+        mounts=[Mount("/srez", None, type="volume")],
+        name=container_name(run_id) if RUN_ID_RE.match(run_labels["srez.run"]) else None,
+        detach=True,
+    )
+    if owned:
+        backend.ledger.add(
+            OwnedRun(
+                run_id=run_id,
+                backend="docker",
+                nonce=ledger_nonce or nonce,
+                owner=os.getuid(),
+                created_at=utc_timestamp(now),
+            )
+        )
+        record = DockerRecord(
+            run_id=run_id,
+            container_name=container_name(run_id),
+            container_id=container.id,
+            image=engine.image,
+            labels=run_labels,
+            created_at=utc_timestamp(now),
+        )
+        write_state(backend.folder / run_id, record, new_token())
+    container.start()
+    return FakeRun(run_labels["srez.run"], container, nonce)
+
+
+def sh(container: Any, script: str) -> str:
+    """Run ``sh -c script`` in a running container as root; its output."""
+    code, out = container.exec_run(["sh", "-c", script])
+    text = out.decode("utf-8", "replace")
+    assert code == 0, text
+    return text
+
+
+def wait_state(container: Any, states: tuple[str, ...], timeout_s: float = 60) -> str:
+    """Poll until the container's state is one of ``states``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        container.reload()
+        if container.status in states:
+            return str(container.status)
+        time.sleep(0.1)
+    raise AssertionError(f"container {container.name} stayed {container.status}")
+
+
+def tree_digest(root: Path) -> dict[str, bytes]:
+    """Every regular file under ``root``: relative path -> content."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
