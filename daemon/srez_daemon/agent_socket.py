@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from srez_daemon.http import ApiError, error_response, json_response
+from srez_daemon.http import ApiError, http_error_response, json_response
 from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
 
 logger = logging.getLogger(__name__)
@@ -102,13 +102,4 @@ async def _errors(
     except ApiError as e:
         return e.response()
     except web.HTTPException as e:
-        code = (
-            "not_found"
-            if e.status == 404
-            else "method_not_allowed"
-            if e.status == 405
-            else "bad_request"
-        )
-        if e.status == 413:
-            code = "payload_too_large"
-        return error_response(code, f"{request.method} {request.path}: {e.reason}")  # type: ignore[arg-type]
+        return http_error_response(request, e)

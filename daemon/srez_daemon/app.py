@@ -25,7 +25,7 @@ from aiohttp import web
 from srez_daemon.aio import spawn
 from srez_daemon.auth import load_token, make_auth_middleware
 from srez_daemon.errors import RunSetupError
-from srez_daemon.http import ApiError, error_response
+from srez_daemon.http import ApiError, error_response, http_error_response
 from srez_daemon.probe import srez_version, terminal_available
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.wire_version import PROTOCOL_VERSION
@@ -49,10 +49,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except web.HTTPException as e:
         if e.status < 400:
             raise
-        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
-            e.status, "bad_request"
-        )
-        return error_response(code, f"{request.method} {request.path}: {e.reason}")  # type: ignore[arg-type]
+        return http_error_response(request, e)
     except Exception:
         logger.exception("unhandled error in %s %s", request.method, request.path)
         return error_response("internal", "the daemon failed to answer; see logs/daemon.log")

@@ -46,6 +46,19 @@ def error_response(code: ErrorCode, message: str) -> web.Response:
     return web.Response(body=body, status=STATUS[code], content_type=JSON)
 
 
+def http_error_response(request: web.Request, error: web.HTTPException) -> web.Response:
+    """aiohttp's own HTTP errors (unknown route, wrong method, body too large...) as the
+    closed-code error body."""
+    code: ErrorCode = "bad_request"
+    if error.status == 404:
+        code = "not_found"
+    elif error.status == 405:
+        code = "method_not_allowed"
+    elif error.status == 413:
+        code = "payload_too_large"
+    return error_response(code, f"{request.method} {request.path}: {error.reason}")
+
+
 class ApiError(Exception):
     """Raise inside a handler to answer with a closed-code error."""
 

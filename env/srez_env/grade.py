@@ -170,7 +170,7 @@ def clear_reference_cache() -> None:
     _REFERENCE.clear()
 
 
-def grade_episode(env: SREEnv) -> Grade:  # noqa: C901 - the checks read best side by side
+def grade_episode(env: SREEnv) -> Grade:
     """Grades a finished episode."""
     task, world, log = env.task, env.world, env.log
     gt = task.ground_truth

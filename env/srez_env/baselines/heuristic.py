@@ -135,7 +135,7 @@ class _Recipe:
             case _:
                 return []
 
-    def mutations(self, kind: str, observed: list[Observation]) -> list[Action]:  # noqa: C901
+    def mutations(self, kind: str, observed: list[Observation]) -> list[Action]:
         t = self.target
         configs = [_config(o) for o in observed]
         match kind:

@@ -144,7 +144,7 @@ def _queue(ready: int, demand: float, service: str, cfg: Config, lat_mult: float
     return ServiceState(rps=demand, u=u, own_ms=own, mu_ms=own, over=over, ready=ready)
 
 
-def evaluate(inp: MinuteInputs) -> Snapshot:  # noqa: PLR0915 - one closed-form algebra, kept whole
+def evaluate(inp: MinuteInputs) -> Snapshot:
     """Evaluates one minute; see the module docstring and ENV_DESIGN §6.2."""
     c = inp.running
     ready = {

@@ -165,7 +165,7 @@ class LogSource:
         return world.memo[key]
 
 
-def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:  # noqa: C901
+def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:
     """The fault, saturation, overload, relay and restart rows of ``s`` at one minute."""
     c = at.running
     cfg = c[s]
