@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -28,7 +28,7 @@ ErrorCode = Literal[
     "UNKNOWN_VERSION",
     "ALREADY_SUBMITTED",
 ]
-ERROR_CODES: Final = ErrorCode.__args__  # type: ignore[attr-defined]
+ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
 Duration = Annotated[str, StringConstraints(pattern=r"^\d+[mhd]$")]
 
