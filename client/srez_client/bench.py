@@ -111,8 +111,13 @@ def measure() -> dict[str, Any]:
 def main() -> None:
     """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
     from srez_client.bench_daemon import daemon_figures
+    from srez_client.bench_docker import docker_figures
 
-    figures = {"env": measure(), "daemon": asyncio.run(daemon_figures())}
+    figures = {
+        "env": measure(),
+        "daemon": asyncio.run(daemon_figures()),
+        "backends": asyncio.run(docker_figures()),
+    }
     print(json.dumps(figures, indent=2))
 
 
