@@ -20,10 +20,11 @@ stopped or gone, returns without error.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Final, Literal
@@ -299,3 +300,38 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
 def not_found(backend: str, run_id: str) -> RunNotFoundError:
     """The error for a run a backend no longer knows."""
     return RunNotFoundError(f"no {backend} run {run_id!r}; see 'srez runs list --all'")
+
+
+def read_token(folder: Path, backend: str, run_id: str) -> str:
+    """A run's token from the client's own state folder (``<folder>/<run-id>/token``); never from
+    the run itself."""
+    try:
+        return (folder / run_id / "token").read_text().strip()
+    except OSError as e:
+        raise not_found(backend, run_id) from e
+
+
+async def poll_until_finished(
+    backend: str,
+    run_id: str,
+    probe: Callable[[], Awaitable[RunHandle | None]],
+    timeout_s: float | None,
+    *,
+    first_delay_s: float,
+    max_delay_s: float,
+) -> RunHandle:
+    """Polls ``probe`` (None: the run is gone) until the run finished or stopped running."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout_s is None else loop.time() + timeout_s
+    delay = first_delay_s
+    while True:
+        handle = await probe()
+        if handle is None:
+            raise not_found(backend, run_id)
+        if handle.finished or handle.status != "running":
+            return handle
+        if deadline is not None and loop.time() >= deadline:
+            msg = f"run {run_id} did not finish within {timeout_s:g} s"
+            raise TimeoutError(msg)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, max_delay_s)

@@ -40,7 +40,15 @@ import docker  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
 from srez_client.backends import docker_engine as engine
-from srez_client.backends.base import LABEL_KEYS, Backend, LaunchSpec, RunHandle, not_found
+from srez_client.backends.base import (
+    LABEL_KEYS,
+    Backend,
+    LaunchSpec,
+    RunHandle,
+    not_found,
+    poll_until_finished,
+    read_token,
+)
 from srez_client.backends.docker_state import (
     DockerRecord,
     SeenContainer,
@@ -343,30 +351,20 @@ class DockerBackend(Backend):
     async def token(self, run: RunHandle) -> str:
         """The run's token, from this state (never from the container)."""
         await self._require(run)
-        try:
-            return (self.folder / run.run_id / "token").read_text().strip()
-        except OSError as e:
-            raise not_found(BACKEND, run.run_id) from e
+        return read_token(self.folder, BACKEND, run.run_id)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def wait(self, run: RunHandle, timeout_s: float | None = None) -> RunHandle:
         """Poll until ``summary.json`` exists or the container stopped."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout_s is None else loop.time() + timeout_s
-        delay = 0.02
-        while True:
+
+        async def probe() -> RunHandle | None:
             seen = await self._locate(run.run_id)
-            if seen is None:
-                raise not_found(BACKEND, run.run_id)
-            handle = await self._handle(seen)
-            if handle.finished or handle.status != "running":
-                return handle
-            if deadline is not None and loop.time() >= deadline:
-                msg = f"run {run.run_id} did not finish within {timeout_s:g} s"
-                raise TimeoutError(msg)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+            return None if seen is None else await self._handle(seen)
+
+        return await poll_until_finished(
+            BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.02, max_delay_s=0.25
+        )
 
     async def stop(self, run: RunHandle) -> None:
         """``docker stop`` (SIGTERM, SIGKILL after the grace); nothing if it is gone."""

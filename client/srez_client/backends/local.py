@@ -38,7 +38,14 @@ from typing import ClassVar, Final
 import aiohttp
 from pydantic import ValidationError
 
-from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
+from srez_client.backends.base import (
+    Backend,
+    LaunchSpec,
+    RunHandle,
+    not_found,
+    poll_until_finished,
+    read_token,
+)
 from srez_client.backends.inline import srez_version
 from srez_client.backends.local_files import (
     LocalRecord,
@@ -296,30 +303,20 @@ class LocalBackend(Backend):
     async def token(self, run: RunHandle) -> str:
         """The run's token, from its token file."""
         self._require(run)
-        try:
-            return (self.live / run.run_id / "token").read_text().strip()
-        except OSError as e:
-            raise not_found(BACKEND, run.run_id) from e
+        return read_token(self.live, BACKEND, run.run_id)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def wait(self, run: RunHandle, timeout_s: float | None = None) -> RunHandle:
         """Poll until ``summary.json`` exists or the daemon exited."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout_s is None else loop.time() + timeout_s
-        delay = 0.01
-        while True:
+
+        async def probe() -> RunHandle | None:
             record = self._record(run.run_id)
-            if record is None:
-                raise not_found(BACKEND, run.run_id)
-            handle = self._handle(record)
-            if handle.finished or handle.status != "running":
-                return handle
-            if deadline is not None and loop.time() >= deadline:
-                msg = f"run {run.run_id} did not finish within {timeout_s:g} s"
-                raise TimeoutError(msg)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.2)
+            return None if record is None else self._handle(record)
+
+        return await poll_until_finished(
+            BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.01, max_delay_s=0.2
+        )
 
     async def stop(self, run: RunHandle) -> None:
         """SIGTERM the daemon's group, SIGKILL after the grace; nothing if it is gone."""
