@@ -92,11 +92,19 @@ def log(message: str) -> None:
 # --- inputs -----------------------------------------------------------------------------------
 
 
+HOST_ONLY: Final = frozenset({"urwid", "matplotlib"})
+"""Dependencies of the host side only (the TUI, the plots): no module of srez_env or srez_daemon
+imports them, so the run image leaves them out (matplotlib alone brings numpy and 60 MB)."""
+
+
 def project_metadata(root: Path = ROOT) -> tuple[str, list[str]]:
-    """The project's version and its runtime requirements ([project.dependencies])."""
+    """The project's version and the runtime requirements the image needs: [project.dependencies]
+    less :data:`HOST_ONLY`."""
     data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     project = data["project"]
-    return str(project["version"]), [str(r) for r in project.get("dependencies", [])]
+    requirements = [str(r) for r in project.get("dependencies", [])]
+    keep = [r for r in requirements if re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0] not in HOST_ONLY]
+    return str(project["version"]), keep
 
 
 def source_files(root: Path = ROOT) -> list[Path]:

@@ -19,6 +19,7 @@ import asyncio
 import codecs
 import contextlib
 import logging
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -55,7 +56,7 @@ __all__ = ["LOG_NAMES", "DaemonClient", "ReconnectPolicy", "pty_resize"]
 LOG_NAMES: Final = ("agent", "evaluator", "daemon")
 """The logs ``/api/logs`` serves."""
 
-_STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden_host", 404: "not_found"}
+_STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
 _EXEC_MARGIN_S: Final = 15.0  # the daemon answers a timed-out exec after killing it: allow that
 
 
@@ -75,6 +76,9 @@ class DaemonClient:
         session: An aiohttp session to use (not closed by :meth:`close`); one is made otherwise.
         timeout_s: Total time allowed for a plain request.
         reconnect: How :meth:`stream` retries a dropped WebSocket.
+        admin: Claim the admin capability (``X-Srez-Admin: 1``) that :meth:`exec` and :meth:`pty`
+            need. Off by default: an attachment is view-only unless the user asked to run
+            commands (SECURITY.md A4), and the daemon refuses exec and pty without the claim.
 
     Raises:
         ValueError: If the token is empty or holds whitespace (it could not be a header value).
@@ -88,6 +92,7 @@ class DaemonClient:
         session: aiohttp.ClientSession | None = None,
         timeout_s: float = 30.0,
         reconnect: ReconnectPolicy | None = None,
+        admin: bool = False,
     ) -> None:
         if not token or any(c.isspace() for c in token):
             msg = "the daemon token is empty or holds whitespace; read it from the run's token file"
@@ -101,6 +106,7 @@ class DaemonClient:
         self._connect_timeout_s = min(timeout_s, 10.0)
         self.reconnect = reconnect or ReconnectPolicy()
         """The retry policy of :meth:`stream`."""
+        self._admin = {"X-Srez-Admin": "1"} if admin else {}
 
     def __repr__(self) -> str:
         return f"DaemonClient({self.base_url!r})"  # never the token
@@ -265,6 +271,7 @@ class DaemonClient:
         headers = {
             "Content-Type": "application/json",
             "X-Request-ID": request_id or uuid.uuid4().hex,
+            **self._admin,
         }
         timeout = aiohttp.ClientTimeout(total=timeout_s + _EXEC_MARGIN_S)
         for attempt in range(retries + 1):
@@ -319,28 +326,39 @@ class DaemonClient:
             yield tail
 
     async def verify(self) -> RunInfo:
-        """Check this is the daemon we launched: no token must give 401, the token 200.
+        """Check this is the daemon we launched before trusting anything it says (SECURITY.md A2).
 
-        A process that took the port and accepts anything fails the first half (SECURITY.md A2).
+        A real daemon refuses a request with no token and one with a wrong token (401), and
+        accepts ours. An impostor that took the port cannot tell our token from a wrong one
+        without reading the token file, which only the daemon's user can: one that accepts
+        anything fails the first two checks, one that refuses everything fails the last.
 
         Returns:
             The run's metadata.
 
         Raises:
-            DaemonAuthError: If the daemon answers without the token, or refuses the token.
+            DaemonAuthError: If the daemon answers without the token or with a wrong one, or
+                refuses the token.
         """
-        try:
-            await self._request("GET", "/api/run", auth=False)
-        except DaemonAuthError:
-            return await self.run()
-        msg = f"{self.base_url} answered /api/run without a token: not a daemon to trust"
-        err = DaemonAuthError("unauthorized", msg, 200)
-        raise err
+        wrong = {"Authorization": "Bearer " + secrets.token_urlsafe(32)}
+        for what, headers in (("without a token", {}), ("with a wrong token", wrong)):
+            try:
+                await self._request("GET", "/api/run", auth=False, headers=headers)
+            except DaemonAuthError:
+                continue
+            msg = f"{self.base_url} answered /api/run {what}: not a daemon to trust"
+            raise DaemonAuthError(code="unauthorized", message=msg, status=200)
+        return await self.run()
 
     # ------------------------------------------------------------------ WebSockets
 
     async def websocket(
-        self, path: str, params: dict[str, str], *, connect_timeout_s: float | None = None
+        self,
+        path: str,
+        params: dict[str, str],
+        *,
+        connect_timeout_s: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> aiohttp.ClientWebSocketResponse:
         """Open a WebSocket route with the token in the header (errors mapped as for requests).
 
@@ -352,7 +370,7 @@ class DaemonClient:
                 return await self._http().ws_connect(
                     self._url(path),
                     params=params,
-                    headers=self._auth,
+                    headers={**self._auth, **(headers or {})},
                     autoping=True,
                     timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
                 )
@@ -374,7 +392,9 @@ class DaemonClient:
             DaemonAPIError: If the daemon refuses (``too_many_sessions``, no terminal ...).
             DaemonUnreachableError: If the daemon does not answer.
         """
-        return await self.websocket("/api/pty", {"cols": str(cols), "rows": str(rows)})
+        return await self.websocket(
+            "/api/pty", {"cols": str(cols), "rows": str(rows)}, headers=self._admin
+        )
 
     async def stream(
         self,

@@ -114,7 +114,7 @@ class _Daemon:
             start_new_session=True,
         )
         self.url = f"http://127.0.0.1:{self.port}"
-        self.headers = {"Authorization": f"Bearer {self.token}"}
+        self.headers = {"Authorization": f"Bearer {self.token}", "X-Srez-Admin": "1"}
 
     def stop(self) -> None:
         for child in psutil.Process(self.proc.pid).children(recursive=True):

@@ -35,7 +35,7 @@ async def _figures_for(backend: Backend, root: Path) -> dict[str, Any]:
         try:
             handle = await backend.wait(handle, timeout_s=60)
             async with DaemonClient(
-                await backend.endpoint(handle), await backend.token(handle)
+                await backend.endpoint(handle), await backend.token(handle), admin=True
             ) as client:
                 if i == 0:
                     for _ in range(100):

@@ -333,9 +333,17 @@ def cmd_runs_token(args: argparse.Namespace) -> int:
     return _run_async(go)
 
 
-async def _client(backend: Backend, run: str) -> DaemonClient:
+async def _client(backend: Backend, run: str, *, admin: bool = False) -> DaemonClient:
+    """A client of the run's daemon, checked to be the daemon we launched (not an impostor on its
+    port); view-only unless ``admin`` (exec and the pty need it)."""
     handle = await backend.get(run)
-    return DaemonClient(await backend.endpoint(handle), await backend.token(handle))
+    client = DaemonClient(await backend.endpoint(handle), await backend.token(handle), admin=admin)
+    try:
+        await client.verify()
+    except BaseException:
+        await client.close()
+        raise
+    return client
 
 
 def cmd_runs_logs(args: argparse.Namespace) -> int:
@@ -370,7 +378,7 @@ def cmd_runs_exec(args: argparse.Namespace) -> int:
         raise UsageError(msg)
 
     async def go() -> int:
-        async with await _client(backend, args.run) as client:
+        async with await _client(backend, args.run, admin=True) as client:
             if args.tty:
                 return await pty_session(client, args.cmd)
             result = await client.exec(args.cmd, args.timeout)
@@ -399,9 +407,14 @@ def cmd_runs_results(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    """``srez attach RUN --plain``: the dialog, sanitised, until the run ends."""
+    """``srez attach RUN``: the full-screen viewer on a terminal; ``--plain``: the dialog,
+    sanitised, until the run ends."""
     if not args.plain:
-        msg = "the full-screen viewer is not available yet; use 'srez attach RUN --plain'"
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            from srez_client.cli_tui import attach_tui
+
+            return attach_tui(args.run, args.backend)
+        msg = "the full-screen viewer needs a terminal; use 'srez attach RUN --plain'"
         raise UsageError(msg)
     backend = backend_of(args)
 

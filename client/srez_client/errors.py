@@ -9,7 +9,7 @@ one class per family, each also deriving from the builtin a caller would natural
 ========================================  ==========================================
 daemon code                               class
 ========================================  ==========================================
-``unauthorized``, ``forbidden_host``      :class:`DaemonAuthError` (PermissionError)
+``unauthorized``, ``forbidden(_host)``    :class:`DaemonAuthError` (PermissionError)
 ``not_found``, ``no_grade``               :class:`DaemonNotFoundError` (LookupError)
 ``agent_phase``, ``conflict``             :class:`DaemonConflictError`
 ``bad_request``, ``payload_too_large``,
@@ -77,7 +77,8 @@ class DaemonAPIError(ClientError):
 
 
 class DaemonAuthError(DaemonAPIError, PermissionError):
-    """``unauthorized`` (wrong or missing token) or ``forbidden_host``."""
+    """``unauthorized`` (wrong or missing token), ``forbidden_host``, or ``forbidden`` (exec or
+    pty without the admin claim)."""
 
 
 class DaemonNotFoundError(DaemonAPIError, LookupError):
@@ -109,7 +110,7 @@ def daemon_api_error(code: str, message: str, status: int) -> DaemonAPIError:
     """
     cls: type[DaemonAPIError]
     match code:
-        case "unauthorized" | "forbidden_host":
+        case "unauthorized" | "forbidden_host" | "forbidden":
             cls = DaemonAuthError
         case "not_found" | "no_grade":
             cls = DaemonNotFoundError

@@ -6,6 +6,11 @@ start without it (fail closed). Every route but ``/api/health`` needs
 (the single call site), never taken from a query string. Requests naming a foreign ``Host`` or
 carrying a foreign ``Origin`` (DNS rebinding, a web page poking loopback) are refused, and no CORS
 header is ever sent.
+
+Exec and the pty run commands in the run, so a token alone is not enough for them: the request must
+also claim the admin capability with ``X-Srez-Admin: 1`` (SECURITY.md A4). Viewers attach
+view-only (the client sends the claim only when the user asked for a shell or a command), so a
+viewer bug, or a page that got hold of a token, cannot run anything. Each refusal is logged.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from srez_daemon.http import error_response
 logger = logging.getLogger(__name__)
 
 OPEN_PATHS: Final = frozenset({"/api/health"})
+ADMIN_PATHS: Final = frozenset({"/api/exec", "/api/pty"})
+"""Routes that run commands: they need the admin claim as well as the token."""
+ADMIN_HEADER: Final = "X-Srez-Admin"
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -73,6 +81,14 @@ def make_auth_middleware(
         if not hmac.compare_digest(given, expected):
             return error_response(
                 "unauthorized", "a valid 'Authorization: Bearer <token>' header is required"
+            )
+        if request.path in ADMIN_PATHS and request.headers.get(ADMIN_HEADER) != "1":
+            logger.warning(
+                "refused %s %s: no admin claim (view-only)", request.method, request.path
+            )
+            return error_response(
+                "forbidden",
+                f"{request.path} runs commands: send '{ADMIN_HEADER}: 1' (view-only attachments cannot)",
             )
         return await handler(request)
 

@@ -21,6 +21,7 @@ JSON: Final = "application/json"
 STATUS: Final[dict[str, int]] = {
     "unauthorized": 401,
     "forbidden_host": 403,
+    "forbidden": 403,
     "not_found": 404,
     "method_not_allowed": 405,
     "bad_request": 400,

@@ -115,11 +115,13 @@ def fake_run(
     ledger_nonce: str | None = None,
     labels: dict[str, str] | None = None,
     seconds: int = 300,
+    command: list[str] | None = None,
 ) -> FakeRun:
     """Create and start a container with the labels of a run (``labels`` override them).
 
     With ``owned``, this state's ledger and record claim it (with ``ledger_nonce`` if given: a
-    wrong one makes a spoof). Its ``/srez`` is an empty volume, as a launched run's.
+    wrong one makes a spoof). Its ``/srez`` is an empty volume, as a launched run's. With
+    ``command``, it runs that instead of sleeping, with 4263 published on loopback as a run's.
     """
     now = datetime.now(UTC)
     run_id = new_run_id(now)
@@ -137,7 +139,8 @@ def fake_run(
     run_labels.update(labels or {})
     container = engine.client.containers.create(
         engine.image,
-        entrypoint=["sleep", str(seconds)],
+        entrypoint=command or ["sleep", str(seconds)],
+        ports={"4263/tcp": ("127.0.0.1", None)} if command else None,
         labels={**run_labels, **engine.labels},
         init=True,
         mounts=[Mount("/srez", None, type="volume")],

@@ -121,7 +121,7 @@ async def test_every_read_route_answers_with_its_model(done_run: Daemon) -> None
 async def test_exec_runs_a_command_once_per_request_id(done_run: Daemon, tmp_path: Path) -> None:
     marker = tmp_path / "count"
     argv = ["/bin/sh", "-c", f"echo x >> {marker}; echo out; echo err >&2; exit 3"]
-    async with DaemonClient(done_run.url, done_run.token) as client:
+    async with DaemonClient(done_run.url, done_run.token, admin=True) as client:
         first = await client.exec(argv, 10, request_id="req-1")
         again = await client.exec(argv, 10, request_id="req-1")
         fresh = await client.exec(argv, 10)
@@ -135,7 +135,7 @@ async def test_exec_runs_a_command_once_per_request_id(done_run: Daemon, tmp_pat
 
 
 async def test_pty_runs_a_shell(done_run: Daemon) -> None:
-    async with DaemonClient(done_run.url, done_run.token) as client:
+    async with DaemonClient(done_run.url, done_run.token, admin=True) as client:
         ws = await client.pty(100, 30)
         try:
             await ws.send_str(pty_resize(120, 40))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -496,3 +498,107 @@ async def test_sec41_a_wrong_nonce_is_never_stopped_removed_or_mirrored_as_owned
     replay = await mirror_stopped(backend, stopped, tmp_path / "scratch", results_root=results)
     assert replay.outcome == "skipped" and tree_digest(results) == digest
     figure("foreign containers stopped/removed/mirrored-as-owned", 0)
+
+
+# An impostor in the run's container: what an agent that got root would serve on 4263 after
+# killing the daemon. It accepts anything and hands out a forged grade.
+IMPOSTOR = """
+import http.server, json
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"reward": {"total": 0.987654321}, "run_id": "x", "phase": "done"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("0.0.0.0", 4263), H).serve_forever()
+"""
+
+
+def test_sec7_an_impostor_on_a_runs_published_port_is_never_adopted(
+    engine: Engine, backend: DockerBackend, tmp_path: Path
+) -> None:
+    """The container is ours (labels and nonce match our state), but what answers on its port is
+    not the daemon we gave the token to: ``srez attach``, ``runs logs`` and ``runs exec`` refuse."""
+    impostors = [
+        fake_run(
+            engine,
+            backend,
+            tmp_path / "results",
+            command=["/opt/srez/bin/python", "-c", IMPOSTOR],
+        )
+        for _ in range(3)
+    ]
+    adopted = 0
+    for fake in impostors:
+        wait_state(fake.container, ("running",))
+        for verb in (["attach", "--plain"], ["runs", "logs", "--name", "agent"], ["runs", "exec"]):
+            extra = ["--", "true"] if verb[-1] == "exec" else []
+            deadline = time.monotonic() + 20
+            while True:  # until the impostor listens (before that, the refusal is "unreachable")
+                done = engine.srez(
+                    tmp_path / "state", *verb, fake.run_id, "--backend", "docker", *extra
+                )
+                if "not a daemon to trust" in done.stderr or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            adopted += done.returncode == 0 or "0.987654321" in done.stdout
+            assert "not a daemon to trust" in done.stderr, (verb, done.stderr)
+    figure("SECURITY 7: impostors adopted (of 9 attempts)", adopted)
+    assert adopted == 0
+
+
+def test_sec39_a_killed_docker_mirror_leaves_nothing_partial_and_remirrors_identically(
+    engine: Engine, tmp_path: Path
+) -> None:
+    state, results = tmp_path / "state", tmp_path / "results"
+    backend = engine.backend(state)
+    try:
+        spec = LaunchSpec(task_id="sre-001", agent_spec="scripted", keep=True, results_root=results)
+
+        async def launch() -> str:
+            handle = await backend.launch(spec)
+            await backend.wait(handle, timeout_s=60)
+            return handle.run_id
+
+        run_id = asyncio.run(launch())
+    finally:
+        backend.close()
+    container = next(c for c in engine.ours() if c.labels.get("srez.run") == run_id)
+    # bulk, so that a kill lands mid-copy: 120 files of 96 KiB of random bytes
+    sh(
+        container,
+        "mkdir -p /srez/bulk && for i in $(seq 100 219); do head -c 98304 /dev/urandom > /srez/bulk/blob-$i; done",
+    )
+    assert engine.srez(state, "runs", "stop", "--backend", "docker", run_id).returncode == 0
+    wait_state(container, ("exited",))
+    final = results / "sre-001" / "none" / "scripted" / run_id
+    first = engine.srez(state, "mirror", run_id)
+    assert first.returncode == 0, first.stderr
+    reference = tree_digest(final)
+    assert sum(1 for name in reference if name.startswith("bulk/")) == 120
+    shutil.move(final, tmp_path / "reference")
+    rng = random.Random(39)
+    outcomes = {"absent": 0, "complete": 0}
+    for _ in range(10):
+        child = subprocess.Popen(
+            [str(SREZ), "mirror", run_id],
+            env=engine.env(state),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.2, 1.2))  # start-up, the engine's archive, the extraction
+        child.kill()
+        child.wait()
+        if final.exists():
+            assert tree_digest(final) == reference  # complete, never partial under the final name
+            outcomes["complete"] += 1
+            shutil.rmtree(final)
+        else:
+            outcomes["absent"] += 1
+    again = engine.srez(state, "mirror", run_id)
+    assert again.returncode == 0, again.stderr
+    figure("SECURITY 39 (docker): kills absent/complete", outcomes)
+    assert tree_digest(final) == reference  # byte-identical re-mirror
+    assert sorted(p.name for p in final.parent.iterdir()) == [run_id]  # partial folders cleared
+    assert outcomes["absent"] >= 1

@@ -36,7 +36,8 @@ class Daemon:
     headers: dict[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.headers = {"Authorization": f"Bearer {self.token}"}
+        # the admin claim too: these tests exercise exec and the pty (view-only is tested apart)
+        self.headers = {"Authorization": f"Bearer {self.token}", "X-Srez-Admin": "1"}
 
     def get(
         self, path: str, headers: Mapping[str, str] | None = None

@@ -21,6 +21,7 @@ AGENT_OVER: Final = frozenset({"sealed", "grading", "done", "error"})
 ErrorCode = Literal[
     "unauthorized",
     "forbidden_host",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "bad_request",
