@@ -1,12 +1,16 @@
 """Suite-wide rules: docker-marked tests skip only when no Docker engine answers, and fail
-instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them)."""
+instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); and the
+``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 
 import pytest
+
+from fakes.openai_server import FakeOpenAI
 
 
 @functools.cache
@@ -32,3 +36,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"REQUIRE_DOCKER=1 but {problem}")
     for item in docker_items:
         item.add_marker(pytest.mark.skip(reason=problem))
+
+
+@pytest.fixture(scope="module")
+def fake_openai_server() -> Iterator[FakeOpenAI]:
+    """One scripted OpenAI-compatible server per test module (see ``tests/fakes``)."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_openai(fake_openai_server: FakeOpenAI) -> FakeOpenAI:
+    """The module's fake OpenAI server with an empty script and no recorded requests."""
+    fake_openai_server.reset()
+    return fake_openai_server

@@ -23,6 +23,7 @@ import yaml
 from tqdm import tqdm
 
 from srez_client.backends import AVAILABLE_BACKENDS, run_inline
+from srez_client.cli_export import add_export_command
 from srez_client.cli_mirror import add_mirror_command
 from srez_client.cli_runs import add_commands
 from srez_client.errors import ClientError, UsageError
@@ -125,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(func=cmd_schema)
     add_commands(sub, _Parser)
     add_mirror_command(sub, _Parser)
+    add_export_command(sub)
     return parser
 
 

@@ -90,7 +90,9 @@ def main() -> None:
     headless = parser.add_argument_group("headless run (no client): one episode, then exit")
     headless.add_argument("--task", help="task id, e.g. sre-007")
     headless.add_argument(
-        "--agent", default="heuristic", help="scripted, heuristic, random or replay:FILE"
+        "--agent",
+        default="heuristic",
+        help="scripted, heuristic, random, replay:FILE, llm or llm-json (model: SREZ_MODEL)",
     )
     headless.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     headless.add_argument("--out", type=Path, help="copy the finished run folder here")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from srez_daemon.protocol import (
     Assistant,
@@ -41,6 +41,12 @@ from srez_env.world import topology as topo
 
 Outcome = Literal["completed", "failed", "timed_out"]
 Timer = Callable[[], float]
+ErrorKind = Literal["provider", "agent", "harness"]
+
+RAW_REPLY_TOOL: Final = "_reply"
+"""``POST /tools/_reply {"text": ...}``: a reply the agent could not turn into a call. The text
+goes to the environment as it is, which rejects it with its closed codes (``PARSE_ERROR``,
+``BAD_ARGS`` ...) and counts the step, so a malformed reply is recorded like any invalid call."""
 
 
 class Episode:
@@ -117,7 +123,9 @@ class Episode:
         )
         before = len(self.env.transcript)
         started = time.perf_counter()
-        result = self.env.step({"tool": tool, "args": args})
+        text = args.get("text") if tool == RAW_REPLY_TOOL else None
+        action = text if isinstance(text, str) else {"tool": tool, "args": args}
+        result = self.env.step(action)
         elapsed_ms = 1000 * (time.perf_counter() - started)
         obs = result.observation
         text = obs["output"] if obs.get("ok") else _error_text(obs.get("error", {}))
@@ -182,9 +190,12 @@ class Episode:
         atomic_write_bytes(self.paths.final_patch, self.current_diff().encode())
         atomic_write_bytes(self.paths.reference_patch, reference_patch(self.task).encode())
 
-    def grade(self) -> Grade:
-        """Grades the episode and writes ``result.json``."""
+    def grade(self, error_kind: ErrorKind | None = None) -> Grade:
+        """Grades the episode and writes ``result.json`` (with ``error_kind`` when the run failed
+        for a reason other than the agent's play)."""
         grade = self.env.grade()
+        if error_kind is not None:
+            grade = grade.model_copy(update={"error_kind": error_kind})
         atomic_write_bytes(self.paths.result_json, grade.to_json())
         return grade
 

@@ -3,7 +3,8 @@
 This is what a CI job does with the run image (``docker run --rm -v "$PWD/out:/out" srez-run:<v>
 --task sre-007 --agent scripted --out /out``): the daemon makes its own run folder and a random
 token nobody is told (its API stays closed), runs the episode, and copies the finished run folder
-to ``--out``. Exit code 0 when the run completed (whatever its score), 1 when it failed to run,
+to ``--out``. The LLM agents (``--agent llm`` or ``llm-json``) take their model from
+``SREZ_MODEL`` and their settings from ``SREZ_LLM_*`` (:mod:`srez_env.agents.llm`). Exit code 0 when the run completed (whatever its score), 1 when it failed to run,
 2 on bad input.
 """
 
@@ -24,7 +25,7 @@ from srez_daemon.errors import RunSetupError
 from srez_daemon.probe import srez_version
 from srez_daemon.storage import atomic_write_bytes, utc_timestamp
 
-AGENTS = ("scripted", "heuristic", "random")
+AGENTS = ("scripted", "heuristic", "random", "llm", "llm-json")
 
 
 def check_agent(spec: str) -> None:
@@ -42,6 +43,10 @@ def prepare_headless(
 ) -> dict[str, str]:
     """Writes a run folder with ``run.json`` and a private token; the environment to serve it."""
     check_agent(agent_spec)
+    model = environ.get("SREZ_MODEL", "").strip() or "none"
+    if agent_spec.startswith("llm") and model == "none":
+        msg = f"--agent {agent_spec} needs a model: set SREZ_MODEL to a litellm slug (e.g. openai/gpt-4o-mini)"
+        raise RunSetupError(msg)
     run_dir = Path(environ.get("SREZ_RUN_DIR") or tempfile.mkdtemp(prefix="srez-run-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     private = Path(tempfile.mkdtemp(prefix="srez-token-"))
@@ -55,7 +60,7 @@ def prepare_headless(
         "task_id": task_id,
         "agent": agent_spec.split(":", 1)[0],
         "agent_spec": agent_spec,
-        "model": "none",
+        "model": model,
         "backend": "headless",
         "run_seed": seed,
         "srez_version": srez_version(),

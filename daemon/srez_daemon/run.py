@@ -1,7 +1,17 @@
 """The run controller: owns the phases ``starting -> agent -> sealed -> grading -> done | error``.
 
 The agent phase ends when the agent submits, exits, uses its step budget, or reaches its time
-limit (time the agent reports as provider cooldown does not count). Leaving it, the controller
+limit. Time the agent reports waiting on its model provider does not count against that limit:
+every ``provider_error`` note adds its ``retry_in_s`` to ``state.cooldown_s``, backoffs as well as
+cooldowns (a backoff is as much the provider's time as a cooldown; counting only cooldowns would
+charge an agent for a provider's bad minute, PEERS.md §3 item 9). The failed request itself (up to
+its timeout) still counts: the agent chose to wait for it.
+
+Why a run failed is recorded as ``error_kind`` in ``summary.json`` and ``result.json``: agent exit
+code 75 is ``provider`` (``srez-agent`` exits so after its retries are exhausted or its credential
+refused, having posted a ``provider_error`` with ``retry_in_s: null``); exit code 2 (``srez-agent``
+refused its configuration), a run that cannot start, failed grading and a stop are ``harness``;
+another non-zero exit and the time limit are ``agent``. Leaving it, the controller
 first kills the agent's whole process group, then seals the run (the diff and the reference patch
 are written only now), grades it and writes ``summary.json`` last. SIGTERM at any phase ends in a
 written ``summary.json`` (DESIGN.md §2).
@@ -23,11 +33,11 @@ from pydantic import ValidationError
 
 from srez_daemon.agent_socket import AgentPort, create_agent_app
 from srez_daemon.aio import spawn
-from srez_daemon.episode import Episode, Outcome
+from srez_daemon.episode import Episode, ErrorKind, Outcome
 from srez_daemon.errors import RunSetupError
 from srez_daemon.http import ApiError
 from srez_daemon.probe import srez_version as srez_version  # re-exported
-from srez_daemon.protocol import RunManifest, RunSummary
+from srez_daemon.protocol import RunManifest, RunSummary, TokenCount
 from srez_daemon.protocol.api import (
     AgentNote,
     AgentTask,
@@ -51,6 +61,10 @@ logger = logging.getLogger(__name__)
 Frame = PhaseFrame | DiffFrame | GradeFrame
 Publish = Callable[[Frame], None]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
+EXIT_PROVIDER = 75
+"""``srez-agent``'s exit code when the model provider failed for good."""
+EXIT_CONFIG = 2
+"""``srez-agent``'s exit code when its configuration was refused."""
 
 
 def load_manifest(path: Path) -> RunManifest:
@@ -105,6 +119,8 @@ class RunController(AgentPort):
         self._agent_runner: web.AppRunner | None = None
         self._agent_started = 0.0
         self._agent_user = AgentUser.lookup(settings.agent_user) if settings.agent_user else None
+        self.error_kind: ErrorKind | None = None
+        self._provider_error = ""
 
     # ------------------------------------------------------------------ state
     @property
@@ -146,6 +162,7 @@ class RunController(AgentPort):
             self._set_phase(
                 "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
             )
+            self.error_kind = "harness"
             self._write_summary(message, None, None, None)
             self._finish()
 
@@ -165,6 +182,7 @@ class RunController(AgentPort):
             {
                 "SREZ_AGENT_SPEC": self.manifest.agent_spec,
                 "SREZ_RUN_SEED": str(self.manifest.run_seed),
+                "SREZ_MODEL": self.manifest.model,
             },
         )
         self.agent = AgentProcess(self.settings.agent_argv, env, self.paths.log("agent"))
@@ -172,7 +190,9 @@ class RunController(AgentPort):
             cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
             await self.agent.start(cwd, self._agent_user)
         except OSError as e:
-            await self.end_agent_phase("agent_exit", "failed", f"the agent could not start: {e}")
+            await self.end_agent_phase(
+                "agent_exit", "failed", f"the agent could not start: {e}", error_kind="harness"
+            )
             return
         spawn(self._watch_agent(), name="watch-agent")
         if self.settings.agent_time_limit_s is not None:
@@ -227,10 +247,13 @@ class RunController(AgentPort):
                 "tokens": TokenTotals(input=tokens.input, output=tokens.output),
                 "cost_usd": episode.cost_usd,
             }
-        elif note.type == "provider_error" and note.fields.get("cooldown"):
-            changes = {
-                "cooldown_s": self.state.cooldown_s + float(note.fields.get("retry_in_s") or 0)
-            }
+        elif note.type == "provider_error":
+            self._provider_error = str(note.fields.get("message", ""))
+            wait = note.fields.get("retry_in_s")
+            if (
+                isinstance(wait, int | float) and wait > 0
+            ):  # every provider wait, not only cooldowns
+                changes = {"cooldown_s": self.state.cooldown_s + float(wait)}
         if changes:
             self._update(**changes)
 
@@ -258,26 +281,44 @@ class RunController(AgentPort):
         if self.phase == "agent":
             outcome: Outcome = "completed" if code == 0 else "failed"
             error = None if code == 0 else f"the agent exited with code {code}"
-            await self.end_agent_phase("agent_exit", outcome, error)
+            kind: ErrorKind | None = None if code == 0 else "agent"
+            if code == EXIT_PROVIDER:
+                kind = "provider"
+                error = f"the model provider failed: {self._provider_error or 'no detail'}"
+            elif code == EXIT_CONFIG:
+                kind = "harness"
+                error = f"the agent refused its configuration (exit {code}; see logs/agent.log)"
+            await self.end_agent_phase("agent_exit", outcome, error, error_kind=kind)
 
     async def _watch_time_limit(self, limit_s: float) -> None:
         while self.phase == "agent":
             used = time.monotonic() - self._agent_started - self.state.cooldown_s
             if used >= limit_s:
                 await self.end_agent_phase(
-                    "time_limit", "timed_out", f"the agent reached its {limit_s:g} s limit"
+                    "time_limit",
+                    "timed_out",
+                    f"the agent reached its {limit_s:g} s limit",
+                    error_kind="agent",
                 )
                 return
             await asyncio.sleep(min(1.0, limit_s - used))
 
     async def end_agent_phase(
-        self, reason: str, outcome: Outcome, error: str | None = None, *, stopped: bool = False
+        self,
+        reason: str,
+        outcome: Outcome,
+        error: str | None = None,
+        *,
+        stopped: bool = False,
+        error_kind: ErrorKind | None = None,
     ) -> None:
-        """Kills the agent, then seals, grades and finishes the run; idempotent."""
+        """Kills the agent, then seals, grades and finishes the run; idempotent (the first call
+        decides how the run ended, ``error_kind`` included)."""
         async with self._lock, self._calls:
             if self.phase not in ("starting", "agent"):
                 return
             episode = self._episode()
+            self.error_kind = "harness" if stopped else error_kind
             if self.agent is not None:
                 await self.agent.kill()
             if not episode.done:
@@ -292,7 +333,7 @@ class RunController(AgentPort):
                 episode.seal()
                 self._evaluator_log(f"sealed: final.patch and reference.patch written (end: {end})")
                 self._set_phase("grading")
-                grade = episode.grade()
+                grade = episode.grade(self.error_kind)
                 self.grade_summary = GradeFrame(
                     reward=grade.reward.total, resolved=grade.resolved, passed=grade.passed
                 )
@@ -313,6 +354,7 @@ class RunController(AgentPort):
             except Exception as e:  # the run must still end in a written summary
                 logger.exception("grading failed")
                 message = f"grading failed: {type(e).__name__}: {e}"
+                self.error_kind = "harness"
                 self._set_phase(
                     "error",
                     publish=False,
@@ -339,6 +381,7 @@ class RunController(AgentPort):
             await self.end_agent_phase("agent_exit", "failed", "stopped by SIGTERM", stopped=True)
         elif self.phase in ("starting",) or not self.paths.summary_json.exists():
             message = "stopped by SIGTERM before the run started"
+            self.error_kind = "harness"
             self._set_phase(
                 "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
             )
@@ -373,6 +416,9 @@ class RunController(AgentPort):
             duration_s=round(time.monotonic() - self._clock_started, 3),
             finished_at=utc_timestamp(datetime.now(UTC)),
             error=error,
+            error_kind=self.error_kind if error else None,
+            cost_usd=self.state.cost_usd,
+            tokens=TokenCount(input=self.state.tokens.input, output=self.state.tokens.output),
         )
         atomic_write_bytes(
             self.paths.summary_json, summary.model_dump_json(indent=2).encode() + b"\n"

@@ -1,7 +1,11 @@
 """Runs the agent process: its own session, a minimal environment, and a group kill at the end.
 
 The agent gets the agent socket's path and nothing else of the run: no token, no task file, no
-provider keys unless the harness passes them explicitly (SECURITY.md A3, A12). It runs in a new
+provider keys unless the harness passes them explicitly (SECURITY.md A3, A12). A run that names a
+model (``SREZ_MODEL`` is not ``none``) passes its agent the daemon's variables that match
+:data:`MODEL_PASS_PATTERNS`: the LLM agent's own settings (``SREZ_LLM_*``) and the usual provider
+credentials and endpoints (``OPENAI_API_KEY``, ``ANTHROPIC_API_BASE``, ``OLLAMA_HOST``,
+``AZURE_API_VERSION`` ...). A baseline run gets none of them. It runs in a new
 session so the daemon can kill its whole process group (and anything that escaped with ``setsid``,
 found by a descendant scan) before anything private is read (DESIGN.md §2).
 """
@@ -13,6 +17,7 @@ import contextlib
 import logging
 import os
 import pwd
+import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,11 +40,31 @@ PASS_THROUGH: Final = (
 )
 
 
+MODEL_PASS_PATTERNS: Final = (
+    r"SREZ_LLM_[A-Z0-9_]+",
+    r"[A-Z0-9_]+_API_KEY",
+    r"[A-Z0-9_]+_API_BASE",
+    r"[A-Z0-9_]+_API_VERSION",
+    r"OLLAMA_[A-Z0-9_]+",
+    r"AZURE_[A-Z0-9_]+",
+)
+"""Variables an agent with a model receives (whole-name matches, upper case only)."""
+_MODEL_PASS = re.compile("|".join(f"(?:{p})" for p in MODEL_PASS_PATTERNS))
+
+
+def model_variables(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``environ`` an agent that calls a model receives."""
+    return {k: v for k, v in environ.items() if _MODEL_PASS.fullmatch(k)}
+
+
 def agent_environment(
     environ: Mapping[str, str], socket: Path, extra: Mapping[str, str]
 ) -> dict[str, str]:
-    """The agent's environment: a few harmless variables, the socket, and ``extra``."""
+    """The agent's environment: a few harmless variables, the socket, and ``extra``; plus the
+    model settings and credentials when ``extra`` names a model (``SREZ_MODEL``)."""
     env = {k: environ[k] for k in PASS_THROUGH if k in environ}
+    if extra.get("SREZ_MODEL", "none") not in ("", "none"):
+        env.update(model_variables(environ))
     env["SREZ_AGENT_SOCKET"] = str(socket)
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network at import if an LLM agent runs
     env.update(extra)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,6 +106,11 @@ class Grade(_Model):
     diff: str
     reference_patch: str
     ground_truth: GroundTruthView
+    error_kind: Literal["provider", "agent", "harness"] | None = None
+    """Why the run failed, when it did: ``provider`` (the model provider failed for good; not
+    the model's failure, a managed run retries it), ``agent`` (the agent crashed, exited non-zero
+    or ran out of time), ``harness`` (the run could not be set up or was stopped); None when the
+    agent phase ended normally. Set by the host of the run, never by the grader."""
 
     def to_json(self) -> bytes:
         """The canonical ``result.json`` bytes (field order stable, indented, newline-terminated)."""

@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from srez_client.errors import RunNotFoundError, UsageError
 
@@ -50,6 +51,8 @@ LABEL_KEYS: Final = (
 """The labels every run carries (DESIGN.md §8)."""
 
 BACKEND_NAMES: Final = ("inline", "local", "docker")
+AGENT_ENV_KEY: Final = re.compile(r"^SREZ_LLM_[A-Z0-9_]+$")
+"""Names :attr:`LaunchSpec.agent_env` accepts."""
 """Backends :func:`get_backend` knows."""
 
 
@@ -61,7 +64,7 @@ class LaunchSpec(BaseModel):
     task_id: str
     """Task id, e.g. ``sre-007``."""
     agent_spec: str
-    """``scripted``, ``heuristic``, ``random`` or ``replay:PATH``."""
+    """``scripted``, ``heuristic``, ``random``, ``replay:PATH``, ``llm`` or ``llm-json``."""
     model: str = "none"
     """Model slug (``none`` for the baselines)."""
     run_seed: int = 0
@@ -72,6 +75,18 @@ class LaunchSpec(BaseModel):
     """Wall-time limit of the agent phase (provider cooldown does not count)."""
     results_root: Path
     """Root of the results layout the run is mirrored into (label ``srez.results``)."""
+    agent_env: dict[str, str] = {}
+    """Settings of the LLM agent (``SREZ_LLM_*`` only, e.g. ``SREZ_LLM_COST_CAP_USD``), put into
+    the run's environment; provider credentials come from the launcher's own environment."""
+
+    @field_validator("agent_env")
+    @classmethod
+    def _llm_settings_only(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(k for k in value if not AGENT_ENV_KEY.fullmatch(k))
+        if bad:
+            msg = f"agent_env accepts SREZ_LLM_* settings only (names matching {AGENT_ENV_KEY.pattern}); got {', '.join(map(repr, bad))}"
+            raise ValueError(msg)
+        return value
 
 
 class RunHandle(BaseModel):

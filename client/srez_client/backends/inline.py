@@ -5,6 +5,10 @@ records it: the dialog (``session_started``, ``task_prompt``, a ``tool_call`` / 
 pair per step, then ``session_completed`` or ``session_failed``), the grade and the other files of
 the results layout (:mod:`srez_client.results`).
 
+LLM agents are refused (one-line :class:`~srez_env.agents.AgentSpecError`): they call their model
+from ``srez-agent``, with provider retries, waits excluded from the time limit and credentials kept
+out of this process; the ``local`` backend runs them with the same results layout.
+
 Nothing is lost when the agent fails: if ``act`` raises, the episode is ended with
 ``force_submit("agent_exit")``, graded as it stands, the dialog ends with ``session_failed`` and
 ``summary.json`` has status ``error``. When the agent keeps acting, the environment ends the
@@ -41,7 +45,7 @@ from srez_daemon.protocol import (
     ToolResult,
 )
 from srez_daemon.storage import Clock, DialogWriter, system_clock, utc_timestamp
-from srez_env.agents import Agent, make_agent
+from srez_env.agents import Agent, AgentSpecError, make_agent
 from srez_env.env import SREEnv
 from srez_env.grade import Grade
 from srez_env.task import Task
@@ -113,6 +117,9 @@ def run_inline(
     """
     start = timer()
     agent = make_agent(agent_spec, task, run_seed)
+    if agent.name == "llm":
+        msg = f"the inline backend runs the baselines only: run {agent_spec!r} with --backend local or docker"
+        raise AgentSpecError(msg)
     model = "none"  # the baselines have no model; LLM agents arrive with the daemon's agent runner
     env = SREEnv(task, run_seed=run_seed, agent=agent.name, model=model)
     prompt = env.reset()

@@ -10,7 +10,10 @@ State of a run, in ``$SREZ_STATE/live/<run-id>/`` (folders 0700):
 * ``daemon.out``: the daemon's stdout and stderr (``logs/container.log`` in the mirror).
 
 The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
-and the ``SREZ_*`` settings of the run; never the token (a file), never provider keys.
+and the ``SREZ_*`` settings of the run; never the token (a file). A run with a model (an LLM
+agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this environment, the
+variables the daemon forwards to a model-calling agent (provider keys and endpoints, ``SREZ_LLM_*``:
+:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
 
 Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
 token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
@@ -63,10 +66,11 @@ from srez_client.backends.state import (
     new_nonce,
     private_dir,
 )
-from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
+from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.results import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest
 from srez_daemon.storage import atomic_write_json, utc_timestamp
+from srez_daemon.supervisor import model_variables
 from srez_env.agents import make_agent
 from srez_env.tasks import load_tasks
 
@@ -136,6 +140,9 @@ class LocalBackend(Backend):
         (task,) = load_tasks([spec.task_id])
         agent_spec = _absolute_replay(spec.agent_spec)
         agent = make_agent(agent_spec, task, spec.run_seed)  # fails fast on a bad agent
+        if agent.name == "llm" and spec.model in ("", "none"):
+            msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
+            raise UsageError(msg)
         now = datetime.now(UTC)
         run_id = new_run_id(now)
         run_path(spec.results_root, task.id, spec.model, agent.name, run_id)  # names are safe
@@ -200,6 +207,9 @@ class LocalBackend(Backend):
         )
         if spec.time_limit_s is not None:
             env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
+        if spec.model not in ("", "none"):
+            env.update(model_variables(os.environ))
+            env.update(spec.agent_env)
         return env
 
     async def _wait_ready(self, folder: Path, record: LocalRecord) -> None:

@@ -11,7 +11,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from srez_daemon.protocol.dialog import PROTOCOL_VERSION, UtcTimestamp
+from srez_daemon.protocol.dialog import PROTOCOL_VERSION, TokenCount, UtcTimestamp
 
 RUN_FILES_SCHEMA_VERSION: Final = 1
 """Version of the ``run.json`` and ``summary.json`` formats."""
@@ -79,3 +79,11 @@ class RunSummary(BaseModel):
     """When the run finished."""
     error: str | None = None
     """What went wrong, one line; None on ``ok``."""
+    error_kind: Literal["provider", "agent", "harness"] | None = None
+    """Whose failure ``error`` is: ``provider`` (the model provider failed for good; retry the
+    task, do not count it), ``agent`` (the agent crashed, exited non-zero or ran out of time),
+    ``harness`` (the run could not start, grading failed, or it was stopped); None on ``ok``."""
+    cost_usd: float = Field(default=0.0, ge=0)
+    """What the agent's model calls cost, in US dollars (0 for baselines and unpriced models)."""
+    tokens: TokenCount = TokenCount()
+    """Tokens the agent's model used in the run (input and output totals)."""

@@ -1,0 +1,163 @@
+"""The litellm binding of the LLM agent: one chat completion, and how to read its failures.
+
+It lives in the agent process only. litellm is imported on the first call, never at import time
+of this module (``import litellm`` costs about 3 s and 200 MB, and without
+``LITELLM_LOCAL_MODEL_COST_MAP=True``, set here before the import, it fetches a price list over the
+network). Retries are ours (:mod:`srez_env.agents.llm_retry`): litellm is called with
+``num_retries=0`` and the openai SDK with ``max_retries=0``, so no wait happens out of sight.
+
+Failure classes (the ``kind`` of a ``provider_error`` entry): ``RateLimitError`` is
+``rate_limit`` (with ``Retry-After`` read from ``retry-after-ms`` or ``retry-after``, seconds or
+an HTTP date); ``Timeout`` is ``timeout``; 5xx, ``ServiceUnavailable``, ``BadGateway`` and
+connection failures are ``server``; ``AuthenticationError`` and ``PermissionDeniedError`` are
+``auth`` (no retry); other 4xx answers (bad request, unknown model, context too long) are
+``other`` with no retry, since time will not change the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from types import ModuleType
+from typing import Any
+
+from srez_env.agents.llm import LLMSettings
+from srez_env.agents.llm_adapters import Reply, ToolCallReply
+from srez_env.agents.llm_retry import Failure
+
+logger = logging.getLogger(__name__)
+
+
+class LiteLLMClient:
+    """Calls ``litellm.completion`` (sync: the agent process has nothing else to do meanwhile)."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self.settings = settings
+        self._litellm: ModuleType | None = None
+
+    def _lib(self) -> ModuleType:
+        if self._litellm is None:
+            os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network at import
+            import litellm
+
+            litellm.suppress_debug_info = True  # else it prints to stdout on errors
+            logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # two INFO lines per call
+            self._litellm = litellm
+        return self._litellm
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+        """One attempt; raises litellm's exception on failure."""
+        litellm = self._lib()
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": s.model,
+            "messages": messages,
+            "timeout": s.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"
+        if s.temperature is not None:
+            kwargs["temperature"] = s.temperature
+        if s.max_tokens is not None:
+            kwargs["max_tokens"] = s.max_tokens
+        response = litellm.completion(**kwargs)
+        return self._reply(response)
+
+    def _reply(self, response: Any) -> Reply:
+        message = response.choices[0].message
+        calls = tuple(
+            ToolCallReply(
+                id=str(c.id or f"call_{i}"),
+                name=str(c.function.name or ""),
+                arguments=str(c.function.arguments or ""),
+            )
+            for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+        )
+        usage = getattr(response, "usage", None)
+        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        return Reply(
+            text=str(message.content or ""),
+            reasoning=str(getattr(message, "reasoning_content", None) or ""),
+            tool_calls=calls,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            cost_usd=self._cost(response, tokens_in, tokens_out),
+        )
+
+    def _cost(self, response: Any, tokens_in: int, tokens_out: int) -> float | None:
+        """The call's cost: from the configured prices, else litellm's price list; None when the
+        model is not priced (a local model)."""
+        s = self.settings
+        if s.input_cost_per_token is not None or s.output_cost_per_token is not None:
+            return tokens_in * (s.input_cost_per_token or 0.0) + tokens_out * (
+                s.output_cost_per_token or 0.0
+            )
+        try:
+            return float(self._lib().completion_cost(completion_response=response))
+        except Exception:  # ModelNotMappedError and kin: an unpriced model
+            return None
+
+    def classify(self, error: Exception) -> Failure | None:
+        """The provider failure ``error`` is, or None when it is not one (it then propagates)."""
+        litellm = self._lib()
+        message = f"{type(error).__name__}: {error}"
+        if isinstance(error, litellm.RateLimitError):
+            return Failure("rate_limit", message, retry_after(error))
+        if isinstance(error, litellm.Timeout):
+            return Failure("timeout", message)
+        if isinstance(error, litellm.AuthenticationError | litellm.PermissionDeniedError):
+            return Failure("auth", message, retryable=False)
+        if isinstance(
+            error,
+            litellm.InternalServerError
+            | litellm.ServiceUnavailableError
+            | litellm.BadGatewayError
+            | litellm.APIConnectionError,
+        ):
+            return Failure("server", message, retry_after(error))
+        if isinstance(error, litellm.APIError):
+            status = getattr(error, "status_code", None)
+            if isinstance(status, int) and status >= 500:
+                return Failure("server", message, retry_after(error))
+            retryable = status in (408, 409)
+            return Failure("other", message, retry_after(error), retryable=retryable)
+        if isinstance(error, litellm.exceptions.OpenAIError):
+            return Failure("other", message, retryable=False)
+        return None
+
+
+def retry_after(error: Exception) -> float | None:
+    """Seconds the provider asked to wait (``retry-after-ms``, ``retry-after`` in seconds or as
+    an HTTP date), or None."""
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

@@ -1,0 +1,274 @@
+"""The LLM agent: a chat model plays the benchmark through tool calls or JSON text.
+
+Specs: ``llm`` (OpenAI tool calling, one call per turn) and ``llm-json`` (exactly one
+``{"tool": ..., "args": ...}`` object per text reply, for models without tools). The model is
+any litellm slug (``openai/...``, ``anthropic/...``, ``ollama/...``) in ``SREZ_MODEL``.
+
+This module is pure: the call to the provider is a :class:`ModelClient` handed in. The litellm
+binding lives in the agent process (:mod:`srez_daemon.agent.llm_client`), because ``srez_env``
+never imports litellm (a 3 s, 200 MB import; ``tests/test_layering.py``).
+
+Configuration (environment variables, read once by :meth:`LLMSettings.from_env`):
+
+==============================  ============================================================
+``SREZ_MODEL``                  the litellm model slug (required)
+``SREZ_LLM_API_BASE``           base URL of an OpenAI-compatible server (local models, tests)
+``SREZ_LLM_TIMEOUT_S``          per-request timeout (default 120)
+``SREZ_LLM_TEMPERATURE``        sampling temperature (default: the provider's)
+``SREZ_LLM_MAX_TOKENS``         completion token cap per reply (default: the provider's)
+``SREZ_LLM_COST_CAP_USD``       per-task spend cap; reaching it submits the task cleanly
+``SREZ_LLM_INPUT_COST_PER_TOKEN`` / ``SREZ_LLM_OUTPUT_COST_PER_TOKEN``
+                                prices for models litellm does not know (local, fine-tuned)
+``SREZ_LLM_MAX_ATTEMPTS``       attempts per model call, first included (default 6)
+``SREZ_LLM_BACKOFF_S``          first backoff, doubling per attempt (default 1)
+``SREZ_LLM_BACKOFF_MAX_S``      backoff ceiling (default 60)
+``SREZ_LLM_COOLDOWN_AFTER``     consecutive failures that start a cooldown, K (default 3)
+``SREZ_LLM_COOLDOWN_S``         shortest cooldown (default 60)
+``SREZ_LLM_MAX_RETRY_AFTER_S``  longest ``Retry-After`` honoured; above it the run ends (600)
+==============================  ============================================================
+
+Notes: every turn produces dialog entries about itself: ``thinking`` (when the provider returns
+reasoning), ``assistant`` (the text, with the call's tokens), ``usage`` (running totals and cost)
+and ``provider_error`` (one per failed attempt, *before* its wait starts, with ``retry_in_s``
+and ``cooldown``; ``retry_in_s`` is None when no retry follows). They go to ``on_note`` at once
+when one is given (``srez-agent`` posts them to the agent socket, so the daemon knows of a wait
+while it runs), else they queue for :meth:`LLMAgent.drain_notes`.
+
+When the provider fails for good (attempts exhausted, ``Retry-After`` too long, auth refused),
+``act`` raises :class:`~srez_env.agents.llm_retry.ProviderGaveUp`; ``srez-agent`` turns it into
+exit code 75 and the daemon records ``error_kind: "provider"``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from srez_env.agents.llm_adapters import (
+    Action,
+    Mode,
+    Reply,
+    Turn,
+    assistant_message,
+    decide,
+    observation_messages,
+    system_prompt,
+)
+from srez_env.agents.llm_retry import (
+    Decision,
+    Failure,
+    RetryPolicy,
+    RetryState,
+    call_with_retries,
+)
+from srez_env.errors import EnvError
+
+LLM_SPECS: Final = {"llm": "tools", "llm-json": "json"}
+"""Agent specs of the LLM agent and their adapter."""
+Note = dict[str, Any]
+"""``{"type": ..., "fields": {...}}``: the body of ``POST /dialog`` on the agent socket."""
+
+
+class LLMConfigError(EnvError, ValueError):
+    """An ``SREZ_LLM_*`` or ``SREZ_MODEL`` setting is missing or malformed."""
+
+
+class ModelClient(Protocol):
+    """One chat completion, and how to read its failures."""
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+        """One attempt; raises the provider's exception on failure."""
+        ...
+
+    def classify(self, error: Exception) -> Failure | None:
+        """A provider failure, or None for an exception that is not one (a bug: it propagates)."""
+        ...
+
+
+class UnboundClient:
+    """The client of an LLM agent built outside ``srez-agent`` (a spec check): it cannot call."""
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+        msg = "the llm agents call their model from srez-agent: run them on the local or docker backend"
+        raise LLMConfigError(msg)
+
+    def classify(self, error: Exception) -> Failure | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMSettings:
+    """The LLM agent's configuration (see the module docstring for the variables)."""
+
+    model: str
+    mode: Mode = "tools"
+    api_base: str | None = None
+    timeout_s: float = 120.0
+    temperature: float | None = None
+    max_tokens: int | None = None
+    cost_cap_usd: float | None = None
+    input_cost_per_token: float | None = None
+    output_cost_per_token: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], *, spec: str = "llm") -> LLMSettings:
+        """Reads the settings; raises :class:`LLMConfigError` with a one-line reason."""
+        model = environ.get("SREZ_MODEL", "").strip()
+        if not model or model == "none":
+            msg = "SREZ_MODEL is not set: the llm agents need a litellm model slug, e.g. openai/gpt-4o-mini"
+            raise LLMConfigError(msg)
+
+        def num(name: str, default: float | None, low: float = 0.0) -> float | None:
+            raw = environ.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = float(raw)
+            except ValueError:
+                value = float("nan")
+            if not value >= low:  # also rejects nan
+                msg = f"{name}={raw!r} is not a number >= {low:g}"
+                raise LLMConfigError(msg)
+            return value
+
+        def req(name: str, default: float, low: float = 0.0) -> float:
+            value = num(name, default, low)
+            assert value is not None
+            return value
+
+        defaults = RetryPolicy()
+        max_tokens = num("SREZ_LLM_MAX_TOKENS", None, 1)
+        return cls(
+            model=model,
+            mode="json" if LLM_SPECS.get(spec) == "json" else "tools",
+            api_base=environ.get("SREZ_LLM_API_BASE", "").strip() or None,
+            timeout_s=req("SREZ_LLM_TIMEOUT_S", 120.0, 0.001),
+            temperature=num("SREZ_LLM_TEMPERATURE", None),
+            max_tokens=int(max_tokens) if max_tokens is not None else None,
+            cost_cap_usd=num("SREZ_LLM_COST_CAP_USD", None),
+            input_cost_per_token=num("SREZ_LLM_INPUT_COST_PER_TOKEN", None),
+            output_cost_per_token=num("SREZ_LLM_OUTPUT_COST_PER_TOKEN", None),
+            retry=RetryPolicy(
+                max_attempts=int(req("SREZ_LLM_MAX_ATTEMPTS", defaults.max_attempts, 1)),
+                base_s=req("SREZ_LLM_BACKOFF_S", defaults.base_s),
+                max_backoff_s=req("SREZ_LLM_BACKOFF_MAX_S", defaults.max_backoff_s),
+                cooldown_after=int(req("SREZ_LLM_COOLDOWN_AFTER", defaults.cooldown_after, 1)),
+                cooldown_s=req("SREZ_LLM_COOLDOWN_S", defaults.cooldown_s),
+                max_retry_after_s=req("SREZ_LLM_MAX_RETRY_AFTER_S", defaults.max_retry_after_s),
+            ),
+        )
+
+
+class LLMAgent:
+    """A chat model behind the agent contract (``act(observation) -> action``)."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        client: ModelClient,
+        *,
+        seed: int = 0,
+        sleep: Callable[[float], None] = time.sleep,
+        on_note: Callable[[Note], None] | None = None,
+    ) -> None:
+        self.name = "llm"
+        self.settings = settings
+        self.client = client
+        self.messages: list[dict[str, Any]] = []
+        """The chat so far (system, task, then replies and observations)."""
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.cost_usd = 0.0
+        self.cost_known = False
+        self._retry = RetryState(settings.retry, seed)
+        self._sleep = sleep
+        self._on_note = on_note
+        self._queued: list[Note] = []
+        self._tools: list[dict[str, Any]] | None = None
+        self._turn: Turn | None = None
+
+    # ------------------------------------------------------------------ notes
+    def drain_notes(self) -> list[Note]:
+        """The notes produced since the last drain (only when no ``on_note`` was given)."""
+        notes, self._queued = self._queued, []
+        return notes
+
+    def _note(self, entry_type: str, /, **fields: Any) -> None:
+        note: Note = {"type": entry_type, "fields": fields}
+        if self._on_note is not None:
+            self._on_note(note)
+        else:
+            self._queued.append(note)
+
+    # ------------------------------------------------------------------ the contract
+    def act(self, observation: Mapping[str, Any]) -> Action:
+        """The next call: the first observation is the prompt of ``SREEnv.reset()``."""
+        if not self.messages:
+            self._start(observation)
+        elif self._turn is not None:
+            self.messages += observation_messages(self._turn, observation)
+        cap = self.settings.cost_cap_usd
+        if cap is not None and self.cost_usd >= cap:
+            return self._submit_at_cap(cap)
+        reply = call_with_retries(
+            lambda: self.client.complete(self.messages, self._tools),
+            self.client.classify,
+            self._retry,
+            sleep=self._sleep,
+            report=self._report,
+        )
+        self._account(reply)
+        self._turn = decide(self.settings.mode, reply)
+        self.messages.append(assistant_message(reply))
+        return self._turn.action
+
+    def _start(self, prompt: Mapping[str, Any]) -> None:
+        mode = self.settings.mode
+        self.messages = [
+            {"role": "system", "content": system_prompt(mode)},
+            {"role": "user", "content": str(prompt.get("text", ""))},
+        ]
+        tools = prompt.get("tools")
+        self._tools = list(tools) if mode == "tools" and isinstance(tools, list) else None
+
+    def _report(self, failure: Failure, decision: Decision) -> None:
+        self._note(
+            "provider_error",
+            kind=failure.kind,
+            message=" ".join(failure.message.split())[:500],
+            retry_in_s=decision.wait_s,
+            cooldown=decision.cooldown,
+        )
+
+    def _account(self, reply: Reply) -> None:
+        self.tokens_in += reply.input_tokens
+        self.tokens_out += reply.output_tokens
+        if reply.cost_usd is not None:
+            self.cost_usd += reply.cost_usd
+            self.cost_known = True
+        if reply.reasoning:
+            self._note("thinking", text=reply.reasoning)
+        tokens = {"input": reply.input_tokens, "output": reply.output_tokens}
+        if reply.text or not reply.tool_calls:
+            self._note("assistant", text=reply.text, tokens=tokens)
+        else:  # a bare tool call still shows its tokens in the dialog
+            names = ", ".join(c.name for c in reply.tool_calls)
+            self._note("assistant", text=f"(calls {names})", tokens=tokens)
+        self._note(
+            "usage",
+            tokens={"input": self.tokens_in, "output": self.tokens_out},
+            cost_usd=round(self.cost_usd, 6) if self.cost_known else None,
+        )
+
+    def _submit_at_cap(self, cap: float) -> Action:
+        """The task's cost cap is reached: end cleanly with what was done (no new model call)."""
+        summary = (
+            f"Cost cap of ${cap:g} reached (${self.cost_usd:.4f} spent); "
+            "submitting without further model calls."
+        )
+        self._note("assistant", text=summary)
+        self._turn = None
+        return {"tool": "submit", "args": {"summary": summary}}

@@ -1,0 +1,73 @@
+"""Launching LLM runs: ``LaunchSpec.agent_env`` takes SREZ_LLM_* only, and the local backend passes
+it (with provider credentials) to the daemon of a run with a model, never to a baseline run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from srez_client.backends.base import LaunchSpec
+from srez_client.backends.inline import run_inline
+from srez_client.backends.local import LocalBackend
+from srez_daemon.supervisor import agent_environment
+from srez_env.agents import AgentSpecError
+from srez_env.tasks import load_tasks
+
+
+def test_agent_env_accepts_llm_settings_only(tmp_path: Path) -> None:
+    spec = LaunchSpec(
+        task_id="sre-007", agent_spec="llm", model="openai/x", results_root=tmp_path,
+        agent_env={"SREZ_LLM_COST_CAP_USD": "0.5"},
+    )  # fmt: skip
+    assert spec.agent_env == {"SREZ_LLM_COST_CAP_USD": "0.5"}
+    with pytest.raises(ValidationError, match="SREZ_LLM_"):
+        LaunchSpec(
+            task_id="sre-007", agent_spec="llm", results_root=tmp_path,
+            agent_env={"OPENAI_API_KEY": "sk"},
+        )  # fmt: skip
+
+
+def test_local_daemon_gets_credentials_only_for_a_run_with_a_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("SREZ_LLM_TIMEOUT_S", "9")
+    monkeypatch.setenv("UNRELATED_SECRET", "x")
+    backend = LocalBackend(tmp_path / "state")
+    llm = LaunchSpec(
+        task_id="sre-007", agent_spec="llm", model="openai/x", results_root=tmp_path,
+        agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
+    )  # fmt: skip
+    env = backend._environment(tmp_path, llm)
+    assert env["OPENAI_API_KEY"] == "sk-test" and env["SREZ_LLM_TIMEOUT_S"] == "3"
+    assert "UNRELATED_SECRET" not in env
+    baseline = LaunchSpec(task_id="sre-007", agent_spec="heuristic", results_root=tmp_path)
+    assert "OPENAI_API_KEY" not in backend._environment(tmp_path, baseline)
+
+
+def test_agent_environment_forwards_model_variables_by_pattern(tmp_path: Path) -> None:
+    daemon_env = {
+        "PATH": "/bin",
+        "OPENAI_API_KEY": "k",
+        "ANTHROPIC_API_BASE": "http://b",
+        "OLLAMA_HOST": "h",
+        "AZURE_API_VERSION": "v",
+        "SREZ_LLM_COST_CAP_USD": "1",
+        "SREZ_TOKEN_FILE": "/secret",
+        "AWS_SECRET": "no",
+        "openai_api_key": "lower case is not forwarded",
+    }
+    env = agent_environment(daemon_env, tmp_path / "s", {"SREZ_MODEL": "openai/x"})
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_BASE", "OLLAMA_HOST", "AZURE_API_VERSION"} <= set(env)
+    assert env["SREZ_LLM_COST_CAP_USD"] == "1"
+    assert not {"SREZ_TOKEN_FILE", "AWS_SECRET", "openai_api_key"} & set(env)
+    baseline = agent_environment(daemon_env, tmp_path / "s", {"SREZ_MODEL": "none"})
+    assert "OPENAI_API_KEY" not in baseline and "SREZ_LLM_COST_CAP_USD" not in baseline
+
+
+def test_inline_refuses_llm_agents_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(AgentSpecError, match="--backend local"):
+        run_inline(load_tasks(["sre-007"])[0], "llm", 0, tmp_path)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,178 @@
+"""The LLM agent end to end: ``srez-daemon --task ... --agent llm --out DIR`` (headless) with
+``srez-agent`` calling the scripted fake OpenAI server through litellm over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from fakes.openai_server import FakeOpenAI, Scripted, error, text, tool_call
+from srez_env.agents import make_agent
+from srez_env.env import SREEnv
+from srez_env.tasks import load_tasks
+
+TASK = "sre-025"
+
+
+def expert_replies(task_id: str = TASK) -> list[Scripted]:
+    """The scripted expert's actions for a task, as tool-call replies."""
+    task = load_tasks([task_id])[0]
+    env = SREEnv(task)
+    obs: Any = env.reset()
+    agent = make_agent("scripted", task)
+    replies = []
+    while not env.done:
+        action = agent.act(obs)
+        assert isinstance(action, dict)
+        replies.append(tool_call(action["tool"], action["args"], usage=(200, 10)))
+        obs = env.step(action).observation
+    return replies
+
+
+def headless(
+    tmp_path: Path, server: FakeOpenAI, agent: str = "llm", **settings: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env.update(
+        SREZ_PORT="0",
+        SREZ_RUN_DIR=str(tmp_path / "run"),
+        TMPDIR=str(tmp_path),
+        SREZ_MODEL="openai/fake",
+        SREZ_LLM_API_BASE=server.base_url,
+        SREZ_LLM_BACKOFF_S="0.01",
+        SREZ_LLM_BACKOFF_MAX_S="0.05",
+        OPENAI_API_KEY="sk-fake",
+        NOT_FORWARDED_SECRET="s3cret",
+        **settings,
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "srez_daemon", "--task", TASK, "--agent", agent, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    return done, out
+
+
+def dialog(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "archive" / "dialog.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def read(out: Path, name: str) -> dict[str, Any]:
+    return dict(json.loads((out / name).read_text()))
+
+
+def test_llm_agent_solves_a_task_through_the_daemon(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    expert = expert_replies()
+    fake_openai.push(
+        error(429, "busy", retry_after=0.2),
+        tool_call("get_logs", '{"service": ', reasoning="look at logs"),  # malformed: a step
+        *expert,
+    )
+    done, out = headless(tmp_path, fake_openai)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result, summary = read(out, "result.json"), read(out, "summary.json")
+    assert result["passed"] is True and result["error_kind"] is None
+    assert summary["status"] == "ok" and summary["error_kind"] is None
+    assert summary["tokens"] == {"input": 100 + 200 * len(expert), "output": 20 + 10 * len(expert)}
+    assert read(out, "run.json")["model"] == "openai/fake"
+    entries = dialog(out)
+    types = [e["type"] for e in entries]
+    assert types[:2] == ["session_started", "task_prompt"] and types[-1] == "session_completed"
+    assert {"assistant", "thinking", "tool_call", "tool_result", "usage", "provider_error"} <= set(
+        types
+    )
+    limit = next(e for e in entries if e["type"] == "provider_error")
+    assert limit["kind"] == "rate_limit" and limit["retry_in_s"] >= 0.2
+    assert next(e for e in entries if e["type"] == "thinking")["text"] == "look at logs"
+    assistant = next(e for e in entries if e["type"] == "assistant")
+    assert assistant["tokens"] == {"input": 100, "output": 20}
+    parse = [e for e in entries if e["type"] == "tool_result" and "PARSE_ERROR" in e["result"]]
+    assert len(parse) == 1 and parse[0]["step"] == 1  # the malformed call cost a step
+    assert result["steps"] == len(expert) + 1
+    usage = [e for e in entries if e["type"] == "usage"]
+    assert usage[-1]["tokens"] == summary["tokens"]
+    state = read(out, "state.json")
+    assert state["cooldown_s"] >= 0.2  # the Retry-After wait was excluded from the time limit
+    # the agent saw the model settings and key, nothing else of the daemon's environment
+    agent_log = (out / "logs" / "agent.log").read_text()
+    assert "s3cret" not in agent_log
+
+
+def test_json_text_agent_runs_through_the_daemon(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.push(
+        text("no JSON here"), text('{"tool": "submit", "args": {"summary": "giving up"}}')
+    )
+    done, out = headless(tmp_path, fake_openai, agent="llm-json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert fake_openai.requests[0].tools is None
+    results = [e for e in dialog(out) if e["type"] == "tool_result"]
+    assert "PARSE_ERROR" in results[0]["result"] and results[1]["status"] == "success"
+    assert read(out, "summary.json")["end_reason"] == "submit"
+
+
+def test_provider_exhaustion_ends_the_run_with_error_kind_provider(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.push(tool_call("get_alerts", {}), error(500), error(500))
+    done, out = headless(tmp_path, fake_openai, SREZ_LLM_MAX_ATTEMPTS="2")
+    assert done.returncode == 0, done.stderr[-3000:]  # the run completed (graded), unscored
+    result, summary = read(out, "result.json"), read(out, "summary.json")
+    assert result["error_kind"] == "provider" and summary["error_kind"] == "provider"
+    assert summary["status"] == "error" and "model provider failed" in summary["error"]
+    errors = [e for e in dialog(out) if e["type"] == "provider_error"]
+    assert [e["retry_in_s"] is None for e in errors] == [False, True]
+    assert dialog(out)[-1]["type"] == "session_failed"
+    assert len(fake_openai.requests) == 3
+
+
+def test_cooldown_does_not_count_against_the_time_limit(
+    tmp_path: Path, fake_openai: FakeOpenAI
+) -> None:
+    # start-up (litellm's import: 3 s idle, more on a busy machine) plus a 13 s cooldown would
+    # pass the 12 s limit if the cooldown counted
+    fake_openai.push(error(503, "overloaded"), *expert_replies())
+    done, out = headless(
+        tmp_path,
+        fake_openai,
+        SREZ_AGENT_TIME_LIMIT_S="12",
+        SREZ_LLM_COOLDOWN_AFTER="1",
+        SREZ_LLM_COOLDOWN_S="13",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = read(out, "summary.json")
+    assert summary["end_reason"] == "submit" and summary["status"] == "ok", summary
+    assert summary["duration_s"] > 13
+    (cooldown,) = [e for e in dialog(out) if e["type"] == "provider_error"]
+    assert cooldown["cooldown"] is True and cooldown["retry_in_s"] >= 13
+    assert read(out, "state.json")["cooldown_s"] >= 13
+
+
+def test_cost_cap_ends_the_task_cleanly(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.push(tool_call("get_alerts", {}), tool_call("list_services", {}))
+    done, out = headless(
+        tmp_path,
+        fake_openai,
+        SREZ_LLM_COST_CAP_USD="0.0001",
+        SREZ_LLM_INPUT_COST_PER_TOKEN="0.000001",
+        SREZ_LLM_OUTPUT_COST_PER_TOKEN="0.000002",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = read(out, "summary.json")
+    assert summary["status"] == "ok" and summary["end_reason"] == "submit"
+    assert summary["cost_usd"] == 0.00014  # 100 * 1e-6 + 20 * 2e-6
+    entries = dialog(out)
+    submit = [e for e in entries if e["type"] == "tool_call"][-1]
+    assert submit["name"] == "submit" and "Cost cap" in submit["args"]["summary"]
+    assert any(e["type"] == "assistant" and "Cost cap" in e["text"] for e in entries)
+    assert entries[-1]["type"] == "session_completed"
+    assert len(fake_openai.requests) == 1
