@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from conftest import BY_ID
-
 from srez_env.actions import FAULT_GLOSSARY, TOOLS, openai_tools
 from srez_env.env import SREEnv
 from srez_env.vocab import FAULT_KINDS

@@ -4,8 +4,9 @@ weaken security or touch the wrong thing are caught by the right checks."""
 from __future__ import annotations
 
 import pytest
-from conftest import BY_ID
 from envkit import a, checks, grade_of
+
+from conftest import BY_ID
 
 CASES = [
     # (task, actions, expected checks that differ from "all pass")

@@ -4,8 +4,8 @@ loudest-anomaly calibrator do what each task file says; the hard tier defeats bo
 from __future__ import annotations
 
 import pytest
-from conftest import BY_ID, TASK_IDS
 
+from conftest import BY_ID, TASK_IDS
 from srez_env.baselines.loudest import loudest, margin
 from srez_env.env import SREEnv
 

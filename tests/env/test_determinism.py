@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BY_ID, TASK_IDS, TASKS
 from envkit import run_agent
 
+from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.env import SREEnv
 from srez_env.telemetry.metrics import METRICS
 

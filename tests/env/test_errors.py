@@ -4,8 +4,8 @@ call costs a step and a minute and changes nothing else."""
 from __future__ import annotations
 
 import pytest
-from conftest import BY_ID
 
+from conftest import BY_ID
 from srez_env.actions import ERROR_CODES
 from srez_env.env import SREEnv
 from srez_env.errors import EpisodeError

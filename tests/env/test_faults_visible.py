@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BY_ID, TASK_IDS
 from envkit import grade_of
 
+from conftest import BY_ID, TASK_IDS
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.telemetry.alerts import alerts_at, in_scope

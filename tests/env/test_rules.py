@@ -4,9 +4,9 @@ instances, the reference fix clears everything, and decoy config edits fire noth
 from __future__ import annotations
 
 import pytest
-from conftest import BY_ID, TASK_IDS
 from envkit import injected_instances, play
 
+from conftest import BY_ID, TASK_IDS
 from srez_env.env import SREEnv
 from srez_env.sim.scenario import world_at_t0
 from srez_env.world import topology as topo

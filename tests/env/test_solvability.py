@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import BY_ID, TASK_IDS
 
+from conftest import BY_ID, TASK_IDS
 from srez_env.env import SREEnv
 from srez_env.grade import reference_patch
 

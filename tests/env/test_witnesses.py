@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import BY_ID, TASK_IDS, TASKS
 
+from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.baselines.heuristic import SIGNATURES
 from srez_env.env import SREEnv
 from srez_env.telemetry.logs import BENIGN, WITNESSES
