@@ -24,8 +24,10 @@ from tqdm import tqdm
 
 from srez_client.backends import AVAILABLE_BACKENDS, run_inline
 from srez_client.cli_export import add_export_command
+from srez_client.cli_managed import add_managed_command
 from srez_client.cli_mirror import add_mirror_command
 from srez_client.cli_runs import add_commands
+from srez_client.cli_tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.eval_backend import eval_on_backend
 from srez_client.play import play, prompted_lines
@@ -127,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub, _Parser)
     add_mirror_command(sub, _Parser)
     add_export_command(sub)
+    add_managed_command(sub)
+    add_tui_commands(sub)
     return parser
 
 

@@ -1,0 +1,58 @@
+"""What an attempt produced: the record fields read from its results folder.
+
+``summary.json`` gains ``error_kind``, ``cost_usd`` and ``tokens`` with the LLM agent; until the
+installed :class:`~srez_daemon.protocol.RunSummary` has them they read as None and 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from srez_client.managed.plan import classify
+from srez_client.managed.store import file_sha256
+from srez_client.runs import read_summary
+from srez_daemon.protocol import RunSummary
+
+
+def summary_cost(summary: RunSummary | None) -> float:
+    """The run's cost in USD (0 when unknown)."""
+    value = getattr(summary, "cost_usd", None)
+    return float(value) if isinstance(value, int | float) and value >= 0 else 0.0
+
+
+def summary_error_kind(summary: RunSummary | None) -> str | None:
+    """``provider``, ``agent``, ``harness`` or None."""
+    value = getattr(summary, "error_kind", None)
+    return value if isinstance(value, str) else None
+
+
+def outcome_fields(results_dir: Path, summary: RunSummary | None) -> dict[str, object]:
+    """The outcome fields of an attempt whose run was mirrored to ``results_dir``."""
+    sha = file_sha256(results_dir / "result.json")
+    error_kind = summary_error_kind(summary)
+    status = classify(
+        graded=summary is not None and summary.reward is not None,
+        status=summary.status if summary is not None else None,
+        error_kind=error_kind,
+        has_result=sha is not None,
+        end_reason=summary.end_reason if summary is not None else None,
+    )
+    return {
+        "status": status,
+        "run_id": results_dir.name,
+        "results_dir": str(results_dir),
+        "result_sha256": sha,
+        "reward": summary.reward if summary else None,
+        "resolved": summary.resolved if summary else None,
+        "passed": summary.passed if summary else None,
+        "cost_usd": summary_cost(summary),
+        "error_kind": error_kind,
+        "error": (summary.error if summary else "no summary.json")
+        if status != "completed"
+        else None,
+    }
+
+
+def outcome_of(results_dir: Path) -> dict[str, object]:
+    """:func:`outcome_fields` of a results folder read from disk."""
+    return outcome_fields(results_dir, read_summary(results_dir))

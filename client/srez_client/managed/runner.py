@@ -1,0 +1,314 @@
+"""The runner process of a managed run: ``srez managed run NAME [--target T]``.
+
+One target at a time, one task at a time, through the run's backend. Per task, in this order:
+check ``PAUSE``; reserve the cost cap in the daily ledger (LLM targets with a budget; a refusal
+writes ``PAUSE`` with reason ``budget``); write the ``running`` record; launch; write the run id;
+wait and mirror (:func:`srez_client.runs.run_to_results`); write the outcome; settle the ledger.
+The checkpoint is rewritten atomically at each of those steps, so a ``kill -9`` anywhere leaves a
+record that :mod:`.recover` can finish on the next start.
+
+Stop: SIGTERM (or SIGINT) stops the in-flight run through ``backend.stop``; the daemon writes its
+summary and exits, the run is mirrored as usual and its record is marked ``interrupted``, never
+``completed``, and nothing new starts. If the run does not end within :data:`STOP_GRACE_S`, the
+wait is cancelled and the record is still written ``interrupted``.
+
+Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user or budget),
+:data:`EXIT_STOPPED` after a stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Final
+
+from srez_client.backends.base import Backend, RunHandle
+from srez_client.errors import ClientError
+from srez_client.managed.ledger import BudgetLedger, today
+from srez_client.managed.logs import TargetLogs, now_iso
+from srez_client.managed.models import (
+    Checkpoint,
+    ManagedRun,
+    PauseInfo,
+    RunnerState,
+    Target,
+    TaskRecord,
+)
+from srez_client.managed.outcome import outcome_fields
+from srez_client.managed.plan import (
+    budget_key,
+    end_attempt,
+    launch_spec,
+    pending_tasks,
+    queue,
+    start_attempt,
+)
+from srez_client.managed.recover import recover_target
+from srez_client.managed.store import (
+    ManagedPaths,
+    RunnerLock,
+    clear_pause,
+    load_checkpoint,
+    load_run,
+    read_pause,
+    save_checkpoint,
+    verified,
+    write_model,
+    write_pause,
+)
+from srez_client.managed.summarize import summarize
+from srez_client.runs import run_to_results, scratch_dir
+from srez_daemon.aio import spawn
+from srez_env.errors import EnvError
+
+logger = logging.getLogger(__name__)
+
+EXIT_PAUSED: Final = 75
+"""Exit status of a runner that paused (EX_TEMPFAIL: run it again later)."""
+EXIT_STOPPED: Final = 143
+"""Exit status of a runner that was stopped."""
+STOP_GRACE_S: Final = 10.0
+"""How long a stopped run may take to end before the runner gives up waiting for it."""
+
+
+class _Stopped(Exception):
+    """The runner was told to stop."""
+
+
+class Runner:
+    """Runs the queue of one managed run; see the module docstring."""
+
+    def __init__(
+        self,
+        paths: ManagedPaths,
+        backend: Backend,
+        state_dir: Path,
+        *,
+        environ: Mapping[str, str] | None = None,
+        echo: Callable[[str], None] | None = None,
+        png: bool = True,
+    ) -> None:
+        """Args: the managed run's paths, its backend, ``$SREZ_STATE``, the environment (for
+        ``$SREZ_TODAY``), where progress lines are echoed (stderr in the CLI), and whether to
+        draw ``summary.png`` when the queue is done (matplotlib costs about a second)."""
+        self.paths = paths
+        self.backend = backend
+        self.state_dir = state_dir
+        self.environ = dict(os.environ if environ is None else environ)
+        self.echo = echo or (lambda _line: None)
+        self.ledger = BudgetLedger(state_dir / "budget")
+        self.stopping = False
+        self.in_flight: RunHandle | None = None
+        self._attempt_task: asyncio.Task[TaskRecord] | None = None
+        self.png = png
+
+    async def main(self, only: str | None = None, *, retry_failed: bool = False) -> int:
+        """Run the queue (``only``: one target); returns the exit status."""
+        lock = RunnerLock(self.paths)
+        lock.acquire()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        try:
+            self._state(None, None)
+            return await self._queue(only, retry_failed)
+        except _Stopped:
+            return EXIT_STOPPED
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+            lock.release()
+
+    def request_stop(self) -> None:
+        """SIGTERM: stop the in-flight run now and start nothing new."""
+        if self.stopping:
+            return
+        self.stopping = True
+        logger.warning("stop requested")
+        loop = asyncio.get_running_loop()
+        if self.in_flight is not None:
+            handle = self.in_flight
+            spawn(self._stop_run(handle), name=f"stop-{handle.run_id}")
+        attempt = self._attempt_task
+        if attempt is not None:
+            loop.call_later(STOP_GRACE_S, attempt.cancel)
+
+    async def _stop_run(self, handle: RunHandle) -> None:
+        with contextlib.suppress(ClientError, OSError):
+            await self.backend.stop(handle)
+
+    async def _queue(self, only: str | None, retry_failed: bool) -> int:
+        run = load_run(self.paths)
+        if only is not None and run.target(only) is None:
+            names = ", ".join(t.name for t in run.targets)
+            msg = f"managed run {run.name!r} has no target {only!r} (targets: {names})"
+            raise ClientError(msg)
+        if self._paused(run):
+            return EXIT_PAUSED
+        scope = [t for t in run.targets if only is None or t.name == only]
+        for target in scope:
+            await recover_target(self.backend, self.paths, self.ledger, self.state_dir, run, target)
+        checkpoints = {t.name: load_checkpoint(self.paths, t.name) for t in scope}
+        finished = False
+        try:
+            for target in queue(run, checkpoints, only=only, retry_failed=retry_failed):
+                status = await self._target(run, target, retry_failed)
+                if status != 0:
+                    return status
+            finished = True
+        finally:  # the JSON and Markdown always; the chart once the queue is through
+            summarize(self.paths, png=finished and self.png)
+        return 0
+
+    def _paused(self, run: ManagedRun) -> bool:
+        pause = read_pause(self.paths)
+        if pause is None:
+            return False
+        day = today(self.environ)
+        if pause.reason == "budget" and pause.day < day:
+            clear_pause(self.paths)
+            self.echo(f"managed run {run.name}: budget pause of {pause.day} lifted ({day})")
+            return False
+        self.echo(f"managed run {run.name}: paused ({pause.reason}): {pause.message}")
+        return True
+
+    async def _target(self, run: ManagedRun, target: Target, retry_failed: bool) -> int:
+        with TargetLogs(self.paths.target_dir(target.name), self.echo) as logs:
+            checkpoint = load_checkpoint(self.paths, target.name)
+            unverified = {
+                k
+                for k, r in checkpoint.tasks.items()
+                if r.status == "completed" and not verified(r.results_dir, r.result_sha256)
+            }
+            for task in unverified:
+                logs.say(f"{target.name} {task}: results do not match the checkpoint; re-running")
+            todo = pending_tasks(run, checkpoint, unverified=unverified, retry_failed=retry_failed)
+            logs.say(f"{target.name}: {len(todo)} of {len(run.tasks)} tasks to run")
+            for task in todo:
+                if self.stopping:
+                    raise _Stopped
+                if read_pause(self.paths) is not None:
+                    logs.say(f"{target.name}: paused before {task}")
+                    return EXIT_PAUSED
+                record = start_attempt(checkpoint.tasks.get(task), task, now_iso())
+                granted, day = self._reserve(run, target, record, logs)
+                if not granted:
+                    return EXIT_PAUSED
+                record = end_attempt(record, budget_day=day)
+                checkpoint = self._save(checkpoint.with_record(record))
+                self._state(target.name, task)
+                record = await self._attempt(run, target, record, checkpoint)
+                checkpoint = self._save(checkpoint.with_record(record))
+                self._settle(run, target, record)
+                logs.say(
+                    f"{target.name} {task} attempt {record.attempt}: {record.status}"
+                    f" reward={record.reward} cost=${record.cost_usd:.4f}"
+                    + (f" ({record.error})" if record.error else "")
+                )
+                if self.stopping:
+                    raise _Stopped
+        return 0
+
+    def _reserve(
+        self, run: ManagedRun, target: Target, record: TaskRecord, logs: TargetLogs
+    ) -> tuple[bool, str | None]:
+        """Reserve the attempt's cost cap; (granted, ledger day or None when not charged).
+
+        The key is the same when a crashed attempt is started again, so a reservation left by a
+        crash before its record was written is reused, not charged twice.
+        """
+        if not target.is_llm or run.daily_budget_usd is None:
+            return True, None
+        day = today(self.environ)
+        cap = run.cost_cap_usd or 0.0
+        if self.ledger.reserve(day, budget_key(run, target, record), cap, run.daily_budget_usd):
+            return True, day
+        view = self.ledger.view(day)
+        message = (
+            f"daily budget ${run.daily_budget_usd:.2f} of {day}: ${view.committed_usd:.4f} committed,"
+            f" next task needs ${cap:.4f}; 'srez managed run' continues on a later day"
+        )
+        write_pause(self.paths, PauseInfo(reason="budget", at=now_iso(), day=day, message=message))
+        logs.say(f"{target.name}: paused (budget): {message}")
+        return False, None
+
+    def _settle(self, run: ManagedRun, target: Target, record: TaskRecord) -> None:
+        if record.budget_day is None:
+            return
+        self.ledger.settle(record.budget_day, budget_key(run, target, record), record.cost_usd)
+
+    def _save(self, checkpoint: Checkpoint) -> Checkpoint:
+        save_checkpoint(self.paths, checkpoint)
+        return checkpoint
+
+    def _state(self, target: str | None, task: str | None) -> None:
+        state = RunnerState(pid=os.getpid(), started_at=now_iso(), target=target, task=task)
+        write_model(self.paths.runner_json, state)
+
+    async def _attempt(
+        self, run: ManagedRun, target: Target, record: TaskRecord, checkpoint: Checkpoint
+    ) -> TaskRecord:
+        """Run one attempt to its outcome record (``interrupted`` when stopped)."""
+        self._attempt_task = spawn(
+            self._execute(run, target, record, checkpoint), name=f"attempt-{record.task_id}"
+        )
+        try:
+            return await self._attempt_task
+        except asyncio.CancelledError:
+            if not self.stopping:
+                raise
+            return end_attempt(record, status="interrupted", finished_at=now_iso(), error="stopped")
+        finally:
+            self._attempt_task = None
+            self.in_flight = None
+
+    async def _execute(
+        self, run: ManagedRun, target: Target, record: TaskRecord, checkpoint: Checkpoint
+    ) -> TaskRecord:
+        spec = launch_spec(run, target, record.task_id)
+        try:
+            handle = await self.backend.launch(spec)
+            self.in_flight = handle
+            record = end_attempt(record, run_id=handle.run_id)
+            self._save(checkpoint.with_record(record))
+            if self.stopping:
+                await self._stop_run(handle)
+            timeout = None if run.time_limit_s is None else 2 * run.time_limit_s + 60
+            outcome = await run_to_results(
+                self.backend,
+                spec,
+                scratch_dir(self.state_dir),
+                timeout_s=timeout,
+                progress=lambda line: logger.info("%s", line),
+                handle=handle,
+            )
+            with contextlib.suppress(ClientError, OSError):
+                await self.backend.remove(outcome.handle)
+        except (ClientError, EnvError, OSError) as e:
+            logger.warning("%s %s: %s", target.name, record.task_id, e)
+            return end_attempt(record, status="failed", finished_at=now_iso(), error=str(e)[:500])
+        fields = outcome_fields(outcome.results_dir, outcome.summary)
+        if self.stopping:
+            fields.update(status="interrupted", error="stopped")
+        return end_attempt(record, **fields, finished_at=now_iso())
+
+
+async def run_managed(
+    paths: ManagedPaths,
+    backend: Backend,
+    state_dir: Path,
+    *,
+    only: str | None = None,
+    retry_failed: bool = False,
+    echo: Callable[[str], None] | None = None,
+    png: bool = True,
+) -> int:
+    """Run a managed run's queue in this process (what ``srez managed run`` calls)."""
+    load_run(paths)
+    runner = Runner(paths, backend, state_dir, echo=echo, png=png)
+    return await runner.main(only, retry_failed=retry_failed)

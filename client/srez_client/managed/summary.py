@@ -1,0 +1,160 @@
+"""Summaries of a managed run, aggregated from the checkpoints: pure, no I/O.
+
+Scores count ``completed`` tasks only (the latest attempt of each task). Provider errors are
+never scores: they are counted apart and retried. ``resolved@1`` is the share of completed tasks
+resolved by their single counted attempt, by task difficulty. The reward's error bar is the
+standard error of the mean (sample standard deviation / sqrt(n)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from srez_client.managed.models import MANAGED_SCHEMA_VERSION, Checkpoint, ManagedRun, Target
+from srez_client.managed.plan import target_state
+
+DIFFICULTY_ORDER: Final = ("easy", "medium", "hard")
+"""How difficulties are ordered in tables and charts (others follow, sorted)."""
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class DifficultyScore(BaseModel):
+    """resolved@1 over the completed tasks of one difficulty."""
+
+    model_config = _FROZEN
+
+    completed: int
+    """Completed tasks of that difficulty."""
+    resolved: int
+    """Of those, resolved."""
+    rate: float | None
+    """resolved / completed (None when nothing completed)."""
+
+
+class TargetSummary(BaseModel):
+    """``targets/<target>/summary.json``."""
+
+    model_config = _FROZEN
+
+    schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
+    target: str
+    agent: str
+    model: str
+    baseline: bool
+    """Whether the target is a baseline (no model)."""
+    state: str
+    """``pending``, ``partial`` or ``done``."""
+    tasks_total: int
+    completed: int
+    remaining: int
+    """Tasks still to run (no record, interrupted, provider error)."""
+    interrupted: int
+    provider_errors: int
+    """Tasks whose latest attempt ended on a provider error (retried on resume)."""
+    provider_error_attempts: int
+    """Attempts, over all tasks, that ended on a provider error."""
+    agent_errors: int
+    """Completed tasks whose agent failed (counted: that is the agent's result)."""
+    harness_errors: int
+    """Tasks that ``failed`` (the harness; not counted)."""
+    attempts: int
+    """Attempts made, all tasks."""
+    mean_reward: float | None
+    reward_stderr: float | None
+    resolved_rate: float | None
+    passed_rate: float | None
+    resolved_by_difficulty: dict[str, DifficultyScore]
+    cost_usd: float
+    """Spent by all attempts."""
+
+
+class CombinedSummary(BaseModel):
+    """The combined ``summary.json`` of a managed run."""
+
+    model_config = _FROZEN
+
+    schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
+    name: str
+    backend: str
+    tasks: int
+    targets: list[TargetSummary]
+    difficulties: list[str]
+    """The difficulties present, in display order."""
+
+
+def _mean_stderr(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return mean, math.sqrt(var / len(values))
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def target_summary(
+    run: ManagedRun, target: Target, checkpoint: Checkpoint, difficulty: Mapping[str, str]
+) -> TargetSummary:
+    """Aggregate one target's checkpoint (``difficulty``: task id → difficulty)."""
+    latest = [r for t, r in checkpoint.tasks.items() if t in run.tasks]
+    done = [r for r in latest if r.status == "completed"]
+    rewards = [r.reward or 0.0 for r in done]
+    mean, stderr = _mean_stderr(rewards)
+    by_diff: dict[str, list[bool]] = {}
+    for r in done:
+        by_diff.setdefault(difficulty.get(r.task_id, "unknown"), []).append(bool(r.resolved))
+    attempts = [a for r in checkpoint.tasks.values() for a in r.attempts()]
+    return TargetSummary(
+        target=target.name,
+        agent=target.agent,
+        model=target.model,
+        baseline=not target.is_llm,
+        state=target_state(run, checkpoint),
+        tasks_total=len(run.tasks),
+        completed=len(done),
+        remaining=len(run.tasks) - len(done) - sum(r.status == "failed" for r in latest),
+        interrupted=sum(r.status == "interrupted" for r in latest),
+        provider_errors=sum(r.status == "provider_error" for r in latest),
+        provider_error_attempts=sum(a.status == "provider_error" for a in attempts),
+        agent_errors=sum(r.error_kind == "agent" for r in done),
+        harness_errors=sum(r.status == "failed" for r in latest),
+        attempts=len(attempts),
+        mean_reward=mean,
+        reward_stderr=stderr,
+        resolved_rate=_rate(sum(bool(r.resolved) for r in done), len(done)),
+        passed_rate=_rate(sum(bool(r.passed) for r in done), len(done)),
+        resolved_by_difficulty={
+            d: DifficultyScore(completed=len(v), resolved=sum(v), rate=_rate(sum(v), len(v)))
+            for d, v in sorted(by_diff.items(), key=lambda kv: difficulty_rank(kv[0]))
+        },
+        cost_usd=round(sum(a.cost_usd for a in attempts), 6),
+    )
+
+
+def difficulty_rank(name: str) -> tuple[int, str]:
+    """Sort key: easy, medium, hard, then the others by name."""
+    if name in DIFFICULTY_ORDER:
+        return DIFFICULTY_ORDER.index(name), ""
+    return len(DIFFICULTY_ORDER), name
+
+
+def combine(run: ManagedRun, summaries: list[TargetSummary]) -> CombinedSummary:
+    """The combined summary: baselines first, then models, each in queue order."""
+    ordered = [s for s in summaries if s.baseline] + [s for s in summaries if not s.baseline]
+    diffs = {d for s in summaries for d in s.resolved_by_difficulty}
+    return CombinedSummary(
+        name=run.name,
+        backend=run.backend,
+        tasks=len(run.tasks),
+        targets=ordered,
+        difficulties=sorted(diffs, key=difficulty_rank),
+    )

@@ -1,0 +1,133 @@
+"""The launch wizard: tasks, agent, model, backend and limits, then launch; every run launched
+is attached at once, and mirrored into ``results/`` in the background when it ends."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import urwid
+
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle
+from srez_client.errors import ClientError
+from srez_client.runs import run_to_results, scratch_dir
+from srez_client.tui.shell import Shell
+from srez_env.errors import EnvError
+
+AGENTS = ("heuristic", "scripted", "random")
+
+
+def parse_tasks(text: str, known: Sequence[str]) -> list[str]:
+    """Task ids from ``all`` or a comma list; unknown ids raise ValueError."""
+    wanted = (
+        list(known)
+        if text.strip() in ("", "all")
+        else [t.strip() for t in text.split(",") if t.strip()]
+    )
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        msg = f"unknown task {unknown[0]!r}"
+        raise ValueError(msg)
+    return wanted
+
+
+class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
+    """The form."""
+
+    def __init__(self, shell: Shell, backends: Sequence[Backend]) -> None:
+        self.shell = shell
+        self.backends = {b.name: b for b in backends}
+        self.tasks = urwid.Edit("Tasks (comma list or all): ", "sre-001")
+        group: list[urwid.RadioButton] = []
+        self.agents = [urwid.RadioButton(group, a) for a in AGENTS]
+        self.replay = urwid.Edit("  or replay file: ")
+        self.model = urwid.Edit("Model (none for baselines): ", "none")
+        bgroup: list[urwid.RadioButton] = []
+        self.backend_buttons = [urwid.RadioButton(bgroup, n) for n in self.backends]
+        self.limit = urwid.Edit("Time limit, s (empty: none): ")
+        self.seed = urwid.Edit("Seed: ", "0")
+        self.keep = urwid.CheckBox("Keep the daemon serving after the run")
+        self.message = urwid.Text("")
+        launch = urwid.AttrMap(
+            urwid.Button("Launch", on_press=lambda _b: self.launch()), "tab", "tab_on"
+        )
+        cancel = urwid.AttrMap(
+            urwid.Button("Cancel", on_press=lambda _b: shell.pop()), "tab", "tab_on"
+        )
+        rows: list[urwid.Widget] = [
+            urwid.Text(("title", "Launch runs")),
+            self.tasks,
+            urwid.Text("Agent:"),
+            *self.agents,
+            self.replay,
+            self.model,
+            urwid.Text("Backend:"),
+            *self.backend_buttons,
+            self.limit,
+            self.seed,
+            self.keep,
+            urwid.Columns([launch, cancel], dividechars=2),
+            self.message,
+        ]
+        super().__init__(urwid.ListBox(urwid.SimpleFocusListWalker[Any](rows)))
+
+    def spec_values(self) -> tuple[list[str], str, str, float | None, int]:
+        """(task ids, agent spec, backend name, time limit, seed), or ValueError."""
+        from srez_env.tasks import load_tasks
+
+        known = [t.id for t in load_tasks(None)]
+        tasks = parse_tasks(self.tasks.edit_text, known)
+        replay = self.replay.edit_text.strip()
+        agent = f"replay:{replay}" if replay else next(b.label for b in self.agents if b.state)
+        backend = next((b.label for b in self.backend_buttons if b.state), "")
+        if backend not in self.backends:
+            msg = "no backend to launch on"
+            raise ValueError(msg)
+        text = self.limit.edit_text.strip()
+        limit = float(text) if text else None
+        return tasks, agent, backend, limit, int(self.seed.edit_text.strip() or "0")
+
+    def launch(self) -> None:
+        """Validate and launch (in the background)."""
+        try:
+            values = self.spec_values()
+        except (ValueError, EnvError) as e:
+            self.message.set_text(("error", str(e)))
+            return
+        self.shell.spawn(self._launch(*values), "launch")
+
+    async def _launch(
+        self, tasks: list[str], agent: str, name: str, limit: float | None, seed: int
+    ) -> None:
+        backend = self.backends[name]
+        model = self.model.edit_text.strip() or "none"
+        launched = 0
+        for task in tasks:
+            spec = LaunchSpec(
+                task_id=task,
+                agent_spec=agent,
+                model=model,
+                run_seed=seed,
+                keep=self.keep.state,
+                time_limit_s=limit,
+                results_root=self.shell.results_root,
+            )
+            try:
+                handle = await backend.launch(spec)
+            except (ClientError, EnvError, OSError) as e:
+                self.shell.notify(f"{task}: not launched: {e}")
+                continue
+            launched += 1
+            self.shell.open_run(handle.run_id)
+            self.shell.spawn(self._mirror(backend, spec, handle), f"mirror-{handle.run_id}")
+        self.shell.notify(f"launched {launched} of {len(tasks)} runs on {name}")
+
+    async def _mirror(self, backend: Backend, spec: LaunchSpec, handle: RunHandle) -> None:
+        with contextlib.suppress(ClientError, OSError):
+            await run_to_results(backend, spec, scratch_dir(self.shell.state_dir), handle=handle)
+
+
+def open_wizard(shell: Shell, backends: Sequence[Backend]) -> None:
+    """Show the wizard."""
+    shell.push(LaunchWizard(shell, [b for b in backends if b.name != "inline"]), "Launch")

@@ -1,0 +1,142 @@
+"""Helpers for the managed-run tests: the real ``srez`` CLI and runner as subprocesses.
+
+Every test gets its own ``$SREZ_STATE`` and results root under ``tmp_path``. A slow agent (for a
+task in flight) is the real ``srez-agent`` started after a sleep, through ``SREZ_AGENT_CMD``,
+which the ``local`` backend passes to its daemons.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+SLOW_AGENT = """\
+import os, runpy, sys, time
+time.sleep(float(os.environ.get("SLOW_AGENT_S", "1.0")))
+sys.argv = ["srez-agent"]
+runpy.run_module("srez_daemon.agent", run_name="__main__")
+"""
+
+
+@dataclass
+class Kit:
+    """One test's world: the folders, the environment, and ways to call ``srez``."""
+
+    tmp: Path
+    env: dict[str, str]
+
+    @property
+    def results(self) -> Path:
+        return self.tmp / "results"
+
+    @property
+    def state(self) -> Path:
+        return Path(self.env["SREZ_STATE"])
+
+    def managed(self, name: str) -> Path:
+        return self.results / "managed" / name
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "srez_client.cli", *args]
+
+    def srez(
+        self, *args: str, check: bool = True, env: dict[str, str] | None = None, **more: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``srez ARGS --results <root>`` (for ``managed`` commands) and wait; ``env`` and
+        ``more`` are added to the environment."""
+        full = [*args, "--results", str(self.results)] if args[0] == "managed" else list(args)
+        proc = subprocess.run(
+            self.argv(*full),
+            env={**self.env, **(env or {}), **more},
+            cwd=self.tmp,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            msg = f"srez {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}"
+            raise AssertionError(msg)
+        return proc
+
+    def runner(
+        self, name: str, *extra: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        """Start ``srez managed run NAME`` without waiting."""
+        argv = self.argv("managed", "run", name, "--results", str(self.results), *extra)
+        with (self.tmp / "runner.err").open("a") as err:  # the child keeps its own copy
+            return subprocess.Popen(
+                argv,
+                env={**self.env, **(env or {})},
+                cwd=self.tmp,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                text=True,
+            )
+
+    def runner_err(self) -> str:
+        """What the runners started by :meth:`runner` wrote to stderr."""
+        path = self.tmp / "runner.err"
+        return path.read_text()[-3000:] if path.exists() else ""
+
+    def slow(self, seconds: float) -> dict[str, str]:
+        """Environment for runs whose agent sleeps ``seconds`` first (``local`` backend)."""
+        script = self.tmp / "slow_agent.py"
+        script.write_text(SLOW_AGENT)
+        cmd = json.dumps([sys.executable, str(script)])
+        return {"SREZ_AGENT_CMD": cmd, "SLOW_AGENT_S": str(seconds)}
+
+    def output(self, name: str, target: str) -> dict[str, dict[str, object]]:
+        """The target's checkpoint records by task ({} before the first)."""
+        path = self.managed(name) / "targets" / target / "output.json"
+        if not path.exists():
+            return {}
+        tasks: dict[str, dict[str, object]] = json.loads(path.read_text())["tasks"]
+        return tasks
+
+
+def make_kit(tmp: Path) -> Kit:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SREZ_") and not k.startswith("PYTEST")
+    }
+    env["SREZ_STATE"] = str(tmp / "state")
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    (tmp / "results").mkdir(exist_ok=True)
+    return Kit(tmp, env)
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 60.0) -> None:
+    """Poll ``check`` until it is true; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            msg = f"timed out waiting for {what}"
+            raise AssertionError(msg)
+        time.sleep(0.02)
+
+
+def results_dirs(results: Path, agent: str) -> set[str]:
+    """Every final results folder of ``agent`` (baselines, model ``none``) under ``results``."""
+    return {
+        str(p)
+        for p in results.glob(f"sre-*/none/{agent}/*")
+        if p.is_dir() and not p.name.startswith(".")
+    }
+
+
+def running_local_runs(state: Path) -> list[str]:
+    """Run ids of ``local`` daemons still alive in ``state``."""
+    import asyncio
+
+    from srez_client.backends.local import LocalBackend
+
+    handles = asyncio.run(LocalBackend(state).list())
+    return [h.run_id for h in handles if h.status == "running"]

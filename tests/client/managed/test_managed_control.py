@@ -1,0 +1,165 @@
+"""SECURITY.md §4 test 42 (pause, stop, resume, budget) with the real runner process."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from managed_kit import Kit, make_kit, results_dirs, running_local_runs, wait_for
+
+from srez_client.managed.ledger import BudgetLedger
+
+TASKS = "sre-001,sre-002,sre-003"
+
+
+@pytest.fixture
+def kit(tmp_path: Path) -> Kit:
+    return make_kit(tmp_path)
+
+
+def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> None:
+    kit.srez(
+        "managed",
+        "create",
+        "p",
+        "--baselines",
+        "scripted",
+        "--models",
+        "none",
+        "--tasks",
+        TASKS,
+        "--backend",
+        "local",
+    )
+    runner = kit.runner("p", env=kit.slow(1.0))
+    wait_for(
+        "task 2 in flight",
+        lambda: kit.output("p", "scripted").get("sre-002", {}).get("run_id") is not None,
+    )
+    kit.srez("managed", "pause", "p")
+    assert runner.wait(60) == 75, kit.runner_err()
+    records = kit.output("p", "scripted")
+    assert records["sre-002"]["status"] == "completed"  # task k finished and was checkpointed
+    assert "sre-003" not in records  # nothing started after the pause
+    assert not list(kit.results.glob("sre-003/**/scripted/*"))
+    assert json.loads((kit.managed("p") / "PAUSE").read_text())["reason"] == "user"
+    # a paused run does not start until the pause is cleared
+    assert kit.srez("managed", "run", "p", check=False).returncode == 75
+    kit.srez("managed", "clear-pause", "p")
+    kit.srez("managed", "run", "p")
+    records = kit.output("p", "scripted")
+    assert [r["status"] for r in records.values()] == ["completed"] * 3
+    assert all(r["attempt"] == 1 for r in records.values())
+
+
+def test_managed_stop_interrupts_in_flight_task_and_its_run(kit: Kit) -> None:
+    kit.srez(
+        "managed",
+        "create",
+        "s",
+        "--baselines",
+        "scripted",
+        "--models",
+        "none",
+        "--tasks",
+        TASKS,
+        "--backend",
+        "local",
+    )
+    runner = kit.runner("s", env=kit.slow(20.0))
+    wait_for(
+        "task 1 in flight",
+        lambda: kit.output("s", "scripted").get("sre-001", {}).get("run_id") is not None,
+    )
+    assert running_local_runs(kit.state)
+    started = time.monotonic()
+    kit.srez("managed", "stop", "s")
+    took = time.monotonic() - started
+    assert runner.wait(10) == 143
+    assert took <= 10.0, f"stop took {took:.1f} s"
+    record = kit.output("s", "scripted")["sre-001"]
+    assert record["status"] == "interrupted"
+    assert running_local_runs(kit.state) == []  # the backend run was stopped
+    assert "sre-002" not in kit.output("s", "scripted")
+    interrupted_dir = record["results_dir"]
+    # resume: the interrupted task runs again as attempt 2; attempt 1 and its folder are kept
+    kit.srez("managed", "run", "s", env=kit.slow(0.0))
+    again = kit.output("s", "scripted")["sre-001"]
+    assert again["status"] == "completed"
+    assert again["attempt"] == 2
+    assert again["previous"][0]["status"] == "interrupted"  # type: ignore[index]
+    if interrupted_dir is not None:
+        assert Path(str(interrupted_dir)).is_dir()
+    assert [r["status"] for r in kit.output("s", "scripted").values()] == ["completed"] * 3
+
+
+def test_managed_budget_exhaustion_pauses_and_resumes_next_day(kit: Kit) -> None:
+    kit.srez(
+        "managed",
+        "create",
+        "b",
+        "--baselines",
+        "scripted",
+        "--models",
+        "openai/gpt-4o-mini",
+        "--tasks",
+        "sre-001,sre-002",
+        "--backend",
+        "inline",
+        "--daily-budget-usd",
+        "1.0",
+        "--cost-cap-usd",
+        "0.3",
+    )
+    ledger = BudgetLedger(kit.state / "budget")
+    ledger.reserve("2026-01-01", "other-run/x/sre-001/1", 0.8, 1.0)  # another run spent the day
+    ledger.settle("2026-01-01", "other-run/x/sre-001/1", 0.8)
+    day1 = kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01")
+    assert day1.returncode == 75, day1.stderr
+    pause = json.loads((kit.managed("b") / "PAUSE").read_text())
+    assert pause["reason"] == "budget"
+    assert pause["day"] == "2026-01-01"
+    assert len(kit.output("b", "scripted")) == 2  # baselines cost nothing: not held back
+    assert kit.output("b", "llm-openai__gpt-4o-mini") == {}
+    # the same day, it stays paused
+    assert kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01").returncode == 75
+    status = json.loads(
+        kit.srez("managed", "status", "b", "--json", SREZ_TODAY="2026-01-01").stdout
+    )
+    assert status["budget"]["left_usd"] == pytest.approx(0.2)
+    # the next day the pause lifts itself and the LLM target runs, reserving on the new day
+    kit.srez("managed", "run", "b", SREZ_TODAY="2026-01-02")
+    assert not (kit.managed("b") / "PAUSE").exists()
+    llm = kit.output("b", "llm-openai__gpt-4o-mini")
+    assert set(llm) == {"sre-001", "sre-002"}
+    assert {r["budget_day"] for r in llm.values()} == {"2026-01-02"}
+    view = ledger.view("2026-01-02")
+    assert view.outstanding_usd == 0.0  # every reservation was settled
+    assert len(view.reserved_keys) == 2
+
+
+def test_managed_results_of_runs_survive_delete(kit: Kit) -> None:
+    kit.srez(
+        "managed",
+        "create",
+        "d",
+        "--baselines",
+        "scripted",
+        "--models",
+        "none",
+        "--tasks",
+        "sre-001",
+        "--backend",
+        "inline",
+    )
+    kit.srez("managed", "run", "d")
+    before = results_dirs(kit.results, "scripted")
+    assert len(before) == 1
+    refused = kit.srez("managed", "delete", "d", check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("srez: error: ") and "--yes" in refused.stderr
+    kit.srez("managed", "delete", "d", "--yes")
+    assert not kit.managed("d").exists()
+    assert results_dirs(kit.results, "scripted") == before

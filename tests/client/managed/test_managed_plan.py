@@ -1,0 +1,206 @@
+"""The pure parts of managed runs: names, queue planning, resume decisions, ledger sums,
+summaries and the exported queue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from srez_client.backends.base import LaunchSpec
+from srez_client.errors import UsageError
+from srez_client.managed.ledger import BudgetLedger, parse_lines, sum_records, today
+from srez_client.managed.models import Checkpoint, ManagedRun, TaskRecord, make_target, parse_target
+from srez_client.managed.plan import (
+    classify,
+    end_attempt,
+    launch_spec,
+    pending_tasks,
+    queue,
+    queue_commands,
+    start_attempt,
+    started_after,
+)
+from srez_client.managed.render import markdown
+from srez_client.managed.summary import combine, target_summary
+
+T0 = "2026-01-01T10:00:00.000Z"
+
+
+def _run(**kw: object) -> ManagedRun:
+    fields: dict[str, object] = {
+        "name": "m",
+        "created_at": T0,
+        "backend": "inline",
+        "results_root": "/r",
+        "tasks": ["sre-001", "sre-002", "sre-003"],
+        "targets": [make_target("scripted"), make_target("llm", "openai/gpt-4o")],
+        **kw,
+    }
+    return ManagedRun.model_validate(fields)
+
+
+def _rec(task: str, status: str, **kw: object) -> TaskRecord:
+    return TaskRecord.model_validate(
+        {"task_id": task, "attempt": 1, "status": status, "started_at": T0, **kw}
+    )
+
+
+@pytest.mark.parametrize("name", ["", "-x", "a/b", "..", "a b", "x" * 65, "é"])
+def test_managed_names_refused(name: str) -> None:
+    from srez_client.managed.models import check_name
+
+    with pytest.raises(UsageError, match="not valid"):
+        check_name(name, "managed run name")
+
+
+def test_managed_target_names() -> None:
+    assert parse_target("scripted").name == "scripted"
+    llm = parse_target("openai/gpt-4o")
+    assert (llm.name, llm.agent, llm.model) == ("llm-openai__gpt-4o", "llm", "openai/gpt-4o")
+    assert parse_target("llm:openai/gpt-4o") == llm
+    with pytest.raises(UsageError, match="not a model slug"):
+        parse_target("gpt4")
+    with pytest.raises(UsageError, match="takes no model"):
+        make_target("random", "openai/gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("summary", "expected"),
+    [
+        ({"graded": True, "status": "ok", "error_kind": None, "has_result": True}, "completed"),
+        (
+            {"graded": True, "status": "error", "error_kind": "agent", "has_result": True},
+            "completed",
+        ),
+        (
+            {"graded": True, "status": "error", "error_kind": "provider", "has_result": True},
+            "provider_error",
+        ),
+        (
+            {"graded": False, "status": "error", "error_kind": "harness", "has_result": False},
+            "failed",
+        ),
+        ({"graded": True, "status": "ok", "error_kind": None, "has_result": False}, "failed"),
+        ({"graded": False, "status": None, "error_kind": None, "has_result": False}, "failed"),
+        (
+            {
+                "graded": True,
+                "status": "error",
+                "error_kind": "agent",
+                "has_result": True,
+                "end_reason": "stopped",
+            },
+            "interrupted",
+        ),
+    ],
+)
+def test_managed_classify(summary: dict[str, object], expected: str) -> None:
+    assert classify(**summary) == expected  # type: ignore[arg-type]
+
+
+def test_managed_resume_decisions() -> None:
+    run = _run()
+    cp = Checkpoint(target="scripted").with_record(_rec("sre-001", "completed"))
+    cp = cp.with_record(_rec("sre-002", "provider_error")).with_record(_rec("sre-003", "failed"))
+    assert pending_tasks(run, cp) == ["sre-002"]
+    assert pending_tasks(run, cp, retry_failed=True) == ["sre-002", "sre-003"]
+    assert pending_tasks(run, cp, unverified={"sre-001"}) == ["sre-001", "sre-002"]
+    for status in ("interrupted", "running"):
+        assert pending_tasks(run, cp.with_record(_rec("sre-002", status))) == ["sre-002"]
+    done = cp.with_record(_rec("sre-002", "completed"))
+    assert queue(run, {"scripted": done}) == [run.targets[1]]  # done target skipped
+    assert queue(run, {"scripted": done}, only="scripted") == []
+
+
+def test_managed_new_attempt_keeps_the_old_ones() -> None:
+    first = end_attempt(_rec("sre-001", "interrupted"), run_id="20260101T100000Z-00000000")
+    second = start_attempt(first, "sre-001", T0)
+    assert second.attempt == 2 and second.status == "running"
+    assert second.previous[0].run_id == "20260101T100000Z-00000000"
+    third = start_attempt(end_attempt(second, status="provider_error"), "sre-001", T0)
+    assert [a.attempt for a in third.attempts()] == [1, 2, 3]
+
+
+def test_managed_started_after_compares_stamps() -> None:
+    assert started_after("20260101T100000Z-0123abcd", "2026-01-01T10:00:00.900Z")
+    assert not started_after("20260101T095959Z-0123abcd", "2026-01-01T10:00:00.000Z")
+
+
+def test_managed_launch_spec_of_llm_target_carries_cost_cap() -> None:
+    run = _run(cost_cap_usd=0.25, time_limit_s=30)
+    spec = launch_spec(run, run.targets[1], "sre-002")
+    assert (spec.agent_spec, spec.model, spec.time_limit_s) == ("llm", "openai/gpt-4o", 30)
+    if "agent_env" in LaunchSpec.model_fields:
+        assert spec.agent_env == {"SREZ_LLM_COST_CAP_USD": "0.25"}
+    base = launch_spec(run, run.targets[0], "sre-002")
+    assert (base.agent_spec, base.model) == ("scripted", "none")
+
+
+def test_managed_ledger_arithmetic() -> None:
+    view = sum_records(
+        [
+            {"op": "reserve", "key": "a", "usd": 0.5},
+            {"op": "settle", "key": "a", "usd": 0.1},
+            {"op": "reserve", "key": "b", "usd": 0.5},
+            {"op": "reserve", "key": "b", "usd": 9.0},  # a second reserve of a key is ignored
+            {"op": "settle", "key": "x", "usd": -1},  # invalid
+        ]
+    )
+    assert view.spent_usd == pytest.approx(0.1)
+    assert view.outstanding_usd == pytest.approx(0.5)
+    assert view.admits(1.0, 0.4) and not view.admits(1.0, 0.41)
+    assert view.left(0.5) == 0.0
+
+
+def test_managed_ledger_file_survives_a_torn_tail(tmp_path: Path) -> None:
+    ledger = BudgetLedger(tmp_path)
+    assert ledger.reserve("2026-03-01", "a", 0.4, 1.0)
+    with ledger.path("2026-03-01").open("ab") as f:
+        f.write(b'{"op": "reserve", "key": "torn", "us')  # a crash mid-append
+    assert ledger.reserve("2026-03-01", "b", 0.4, 1.0)
+    assert not ledger.reserve("2026-03-01", "c", 0.4, 1.0)  # 0.8 committed
+    assert ledger.reserve("2026-03-01", "a", 0.4, 1.0)  # re-reserving a key: no charge
+    ledger.settle("2026-03-01", "a", 0.05)
+    assert ledger.reserve("2026-03-01", "c", 0.4, 1.0)
+    records = parse_lines(ledger.path("2026-03-01").read_bytes())
+    assert [r["key"] for r in records] == ["a", "b", "a", "c"]
+
+
+def test_managed_today_from_env() -> None:
+    assert today({"SREZ_TODAY": "2026-05-04"}) == "2026-05-04"
+    with pytest.raises(UsageError, match="SREZ_TODAY"):
+        today({"SREZ_TODAY": "tomorrow"})
+
+
+def test_managed_summary_counts_completed_only() -> None:
+    run = _run()
+    cp = Checkpoint(target="scripted")
+    cp = cp.with_record(_rec("sre-001", "completed", reward=1.0, resolved=True, passed=True))
+    cp = cp.with_record(
+        _rec("sre-002", "completed", reward=0.5, resolved=False, error_kind="agent")
+    )
+    cp = cp.with_record(_rec("sre-003", "provider_error", reward=0.9, cost_usd=0.2))
+    diffs = {"sre-001": "easy", "sre-002": "hard", "sre-003": "easy"}
+    s = target_summary(run, run.targets[0], cp, diffs)
+    assert (s.completed, s.remaining, s.provider_errors, s.agent_errors) == (2, 1, 1, 1)
+    assert s.mean_reward == pytest.approx(0.75)
+    assert s.reward_stderr == pytest.approx(0.25)
+    assert s.resolved_by_difficulty["easy"].rate == 1.0
+    assert s.resolved_by_difficulty["hard"].rate == 0.0
+    assert s.cost_usd == pytest.approx(0.2)
+    empty = target_summary(run, run.targets[1], Checkpoint(target=run.targets[1].name), diffs)
+    combined = combine(run, [empty, s])
+    assert [t.target for t in combined.targets] == ["scripted", "llm-openai__gpt-4o"]
+    text = markdown(combined)
+    assert "| scripted | baseline | 2/3 | 0.750 ± 0.250 |" in text
+    assert "llm-openai__gpt-4o | model | 0/3" in text
+
+
+def test_managed_exported_queue_commands() -> None:
+    run = _run(results_root="/data/my results")
+    sh, ps1 = queue_commands(run, run.targets)
+    assert sh.splitlines()[2] == "set -e"
+    assert "srez managed run m --target llm-openai__gpt-4o --results '/data/my results'" in sh
+    assert "& 'srez' 'managed' 'run' 'm' '--target' 'scripted' --results '/data/my results'" in ps1
+    assert ps1.count("if ($LASTEXITCODE -ne 0)") == 2

@@ -1,0 +1,112 @@
+"""The real program in a real terminal (tmux): ``srez attach`` on a live ``local`` run.
+
+The run's agent is the heuristic expert slowed to one action per 0.4 s (a wrapper given as
+``SREZ_AGENT_CMD``), launched with ``keep`` so its daemon serves after the run. The test watches
+entries arrive live, opens Changes (the reference appears by itself) and Evaluation Result once
+the run ends, then detaches with "Detach + Stop" and checks the run stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from srez_client.backends.base import LaunchSpec
+from srez_client.backends.local import LocalBackend
+
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+SREZ = Path(sys.executable).parent / "srez"
+SLOW_AGENT = """
+import time
+import srez_daemon.agent.__main__ as main
+
+build = main.build_agent
+
+class Slow:
+    def __init__(self, agent):
+        self.agent = agent
+    def act(self, observation):
+        time.sleep(0.4)
+        return self.agent.act(observation)
+
+main.build_agent = lambda *a, **k: Slow(build(*a, **k))
+main.main()
+"""
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = f"srez-test-{uuid.uuid4().hex[:8]}"
+
+    def __call__(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+        )
+        return out.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "tui")
+
+    async def wait(self, pattern: str, limit_s: float = 8.0) -> str:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        while True:
+            screen = self.screen()
+            if re.search(pattern, screen):
+                return screen
+            if loop.time() > deadline:
+                raise AssertionError(f"{pattern!r} not on screen:\n{screen}")
+            await asyncio.sleep(0.05)
+
+
+async def test_attach_watches_a_live_run_then_detach_and_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT)
+    state = tmp_path / "state"
+    monkeypatch.setenv("SREZ_STATE", str(state))
+    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
+    backend = LocalBackend(state)
+    spec = LaunchSpec(
+        task_id="sre-001", agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
+    )
+    handle = await backend.launch(spec)
+    tmux = Tmux()
+    command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
+    try:
+        tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command)
+        first = await tmux.wait(r"Live · entry #\d+")
+        seen = int(re.search(r"Live · entry #(\d+)", first).group(1))  # type: ignore[union-attr]
+        later = await tmux.wait(r"Tool call: get_\w+")
+        assert "sre-001 (easy)" in later and "agent heuristic" in later
+        await tmux.wait(r"Session complete", limit_s=15)
+        final = int(re.search(r"entry #(\d+)", tmux.screen()).group(1))  # type: ignore[union-attr]
+        assert final > seen  # entries arrived while we watched
+        await tmux.wait(r"t Truth")  # the reference buttons appeared with no key pressed
+        assert "Similarity to the reference" in tmux.screen()
+        tmux("send-keys", "-t", "tui", "3")
+        await tmux.wait(r"Reward \d\.\d{3}")
+        assert "PASS" in tmux.screen()
+        tmux("send-keys", "-t", "tui", "q")
+        await tmux.wait(r"Detach \+ Stop")
+        tmux("send-keys", "-t", "tui", "Down", "Enter")
+        async with asyncio.timeout(10):
+            while (await backend.get(handle.run_id)).status == "running":  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+            while "tui" in tmux("list-sessions"):  # noqa: ASYNC110
+                await asyncio.sleep(0.1)  # the program quit after its last run was detached
+    finally:
+        tmux("kill-server")
+        await backend.remove(handle)
