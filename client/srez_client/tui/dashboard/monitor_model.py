@@ -1,0 +1,212 @@
+"""The live monitor of one target as a pure view model (no urwid, no I/O).
+
+The screen polls the files (:mod:`.monitor_io`) and hands the model a :class:`MonitorData`; the
+model turns it into header lines, one line per task and two log tails, and turns keys into
+actions. Every string that came from a file is sanitised here, before any widget sees it.
+
+Definitions (decisions where the design is silent):
+
+* completed/total: tasks whose latest attempt is ``completed``, over the run's tasks.
+* score: the mean ``reward.total`` of the completed tasks.
+* evidence coverage: over the completed tasks whose ``result.json`` could be read, the mean share
+  of the task's required evidence the agent witnessed (``metrics.evidence_witnessed`` over
+  ``ground_truth.required_evidence``, the grade's ``evidence`` reward component); "full" counts
+  the tasks where every required item was witnessed.
+* errors, as the API's target summary counts them: ``provider``, attempts that ended on a
+  provider error (earlier attempts included: they are retried and would otherwise vanish);
+  ``agent``, completed tasks whose agent failed (the agent's result, counted in the score);
+  ``harness``, tasks that failed on our side (not counted).
+* budget left: the API's ``left_usd`` for today: the allowance minus what the shared ledger
+  (``$SREZ_STATE/budget/``, all managed runs) has spent or reserved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from srez_client.managed.models import TaskRecord
+from srez_client.sanitize import sanitize_line
+from srez_client.tui.dashboard.dashboard_model import (
+    Action,
+    budget_text,
+    score_text,
+    target_figures,
+)
+from srez_client.tui.dashboard.source import RunStatus
+
+MONITOR_KEYS: Final[dict[str, str]] = {
+    "up": "cursor_up",
+    "down": "cursor_down",
+    "enter": "open_task",
+    "p": "pause",
+    "s": "stop",
+    "c": "clear_pause",
+    "q": "back",
+    "esc": "back",
+}
+"""Key name → action of the live monitor (key bindings as data)."""
+HELP: Final = (
+    "p pause after this task · s pause and stop now · c clear pause · Enter open task · q back"
+)
+TAIL_LINES: Final = 200
+"""Lines kept of each log."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The evidence figures of one graded task (from its ``result.json``)."""
+
+    witnessed: int
+    required: int
+
+    @property
+    def share(self) -> float:
+        """Witnessed over required (1.0 when nothing is required)."""
+        return self.witnessed / self.required if self.required else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorData:
+    """One poll's worth of what the monitor shows."""
+
+    status: RunStatus | None
+    evidence: dict[str, Evidence] = field(default_factory=dict)
+    """By task id, for the completed tasks whose ``result.json`` was readable."""
+    console: tuple[str, ...] = ()
+    runner_log: tuple[str, ...] = ()
+    problem: str = ""
+    """Why the snapshot is missing or partial (shown, not raised)."""
+
+
+class MonitorModel:
+    """What the monitor shows of one target of one managed run."""
+
+    def __init__(self, run: str, target: str) -> None:
+        self.run = run
+        self.target = target
+        self.data = MonitorData(None)
+        self.cursor = 0
+        self.message = ""
+        self.error = False
+
+    def update(self, data: MonitorData) -> None:
+        """Takes a new poll; the cursor stays on its task index."""
+        self.data = data
+        self.cursor = min(self.cursor, max(0, len(self.tasks()) - 1))
+
+    def tasks(self) -> list[TaskRecord]:
+        """The target's task records, in the run's task order."""
+        status = self.data.status
+        if status is None:
+            return []
+        records = status.checkpoint(self.target).tasks
+        order = {t: i for i, t in enumerate(status.run.tasks)}
+        return sorted(records.values(), key=lambda r: order.get(r.task_id, len(order)))
+
+    def header(self) -> list[str]:
+        """Status, counts, score, evidence, errors and budget, one line each."""
+        status = self.data.status
+        title = f"{sanitize_line(self.run)} / {sanitize_line(self.target)}"
+        if status is None:
+            return [title, sanitize_line(self.data.problem or "reading…")]
+        fig = target_figures(status, self.target)
+        state = fig.state
+        if status.runner is not None and status.runner.target == self.target:
+            state += f" (task {sanitize_line(status.runner.task or '-')}, pid {status.runner.pid})"
+        if status.pause is not None:
+            why = status.pause.message or status.pause.reason
+            state += f" · PAUSE set ({sanitize_line(why)})"
+        lines = [
+            title,
+            f"state     {state}",
+            f"progress  {fig.completed}/{fig.total} completed · score {score_text(fig.score)}"
+            f" · passed {fig.passed}",
+            f"evidence  {self.evidence_text()}",
+            f"errors    {self.errors_text()}",
+            f"budget    {self.budget_line()}",
+        ]
+        if self.data.problem:
+            lines.append(f"note      {sanitize_line(self.data.problem)}")
+        return lines
+
+    def evidence_text(self) -> str:
+        """``72% (full on 5/8 graded tasks)``, or why there is no figure."""
+        graded = list(self.data.evidence.values())
+        if not graded:
+            return "no graded task yet"
+        mean = sum(e.share for e in graded) / len(graded)
+        full = sum(1 for e in graded if e.witnessed >= e.required)
+        return f"{mean:.0%} (full on {full}/{len(graded)} graded tasks)"
+
+    def errors_text(self) -> str:
+        """``provider 2 · agent 1 · harness 0`` (see the module docstring)."""
+        status = self.data.status
+        summary = status.summary(self.target) if status is not None else None
+        if summary is None:
+            return "provider 0 · agent 0 · harness 0"
+        return (
+            f"provider {summary.provider_error_attempts} · agent {summary.agent_errors}"
+            f" · harness {summary.harness_errors}"
+        )
+
+    def budget_line(self) -> str:
+        """``$3.20 left today (2026-11-30) of $5.00/day``, or ``no daily budget``."""
+        status = self.data.status
+        budget = status.status.budget if status is not None else None
+        if status is None or budget is None:
+            return "no daily budget"
+        spent = f"spent ${budget.spent_usd:.2f}, reserved ${budget.outstanding_usd:.2f}"
+        return f"${budget.left_usd:.2f} left today ({budget.day}) of {budget_text(status.run)}; {spent}"
+
+    def task_lines(self) -> list[tuple[bool, str]]:
+        """``(focused, text)`` per task record."""
+        out = []
+        for i, record in enumerate(self.tasks()):
+            reward = "  -  " if record.reward is None else f"{record.reward:.3f}"
+            ev = self.data.evidence.get(record.task_id)
+            evidence = f"ev {ev.witnessed}/{ev.required}" if ev else ""
+            error = f" {record.error_kind}: {record.error}" if record.error else ""
+            text = (
+                f"{sanitize_line(record.task_id):<10} {record.status:<14} try {record.attempt}"
+                f"  reward {reward}  {evidence:<8}{sanitize_line(error)}"
+            )
+            out.append((i == self.cursor, text))
+        return out
+
+    def console(self) -> list[str]:
+        """The console log's tail, sanitised."""
+        return [sanitize_line(line) for line in self.data.console[-TAIL_LINES:]]
+
+    def runner_log(self) -> list[str]:
+        """The runner log's tail, sanitised."""
+        return [sanitize_line(line) for line in self.data.runner_log[-TAIL_LINES:]]
+
+    def press(self, key: str) -> Action | None:
+        """Moves the cursor, or returns the action a key asks for."""
+        name = MONITOR_KEYS.get(key)
+        self.message, self.error = "", False
+        if name is None:
+            return None
+        if name in ("cursor_up", "cursor_down"):
+            step = -1 if name == "cursor_up" else 1
+            self.cursor = max(0, min(len(self.tasks()) - 1, self.cursor + step))
+            return None
+        if name == "open_task":
+            return self._open_task()
+        return Action(name, self.run, self.target)
+
+    def _open_task(self) -> Action | None:
+        tasks = self.tasks()
+        if not tasks:
+            self.message, self.error = "no task has started yet", True
+            return None
+        record = tasks[self.cursor]
+        ref = record.results_dir or record.run_id
+        if ref is None:
+            self.message, self.error = f"{record.task_id} has no run yet", True
+            return None
+        return Action("open_task", self.run, self.target, ref)
+
+
+__all__ = ["HELP", "MONITOR_KEYS", "Evidence", "MonitorData", "MonitorModel"]

@@ -1,0 +1,48 @@
+"""The dashboard's source on the real managed API: the runner starts detached in its own
+process group and session, with the TUI's state folder, and is reaped when it ends."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from dash_kit import make_run
+
+from srez_client.tui.dashboard.managed_source import ManagedApiSource
+
+
+def wait_ended(source: ManagedApiSource, timeout: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    messages: list[str] = []
+    while source._launched and time.monotonic() < deadline:
+        messages += source.ended_launches()
+        time.sleep(0.05)
+    assert not source._launched, "the runner did not end"
+    return messages
+
+
+def test_start_runs_the_target_detached_with_the_tui_state(tmp_path: Path) -> None:
+    source = ManagedApiSource(tmp_path / "results", tmp_path / "state")
+    folder = make_run(source.results_root, tasks=("sre-001",), models=(), budget=None)
+    pid = source.start("demo", "scripted")
+    assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own group and session
+    assert os.getsid(pid) != os.getsid(0)
+    assert wait_ended(source) == []
+    with pytest.raises(ChildProcessError):  # already reaped: no zombie left behind
+        os.waitpid(pid, os.WNOHANG)
+    status = source.status("demo")
+    assert status.summary("scripted") is not None
+    assert status.summary("scripted").completed == 1  # type: ignore[union-attr]
+    assert "sre-001 attempt 1: completed" in (folder / "targets/scripted/console.log").read_text()
+    assert (tmp_path / "state" / "tui" / "launch-demo-scripted.log").is_file()
+
+
+def test_start_reports_a_runner_that_fails(tmp_path: Path) -> None:
+    source = ManagedApiSource(tmp_path / "results", tmp_path / "state")
+    make_run(source.results_root, models=())
+    source.start("demo", "no-such-target")
+    [message] = wait_ended(source)
+    assert message.startswith("runner of demo/no-such-target exited 2: srez: error:")
+    assert "\x1b" not in message

@@ -1,0 +1,123 @@
+"""The real ``srez tui`` in a real terminal (tmux): create a managed run through the model picker."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+CATALOG = """| slug | provider | default | note |
+|---|---|---|---|
+| openai/m-one | OpenAI | yes | first |
+| google/g-one | Google | | other |
+| openai/m-two | OpenAI | | second |
+| openai/m-three | OpenAI | | third |
+| openai/m-four | OpenAI | | fourth |
+"""
+
+
+class Tmux:
+    """One private tmux server running one command."""
+
+    def __init__(self, command: str) -> None:
+        self.socket = f"srez-dash-{uuid.uuid4().hex[:12]}"
+        self.run("new-session", "-d", "-x", "120", "-y", "40", command)
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+        )
+        return done.stdout
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "0", *keys)
+
+    def text(self, text: str) -> None:
+        self.run("send-keys", "-t", "0", "-l", text)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "0")
+
+    def wait_for(self, needle: str, timeout: float = 8.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if needle in screen:
+                return screen
+            time.sleep(0.1)
+        pytest.fail(f"{needle!r} never appeared; the screen:\n{self.screen()}")
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def tui(tmp_path: Path) -> Iterator[tuple[Tmux, Path]]:
+    (tmp_path / "models.md").write_text(CATALOG)
+    results = tmp_path / "results"
+    env = {
+        "SREZ_STATE": str(tmp_path / "state"),
+        "SREZ_MODELS_FILE": str(tmp_path / "models.md"),
+        "SREZ_TUI_BACKENDS": "inline",
+        "TERM": "xterm-256color",
+    }
+    argv = [sys.executable, "-m", "srez_client.cli", "tui", "--results", str(results)]
+    command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    command += " " + shlex.join(argv) + f" 2>{shlex.quote(str(tmp_path / 'stderr'))}"
+    tmux = Tmux(f"cd {shlex.quote(str(Path.cwd()))} && {command}")
+    try:
+        yield tmux, results
+    finally:
+        tmux.kill()
+
+
+def test_tui_creates_a_managed_run_with_models_from_the_picker(tui: tuple[Tmux, Path]) -> None:
+    tmux, results = tui
+    tmux.wait_for("No managed run yet")
+    tmux.keys("n")
+    tmux.wait_for("New managed run")
+    tmux.text("tmuxrun")
+    tmux.keys("Down", "Down", "Down", "Space", "Down", "Enter")  # scripted; Pick models…
+    tmux.wait_for("Pick models")
+    tmux.keys("c", "/")
+    tmux.text("openai")
+    tmux.keys("Enter")
+    tmux.wait_for("filter 'openai': 4 shown")
+    tmux.keys("Down", "Down", "Down", "Space")  # toggle row 4 (m-four)
+    tmux.wait_for("[x] 4. openai/m-four")
+    tmux.keys(":")
+    tmux.text("select 1-3")
+    tmux.keys("Enter")
+    screen = tmux.wait_for("selected 3 row(s)")
+    assert "[x] 1. openai/m-one" in screen and "[x] 3. openai/m-three" in screen
+    tmux.keys("Enter")
+    tmux.wait_for("4: openai/m-one, openai/m-two, openai/m-three, openai/m-four")
+    tmux.keys("Down")  # tasks
+    tmux.text("sre-001,sre-002")
+    tmux.keys("Down", "Space")  # backend inline
+    for _ in range(5):  # local, docker, budget, cost cap, Create
+        tmux.keys("Tab")
+    tmux.keys("Enter")
+    tmux.wait_for("tmuxrun · inline · 2 tasks · no budget")
+    run = orjson.loads((results / "managed" / "tmuxrun" / "run.json").read_bytes())
+    assert [(t["agent"], t["model"]) for t in run["targets"]] == [
+        ("scripted", "none"),
+        ("llm", "openai/m-one"),
+        ("llm", "openai/m-two"),
+        ("llm", "openai/m-three"),
+        ("llm", "openai/m-four"),
+    ]
+    assert run["tasks"] == ["sre-001", "sre-002"]
