@@ -1,0 +1,98 @@
+"""An LLM target of a managed run, end to end: the real runner, the ``local`` backend, the real
+LLM agent and litellm against the fake OpenAI-compatible server.
+
+The first attempt meets a provider that keeps failing: the task ends with ``error_kind:
+provider`` and is recorded as a provider error, not as the model's failure and not counted. The
+resume re-runs it (attempt 2) against a provider that answers with the expert's tool calls, and
+only that attempt is scored. The budget ledger holds both attempts' reservations, settled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from managed_kit import Kit, make_kit
+
+from fakes.openai_server import FakeOpenAI, Scripted, error, tool_call
+from srez_client.managed.ledger import BudgetLedger
+from srez_env.agents import make_agent
+from srez_env.env import SREEnv
+from srez_env.tasks import load_tasks
+
+TASK = "sre-001"
+TARGET = "llm-openai__fake"
+
+
+@pytest.fixture
+def kit(tmp_path: Path) -> Kit:
+    return make_kit(tmp_path)
+
+
+def expert_replies(task_id: str) -> list[Scripted]:
+    task = load_tasks([task_id])[0]
+    env = SREEnv(task)
+    obs: Any = env.reset()
+    agent = make_agent("scripted", task)
+    replies = []
+    while not env.done:
+        action = agent.act(obs)
+        assert isinstance(action, dict)
+        replies.append(tool_call(action["tool"], action["args"]))
+        obs = env.step(action).observation
+    return replies
+
+
+def test_a_provider_error_is_retried_on_resume_and_never_counted(
+    kit: Kit, fake_openai: FakeOpenAI
+) -> None:
+    kit.srez(
+        "managed",
+        "create",
+        "m",
+        "--baselines",
+        "none",
+        "--models",
+        "openai/fake",
+        "--tasks",
+        TASK,
+        "--backend",
+        "local",
+        "--daily-budget-usd",
+        "5",
+        "--cost-cap-usd",
+        "0.5",
+    )
+    llm_env = {
+        "SREZ_LLM_API_BASE": fake_openai.base_url,
+        "OPENAI_API_KEY": "sk-fake",
+        "SREZ_LLM_MAX_ATTEMPTS": "2",
+        "SREZ_LLM_BACKOFF_S": "0.01",
+        "SREZ_LLM_BACKOFF_MAX_S": "0.05",
+        "SREZ_LLM_INPUT_COST_PER_TOKEN": "0.000001",
+        "SREZ_LLM_OUTPUT_COST_PER_TOKEN": "0.000002",
+        "SREZ_TODAY": "2026-03-01",
+    }
+    fake_openai.push(error(500), error(500))
+    first = kit.srez("managed", "run", "m", check=False, env=llm_env)
+    record = kit.output("m", TARGET)[TASK]
+    assert record["status"] == "provider_error", (record, first.stderr[-2000:])
+    assert first.returncode == 0, first.stderr[-2000:]  # the queue ran; the task awaits a retry
+
+    fake_openai.push(*expert_replies(TASK))
+    second = kit.srez("managed", "run", "m", check=False, env=llm_env)
+    assert second.returncode == 0, second.stderr[-2000:]
+    record = kit.output("m", TARGET)[TASK]
+    assert record["status"] == "completed" and record["attempt"] == 2
+    assert record["reward"] == 1.0
+    assert record["cost_usd"] > 0
+
+    status = json.loads(kit.srez("managed", "status", "m", "--json", **llm_env).stdout)
+    (target,) = [t for t in status["targets"] if t["target"] == TARGET]
+    assert target["completed"] == 1 and target["state"] == "done"
+    assert target["provider_errors"] == 0 and target["provider_error_attempts"] == 1
+    view = BudgetLedger(kit.state / "budget").view("2026-03-01")
+    assert view.outstanding_usd == 0.0 and len(view.reserved_keys) == 2
+    assert 0 < view.spent_usd <= 2 * 0.5
