@@ -1,4 +1,6 @@
-"""``make bench``: performance figures, printed as one JSON object (``env`` and ``daemon``).
+"""``make bench``: performance figures, printed as one JSON object: ``env`` (below), ``daemon``
+(:mod:`bench_daemon`), ``backends`` (:mod:`bench_docker`), ``llm`` (:mod:`bench_llm`),
+``managed`` (:mod:`bench_managed`) and ``tui`` (:mod:`bench_tui`).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -112,11 +114,17 @@ def main() -> None:
     """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
     from srez_client.bench_daemon import daemon_figures
     from srez_client.bench_docker import docker_figures
+    from srez_client.bench_llm import llm_figures
+    from srez_client.bench_managed import bench_managed
+    from srez_client.bench_tui import bench_tui
 
     figures = {
         "env": measure(),
         "daemon": asyncio.run(daemon_figures()),
         "backends": asyncio.run(docker_figures()),
+        "llm": llm_figures(),
+        "managed": bench_managed(),
+        "tui": bench_tui(),
     }
     print(json.dumps(figures, indent=2))
 
