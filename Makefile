@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-PYTEST_FAST := -m "not docker and not tmux and not llm and not slow"
+PYTEST_FAST := -m "not llm and not slow"
 
 .PHONY: setup run test test-docker test-all check bench golden tasks image image-base clean
 

@@ -1,11 +1,13 @@
 """Suite-wide rules: docker-marked tests skip only when no Docker engine answers, and fail
-instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); and the
+instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); tmux-marked
+tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; and the
 ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
 
 from __future__ import annotations
 
 import functools
 import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -26,16 +28,23 @@ def _engine_problem() -> str | None:
 
 @pytest.hookimpl(trylast=True)  # after -m deselection: no engine ping when no docker test runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    docker_items = [item for item in items if item.get_closest_marker("docker")]
-    if not docker_items:
-        return
-    problem = _engine_problem()
-    if problem is None:
-        return
-    if os.environ.get("REQUIRE_DOCKER") == "1":
-        raise pytest.UsageError(f"REQUIRE_DOCKER=1 but {problem}")
-    for item in docker_items:
-        item.add_marker(pytest.mark.skip(reason=problem))
+    needs = (
+        ("docker", "REQUIRE_DOCKER", _engine_problem),
+        ("tmux", "REQUIRE_TMUX", _tmux_problem),
+    )
+    for marker, required_by, problem_of in needs:
+        marked = [item for item in items if item.get_closest_marker(marker)]
+        problem = problem_of() if marked else None
+        if problem is None:
+            continue
+        if os.environ.get(required_by) == "1":
+            raise pytest.UsageError(f"{required_by}=1 but {problem}")
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=problem))
+
+
+def _tmux_problem() -> str | None:
+    return None if shutil.which("tmux") else "tmux is not installed"
 
 
 @pytest.fixture(scope="module")

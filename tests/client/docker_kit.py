@@ -70,6 +70,11 @@ class Engine:
     def ours(self) -> list[Any]:
         """Every container of this session."""
         filters = {"label": f"{SESSION_LABEL}={self.session}"}
+        for _ in range(5):  # a container removed between the listing and its inspect: list again
+            try:
+                return list(self.client.containers.list(all=True, filters=filters))
+            except docker.errors.NotFound:
+                time.sleep(0.05)
         return list(self.client.containers.list(all=True, filters=filters))
 
     def remove_all(self) -> None:

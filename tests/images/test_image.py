@@ -190,6 +190,7 @@ def test_the_agent_user_reads_no_task_secret(
     assert report.files > 1000 and report.markers > 40  # it did walk the image
 
 
+@pytest.mark.slow  # builds a second image (about a minute); the check itself runs on every build
 def test_a_planted_leak_fails_the_check(
     engine: Any, run_image: str, session_labels: dict[str, str], tmp_path: Path
 ) -> None:

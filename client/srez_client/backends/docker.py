@@ -6,7 +6,19 @@ anonymous volume, and the daemon's port 4263 published on **127.0.0.1 only** on 
 picks. Before it starts, ``/srez/run.json`` and the token (``/run/srez/token``, 0400, root) are put
 into it as files: the token never goes through a label, the environment or the command line, and
 the client never reads it back from the container (its own copy is ``$SREZ_STATE/docker/<run-id>/
-token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set.
+token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set, and,
+for an LLM run, what its agent needs to reach its model:
+
+LLM runs (``llm``, ``llm-json``; SECURITY.md A12): provider keys never enter a container. The
+backend starts one :class:`~srez_client.relay.ModelRelay` with its first LLM run, on the Docker
+bridge's gateway address, registers each run with its real model slug (and the host-side
+``SREZ_LLM_API_BASE``/``SREZ_LLM_API_KEY``/``SREZ_LLM_TIMEOUT_S``, if set), and gives the
+container only the agent's other ``SREZ_LLM_*`` settings, the relay's URL and the run's scoped
+relay token (:func:`~srez_client.backends.docker_state.model_environment`). That token is a
+different secret from the daemon's: it only buys chat completions for this run, from this process,
+and is revoked when the run is seen finished, is stopped or removed, so it may sit in the
+environment; the daemon's token, which buys exec and a root shell, never does. The launching
+process must stay alive while an LLM run's agent works: the relay lives in it.
 
 Authority (SECURITY.md A10): containers are discovered by the label ``srez.run``; the client acts
 on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
@@ -51,21 +63,28 @@ from srez_client.backends.base import (
 )
 from srez_client.backends.docker_state import (
     DockerRecord,
+    LaunchPlan,
     SeenContainer,
     agent_specs,
+    bridge_gateway,
     inputs_tar,
+    llm_settings,
+    model_environment,
     plan_launch,
     published_port,
     read_replay,
+    relay_target,
     write_state,
 )
 from srez_client.backends.inline import srez_version
 from srez_client.backends.state import Ledger, is_owned
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
 from srez_client.mirror_plan import DEFAULT_LIMITS, MirrorLimits
+from srez_client.relay import ModelRelay
 from srez_client.results import RUN_ID_RE
 from srez_daemon.storage import atomic_write_json
 from srez_env.agents import make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -130,6 +149,8 @@ class DockerBackend(Backend):
         self._client: engine.DockerClient | None = None
         self._client_lock = asyncio.Lock()
         self._finished_exited: set[str] = set()  # containers seen exited with summary.json
+        self._relay: ModelRelay | None = None
+        self._relay_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ the engine
 
@@ -145,10 +166,55 @@ class DockerBackend(Backend):
             return self._client
 
     def close(self) -> None:
-        """Close the SDK client's connections (a later call makes a new one)."""
+        """Close the model relay (every relay token stops working) and the SDK client's
+        connections (a later call makes new ones)."""
+        if self._relay is not None:
+            self._relay.close_blocking()
+            self._relay = None
         if self._client is not None:
             self._client.close()
             self._client = None
+
+    async def relay(self) -> ModelRelay:
+        """The model relay of this backend's LLM runs, started on first use on the bridge
+        network's gateway address (a free port).
+
+        Raises:
+            BackendError: If the engine has no bridge network, or its gateway is not an address
+                of this host (a remote engine, Docker Desktop): LLM runs cannot reach the relay.
+        """
+        async with self._relay_lock:
+            if self._relay is None:
+                host = bridge_gateway(await self._call(engine.bridge_network))
+                relay = ModelRelay(host)
+                try:
+                    await relay.start()
+                except OSError as e:
+                    msg = f"docker: cannot serve the model relay on the bridge gateway {host} ({e.strerror or e}); LLM runs need an engine on this host"
+                    raise BackendError(msg) from e
+                self._relay = relay
+            return self._relay
+
+    def _revoke(self, run_id: str) -> None:
+        """The run's relay token stops working (nothing if it has none)."""
+        if self._relay is not None:
+            self._relay.revoke(run_id)
+
+    async def _model_environment(self, spec: LaunchSpec, run_id: str) -> dict[str, str]:
+        """Register an LLM run with the relay; what its container is told about its model."""
+        settings = llm_settings(os.environ, spec.agent_env)
+        target = relay_target(settings)
+        relay = await self.relay()
+        grant = relay.register(
+            run_id,
+            spec.model,
+            target.api_base,
+            api_key=target.api_key,
+            timeout_s=target.timeout_s,
+        )
+        return model_environment(
+            settings, base_url=grant.base_url, token=grant.token, run_id=run_id
+        )
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, await self.client(), *args, **kwargs)
@@ -157,7 +223,8 @@ class DockerBackend(Backend):
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Create the container, put ``run.json`` and the token into it, start it, and wait until
-        ``/api/health`` reports the run past ``starting``."""
+        ``/api/health`` reports the run past ``starting``. An LLM run is registered with the model
+        relay first (started now if it is the first), and its token revoked if the launch fails."""
         (task,) = load_tasks([spec.task_id])
         host_spec, agent_spec, replay_file = await asyncio.to_thread(agent_specs, spec.agent_spec)
         agent = make_agent(host_spec, task, spec.run_seed)  # fails fast
@@ -174,6 +241,24 @@ class DockerBackend(Backend):
             now=datetime.now(UTC),
         )
         run_id = plan.run_id
+        environment = dict(plan.environment)
+        if host_spec in LLM_SPECS and spec.model not in ("", "none"):
+            environment.update(await self._model_environment(spec, run_id))
+        try:
+            return await self._launch(spec, plan, environment, replay)
+        except BaseException:
+            self._revoke(run_id)
+            raise
+
+    async def _launch(
+        self,
+        spec: LaunchSpec,
+        plan: LaunchPlan,
+        environment: dict[str, str],
+        replay: bytes | None,
+    ) -> RunHandle:
+        """The launch once everything is decided: state, container, inputs, start, readiness."""
+        run_id = plan.run_id
         self.ledger.add(plan.owned)
         await asyncio.to_thread(write_state, self.folder / run_id, plan.record, plan.token)
         try:
@@ -183,7 +268,7 @@ class DockerBackend(Backend):
                 name=plan.record.container_name,
                 labels={**self.extra_labels, **plan.labels},
                 keep=spec.keep,
-                environment=plan.environment,
+                environment=environment,
                 mem_limit=self.mem_limit,
                 pids_limit=self.pids_limit,
             )
@@ -362,16 +447,20 @@ class DockerBackend(Backend):
             seen = await self._locate(run.run_id)
             return None if seen is None else await self._handle(seen)
 
-        return await poll_until_finished(
+        done = await poll_until_finished(
             BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.02, max_delay_s=0.25
         )
+        self._revoke(run.run_id)  # the agent phase is over: its model is no longer its to call
+        return done
 
     async def stop(self, run: RunHandle) -> None:
         """``docker stop`` (SIGTERM, SIGKILL after the grace); nothing if it is gone."""
         seen = await self._locate(run.run_id)
         if seen is None:
+            self._revoke(run.run_id)
             return
         self._authorize(seen)
+        self._revoke(run.run_id)
         await self._call(engine.stop, seen.id, self.stop_grace_s)
 
     async def remove(self, run: RunHandle) -> None:
@@ -379,6 +468,8 @@ class DockerBackend(Backend):
         seen = await self._locate(run.run_id)
         if seen is not None:
             self._authorize(seen)
+        self._revoke(run.run_id)
+        if seen is not None:
             await self._call(engine.remove, seen.id, self.stop_grace_s)
         if seen is None or self._record(run.run_id) is not None:
             await self._forget(run.run_id)

@@ -108,6 +108,19 @@ def create(
     return str(container.id)
 
 
+def bridge_network(client: DockerClient) -> dict[str, Any]:
+    """The attributes of the engine's default ``bridge`` network (where its gateway is).
+
+    Raises:
+        BackendError: If the engine has none or refuses.
+    """
+    try:
+        return dict(client.networks.get("bridge").attrs)
+    except docker.errors.DockerException as e:
+        action = "reading the bridge network"
+        raise engine_error(action, e) from e
+
+
 def start(client: DockerClient, container_id: str, inputs: bytes) -> None:
     """Put the tar ``inputs`` at ``/`` of a created container, then start it.
 

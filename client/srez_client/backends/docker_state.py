@@ -8,11 +8,14 @@ ledger entry of :mod:`srez_client.backends.state` they make a container *owned*.
 The rest is pure: what a launch writes (:func:`plan_launch`), the tar of the files put into a
 container before it starts (:func:`inputs_tar`), a container as listed or inspected (:class:`SeenContainer`), the published
 port (:func:`published_port`, loopback only), the engine's file-mode bits (:func:`is_folder`,
-:func:`is_regular`), and which labels may name a results folder (:func:`label_problem`).
+:func:`is_regular`), which labels may name a results folder (:func:`label_problem`), and what an
+LLM run's container is told about its model (:func:`bridge_gateway`, :func:`llm_settings`,
+:func:`relay_target`, :func:`model_environment`; see :mod:`srez_client.relay`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ipaddress
 import os
@@ -20,16 +23,17 @@ import re
 import secrets
 import tarfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from srez_client.backends.base import LaunchSpec, RunStatus
+from srez_client.backends.base import AGENT_ENV_KEY, LaunchSpec, RunStatus
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce, private_dir
 from srez_client.errors import BackendError
+from srez_client.relay_wire import is_credential_name
 from srez_client.results import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest
 from srez_daemon.storage import atomic_write_json, utc_timestamp
@@ -54,6 +58,10 @@ _GO_TYPE_BITS: Final = (
 )
 """Dir, symlink, device, named pipe, socket, char device, irregular."""
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
+HOST_ONLY_SETTINGS: Final = frozenset(
+    {"SREZ_LLM_API_BASE", "SREZ_LLM_API_KEY", "SREZ_LLM_CALL_MODEL"}
+)
+"""LLM settings that stay on the host: the real endpoint and credential are the relay's to use."""
 
 
 class DockerRecord(BaseModel):
@@ -330,3 +338,90 @@ def seen_from_attrs(attrs: Mapping[str, Any]) -> SeenContainer:
 def run_status(state: str) -> RunStatus:
     """``running`` while the container's processes exist (paused and restarting included)."""
     return "running" if state in ("running", "paused", "restarting") else "exited"
+
+
+# ---------------------------------------------------------------------- LLM runs and the relay
+
+
+def bridge_gateway(network: Mapping[str, Any]) -> str:
+    """The IPv4 address containers on the ``bridge`` network reach the host by.
+
+    ``IPAM.Config[].Gateway`` when the engine reports it; else the first host address of the
+    subnet, which is where the engine puts the gateway when none is configured (some engines
+    report the subnet alone). Whether this host owns the address is found out by binding it.
+
+    Raises:
+        BackendError: If the network has no IPv4 subnet.
+    """
+    for config in (network.get("IPAM") or {}).get("Config") or []:
+        with contextlib.suppress(ValueError, TypeError):
+            gateway = ipaddress.ip_address(str(config.get("Gateway") or ""))
+            if gateway.version == 4:
+                return str(gateway)
+        with contextlib.suppress(ValueError, TypeError):
+            subnet = ipaddress.ip_network(str(config.get("Subnet") or ""), strict=False)
+            if subnet.version == 4:
+                return str(next(subnet.hosts()))
+    name = network.get("Name", "bridge")
+    msg = f"docker: the {name} network has no IPv4 gateway, so containers cannot reach the model relay"
+    raise BackendError(msg)
+
+
+def llm_settings(host_environ: Mapping[str, str], agent_env: Mapping[str, str]) -> dict[str, str]:
+    """The LLM agent's ``SREZ_LLM_*`` settings: the launcher's own, overridden by the launch's
+    ``agent_env``, as the ``local`` backend passes them."""
+    merged = {k: v for k, v in host_environ.items() if AGENT_ENV_KEY.fullmatch(k)}
+    merged.update(agent_env)
+    return merged
+
+
+@dataclass(frozen=True, slots=True)
+class RelayTarget:
+    """Where the relay sends a run's calls: host-side settings that never enter the container."""
+
+    api_base: str | None = None
+    """The real endpoint (``SREZ_LLM_API_BASE``; None: the provider's own)."""
+    api_key: str | None = field(default=None, repr=False)
+    """An explicit key (``SREZ_LLM_API_KEY``; None: the provider's variable, as litellm reads it)."""
+    timeout_s: float | None = None
+    """The provider call's timeout (``SREZ_LLM_TIMEOUT_S``; None: the relay's default)."""
+
+
+def relay_target(settings: Mapping[str, str]) -> RelayTarget:
+    """The host-side part of a run's LLM settings."""
+    try:
+        timeout = float(settings.get("SREZ_LLM_TIMEOUT_S", ""))
+    except ValueError:
+        timeout = 0.0
+    return RelayTarget(
+        api_base=settings.get("SREZ_LLM_API_BASE", "").strip() or None,
+        api_key=settings.get("SREZ_LLM_API_KEY", "").strip() or None,
+        timeout_s=timeout if timeout > 0 else None,
+    )
+
+
+def model_environment(
+    settings: Mapping[str, str], *, base_url: str, token: str, run_id: str
+) -> dict[str, str]:
+    """The environment an LLM run's container gets about its model: the agent's settings minus
+    anything host-only or credential-shaped, plus the relay.
+
+    * ``SREZ_LLM_API_BASE``: the relay (``http://<bridge gateway>:<port>/v1``);
+    * ``SREZ_LLM_API_KEY``: the run's scoped relay token (never a provider key);
+    * ``SREZ_LLM_CALL_MODEL``: ``openai/srez-<run-id>``, the litellm route to an OpenAI-compatible
+      server; ``SREZ_MODEL`` stays the real slug, for the record and for pricing (the agent
+      prices its calls by ``SREZ_MODEL`` whenever a call model is set).
+
+    No host value of any ``*_API_KEY`` ever enters the container.
+    """
+    env = {
+        k: v
+        for k, v in settings.items()
+        if k not in HOST_ONLY_SETTINGS and not is_credential_name(k)
+    }
+    env.update(
+        SREZ_LLM_API_BASE=base_url,
+        SREZ_LLM_API_KEY=token,
+        SREZ_LLM_CALL_MODEL=f"openai/srez-{run_id}",
+    )
+    return env

@@ -52,7 +52,7 @@ class LiteLLMClient:
         litellm = self._lib()
         s = self.settings
         kwargs: dict[str, Any] = {
-            "model": s.model,
+            "model": s.call_model or s.model,
             "messages": messages,
             "timeout": s.timeout_s,
             "num_retries": 0,
@@ -60,6 +60,8 @@ class LiteLLMClient:
         }
         if s.api_base:
             kwargs["api_base"] = s.api_base
+        if s.api_key:
+            kwargs["api_key"] = s.api_key
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
@@ -101,6 +103,11 @@ class LiteLLMClient:
                 s.output_cost_per_token or 0.0
             )
         try:
+            if s.call_model:  # behind the relay: price the real model, not the relay's name
+                cost_in, cost_out = self._lib().cost_per_token(
+                    model=s.model, prompt_tokens=tokens_in, completion_tokens=tokens_out
+                )
+                return float(cost_in) + float(cost_out)
             return float(self._lib().completion_cost(completion_response=response))
         except Exception:  # ModelNotMappedError and kin: an unpriced model
             return None

@@ -13,6 +13,8 @@ Configuration (environment variables, read once by :meth:`LLMSettings.from_env`)
 ==============================  ============================================================
 ``SREZ_MODEL``                  the litellm model slug (required)
 ``SREZ_LLM_API_BASE``           base URL of an OpenAI-compatible server (local models, tests)
+``SREZ_LLM_CALL_MODEL``         the slug to call instead of ``SREZ_MODEL`` (the docker relay)
+``SREZ_LLM_API_KEY``            a key sent instead of the provider's variable (the relay's token)
 ``SREZ_LLM_TIMEOUT_S``          per-request timeout (default 120)
 ``SREZ_LLM_TEMPERATURE``        sampling temperature (default: the provider's)
 ``SREZ_LLM_MAX_TOKENS``         completion token cap per reply (default: the provider's)
@@ -105,6 +107,12 @@ class LLMSettings:
     model: str
     mode: Mode = "tools"
     api_base: str | None = None
+    call_model: str | None = None
+    """The slug to call when it differs from :attr:`model`: behind the host's model relay (docker
+    runs) the agent speaks OpenAI's protocol to ``openai/srez-<run-id>`` while :attr:`model`
+    stays the real slug, which names the run and prices its calls."""
+    api_key: str | None = None
+    """A key to send instead of the provider's usual variable (the relay's per-run token)."""
     timeout_s: float = 120.0
     temperature: float | None = None
     max_tokens: int | None = None
@@ -145,6 +153,8 @@ class LLMSettings:
             model=model,
             mode="json" if LLM_SPECS.get(spec) == "json" else "tools",
             api_base=environ.get("SREZ_LLM_API_BASE", "").strip() or None,
+            call_model=environ.get("SREZ_LLM_CALL_MODEL", "").strip() or None,
+            api_key=environ.get("SREZ_LLM_API_KEY", "").strip() or None,
             timeout_s=req("SREZ_LLM_TIMEOUT_S", 120.0, 0.001),
             temperature=num("SREZ_LLM_TEMPERATURE", None),
             max_tokens=int(max_tokens) if max_tokens is not None else None,

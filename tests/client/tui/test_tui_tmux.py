@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import subprocess
 import sys
 import uuid
@@ -24,7 +23,6 @@ from srez_client.backends.local import LocalBackend
 
 pytestmark = [
     pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 SREZ = Path(sys.executable).parent / "srez"
 SLOW_AGENT = """

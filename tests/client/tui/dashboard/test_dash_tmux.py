@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,6 @@ import pytest
 
 pytestmark = [
     pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
 CATALOG = """| slug | provider | default | note |
