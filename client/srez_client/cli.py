@@ -26,7 +26,7 @@ from srez_client.backends import AVAILABLE_BACKENDS, run_inline
 from srez_client.cli_export import add_export_command
 from srez_client.cli_managed import add_managed_command
 from srez_client.cli_mirror import add_mirror_command
-from srez_client.cli_runs import add_commands
+from srez_client.cli_runs import add_commands, model_for
 from srez_client.cli_tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.eval_backend import eval_on_backend
@@ -42,6 +42,7 @@ from srez_client.report import (
 )
 from srez_daemon.protocol import dialog_json_schema
 from srez_env.agents import make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 from srez_env.task import Task
 from srez_env.tasks import load_task, load_tasks
@@ -102,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--agent",
         required=True,
-        help="comma list of scripted, heuristic, random, replay:FILE",
+        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json",
     )
+    ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
     ev.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
     ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
@@ -297,13 +299,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not tasks:
         msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"
         raise UsageError(msg)
+    model = model_for(agents, args.model)
     for spec in agents:  # fail fast on an unknown agent or a malformed replay file
-        make_agent(spec, tasks[0], 0)
+        if spec not in LLM_SPECS:  # an LLM agent is built in its own process, with its model
+            make_agent(spec, tasks[0], 0)
+    if model != "none" and args.backend == "inline":
+        msg = "the llm agents run on --backend local or docker (their own process), not inline"
+        raise UsageError(msg)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
     grades: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
     if args.backend != "inline":
-        grades, runs = eval_on_backend(args.backend, jobs, args.results, args.parallel)
+        grades, runs = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
         return _print_eval(args, grades, runs)
     with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
         for spec, task, seed in jobs:

@@ -23,6 +23,7 @@ from srez_client.attach import attach_plain
 from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, LaunchSpec, RunHandle
 from srez_client.backends.base import get_backend as make_backend
 from srez_client.errors import ClientError, RunNotFoundError, UsageError
+from srez_client.models_catalog import valid_slug
 from srez_client.report import render_table
 from srez_client.results import RUN_ID_RE
 from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
@@ -31,6 +32,7 @@ from srez_client.sanitize import sanitize, sanitize_line
 from srez_client.terminal import pty_session
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
+from srez_env.agents.llm import LLM_SPECS
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +47,10 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
 
     run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
     run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
-    run.add_argument("--agent", required=True, help="scripted, heuristic, random, replay:FILE")
+    run.add_argument(
+        "--agent", required=True, help="scripted, heuristic, random, replay:FILE, llm, llm-json"
+    )
+    run.add_argument("--model", metavar="SLUG", help="litellm model slug, for --agent llm/llm-json")
     run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
     run.add_argument(
@@ -130,12 +135,31 @@ def _run_async(make: Callable[[], Awaitable[int]]) -> int:
 # ---------------------------------------------------------------------- srez run
 
 
+def model_for(agents: list[str], model: str | None) -> str:
+    """The model of runs of ``agents``: ``--model`` is required by the LLM agents and refused
+    without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
+    wants = [a for a in agents if a in LLM_SPECS]
+    if not wants:
+        if model is not None:
+            msg = f"--model {model!r} is only for --agent llm or llm-json"
+            raise UsageError(msg)
+        return "none"
+    if model is None:
+        msg = f"--agent {wants[0]} needs --model SLUG (a litellm slug, e.g. openai/gpt-4o-mini)"
+        raise UsageError(msg)
+    if not valid_slug(model):
+        msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
+        raise UsageError(msg)
+    return model
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
     backend = backend_of(args)
     spec = LaunchSpec(
         task_id=args.task,
         agent_spec=args.agent,
+        model=model_for([args.agent], args.model),
         run_seed=args.seed,
         keep=args.keep or args.keep_container,
         time_limit_s=args.timeout,

@@ -20,6 +20,7 @@ from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, get_
 from srez_client.errors import ClientError
 from srez_client.mirror_io import read_small_file
 from srez_client.runs import run_to_results, scratch_dir
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 from srez_env.task import Task
 
@@ -31,9 +32,11 @@ Row = dict[str, object]
 
 
 def eval_on_backend(
-    backend_name: str, jobs: list[Job], results_root: Path, parallel: int
+    backend_name: str, jobs: list[Job], results_root: Path, parallel: int, model: str = "none"
 ) -> tuple[list[Row], list[Row]]:
     """Run ``jobs`` on a backend; returns (grades as in ``result.json``, one row per run).
+
+    ``model`` is the slug of the jobs whose agent is an LLM (the baselines run with ``none``).
 
     Raises:
         ClientError: If every run failed (the first failure).
@@ -41,12 +44,17 @@ def eval_on_backend(
     settings = BackendSettings.from_env(os.environ)
     backend = get_backend(backend_name, settings)
     return asyncio.run(
-        _eval(backend, jobs, results_root, parallel, scratch_dir(settings.state_dir))
+        _eval(backend, jobs, results_root, parallel, scratch_dir(settings.state_dir), model)
     )
 
 
 async def _eval(
-    backend: Backend, jobs: list[Job], results_root: Path, parallel: int, scratch: Path
+    backend: Backend,
+    jobs: list[Job],
+    results_root: Path,
+    parallel: int,
+    scratch: Path,
+    model: str = "none",
 ) -> tuple[list[Row], list[Row]]:
     gate = asyncio.Semaphore(parallel)
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
@@ -54,7 +62,11 @@ async def _eval(
     async def one(spec: str, task: Task, seed: int) -> tuple[Row, Row]:
         async with gate:
             launch = LaunchSpec(
-                task_id=task.id, agent_spec=spec, run_seed=seed, results_root=results_root
+                task_id=task.id,
+                agent_spec=spec,
+                model=model if spec in LLM_SPECS else "none",
+                run_seed=seed,
+                results_root=results_root,
             )
             outcome = await run_to_results(backend, launch, scratch)
             await backend.remove(outcome.handle)

@@ -3,16 +3,23 @@ it (with provider credentials) to the daemon of a run with a model, never to a b
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from fakes.openai_server import FakeOpenAI, tool_call
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.inline import run_inline
 from srez_client.backends.local import LocalBackend
 from srez_daemon.supervisor import agent_environment
-from srez_env.agents import AgentSpecError
+from srez_env.agents import AgentSpecError, make_agent
+from srez_env.env import SREEnv
 from srez_env.tasks import load_tasks
 
 
@@ -71,3 +78,55 @@ def test_inline_refuses_llm_agents_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(AgentSpecError, match="--backend local"):
         run_inline(load_tasks(["sre-007"])[0], "llm", 0, tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+SREZ = Path(sys.executable).parent / "srez"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["run", "--task", "sre-001", "--agent", "llm"], "needs --model SLUG"),
+        (["run", "--task", "sre-001", "--agent", "scripted", "--model", "openai/x"], "only for"),
+        (["run", "--task", "sre-001", "--agent", "llm", "--model", "gpt4"], "not a model slug"),
+        (["eval", "--agent", "llm-json", "--tasks", "sre-001"], "needs --model SLUG"),
+        (["eval", "--agent", "llm", "--model", "openai/x", "--tasks", "sre-001"], "not inline"),
+    ],
+)
+def test_model_flag_errors_are_one_line(tmp_path: Path, argv: list[str], says: str) -> None:
+    env = {**os.environ, "SREZ_STATE": str(tmp_path / "state")}
+    done = subprocess.run([str(SREZ), *argv], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.startswith("srez: error:") and says in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_srez_run_an_llm_agent_on_local_end_to_end(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    task = load_tasks(["sre-001"])[0]
+    env = SREEnv(task)
+    observation: Any = env.reset()
+    oracle = make_agent("scripted", task)
+    while not env.done:
+        action = oracle.act(observation)
+        assert isinstance(action, dict)
+        fake_openai.push(tool_call(action["tool"], action["args"]))
+        observation = env.step(action).observation
+    run_env = {
+        **os.environ,
+        "SREZ_STATE": str(tmp_path / "state"),
+        "SREZ_LLM_API_BASE": fake_openai.base_url,
+        "OPENAI_API_KEY": "sk-fake",
+    }
+    argv = ["run", "--task", "sre-001", "--agent", "llm", "--model", "openai/fake"]
+    done = subprocess.run(
+        [str(SREZ), *argv, "--results", str(tmp_path / "results")],
+        capture_output=True,
+        text=True,
+        env=run_env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (folder,) = (tmp_path / "results" / "sre-001" / "openai__fake" / "llm").iterdir()
+    result = json.loads((folder / "result.json").read_text())
+    assert result["passed"] is True and result["error_kind"] is None
+    assert fake_openai.pending == 0
