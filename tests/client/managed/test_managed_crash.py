@@ -39,8 +39,10 @@ def _check_completed_verified(kit: Kit, name: str, targets: list[str]) -> int:
     return count
 
 
-def kill_sweep(kit: Kit, kills: int, seed: int) -> None:
+def kill_sweep(kit: Kit, kills: int, seed: int, tasks: str = TASKS, longest_s: float = 2.5) -> int:
+    """Kill the runner ``kills`` times at random moments, resume, check; returns the kills made."""
     rng = random.Random(seed)
+    n_tasks = len(tasks.split(","))
     targets = ["scripted", "random"]
     kit.srez(
         "managed",
@@ -51,7 +53,7 @@ def kill_sweep(kit: Kit, kills: int, seed: int) -> None:
         "--models",
         "none",
         "--tasks",
-        TASKS,
+        tasks,
         "--backend",
         "local",
     )
@@ -64,7 +66,7 @@ def kill_sweep(kit: Kit, kills: int, seed: int) -> None:
         "--models",
         "none",
         "--tasks",
-        TASKS,
+        tasks,
         "--backend",
         "inline",
     )
@@ -72,21 +74,23 @@ def kill_sweep(kit: Kit, kills: int, seed: int) -> None:
     slow = kit.slow(0.15)
     completed_before = 0
     done = False
+    killed = 0
     for _ in range(kills):
         runner = kit.runner("k", env=slow)
-        time.sleep(rng.uniform(0.1, 2.5))
+        time.sleep(rng.uniform(0.1, longest_s))
         if runner.poll() is not None:
             assert runner.returncode == 0, kit.runner_err()
             done = True
             break
         os.kill(runner.pid, signal.SIGKILL)
+        killed += 1
         runner.wait()
         completed = _check_completed_verified(kit, "k", targets)
         assert completed >= completed_before, "a completed task was lost"
         completed_before = completed
     if not done:
         kit.srez("managed", "run", "k", env=slow)
-    assert _check_completed_verified(kit, "k", targets) == 6
+    assert _check_completed_verified(kit, "k", targets) == 2 * n_tasks
     for target in targets:
         records = kit.output("k", target)
         claimed = [
@@ -99,9 +103,10 @@ def kill_sweep(kit: Kit, kills: int, seed: int) -> None:
         on_disk = results_dirs(kit.results, target) - results_dirs_of_ref(kit, target)
         assert on_disk == set(claimed), "a results folder no attempt accounts for (or missing)"
         completed_dirs = [r["results_dir"] for r in records.values() if r["status"] == "completed"]
-        assert len(completed_dirs) == 3
+        assert len(completed_dirs) == n_tasks
     assert running_local_runs(kit.state) == []  # no orphan daemon after the resume's cleanup
     assert _scores(kit, "k") == _scores(kit, "ref")
+    return killed
 
 
 def results_dirs_of_ref(kit: Kit, target: str) -> set[str]:
@@ -109,12 +114,14 @@ def results_dirs_of_ref(kit: Kit, target: str) -> set[str]:
 
 
 def test_managed_kill9_resume_loses_nothing_reduced(tmp_path: Path) -> None:
-    kill_sweep(make_kit(tmp_path), kills=3, seed=1)
+    assert kill_sweep(make_kit(tmp_path), kills=3, seed=1) >= 2
 
 
 @pytest.mark.slow
 def test_managed_kill9_resume_loses_nothing_20_kills(tmp_path: Path) -> None:
-    kill_sweep(make_kit(tmp_path), kills=20, seed=7)
+    ten = ",".join(f"sre-{i:03d}" for i in range(1, 11))
+    # 20 task runs, killed at most 1.5 s apart: every one of the 20 kills lands mid-queue
+    assert kill_sweep(make_kit(tmp_path), kills=20, seed=7, tasks=ten, longest_s=1.5) == 20
 
 
 LEDGER_WRITER = """\
