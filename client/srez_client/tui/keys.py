@@ -73,9 +73,24 @@ def action_for(context: str, key: str) -> str | None:
 
 
 def help_lines(contexts: tuple[str, ...] = ("viewer", "list", "global")) -> list[str]:
-    """The help overlay's lines, grouped by context."""
+    """The help overlay's lines, grouped by context: this table's, then the dashboard screens'
+    own tables (they dispatch from those, so the help is generated from what really acts)."""
     lines: list[str] = []
     for ctx in contexts:
         lines.append(f"{ctx}:")
         lines.extend(f"  {b.key:<10} {b.help}" for b in BINDINGS if b.context == ctx)
+    from srez_client.tui.dashboard.dashboard_model import DASHBOARD_KEYS
+    from srez_client.tui.dashboard.monitor_model import MONITOR_KEYS
+    from srez_client.tui.dashboard.picker_model import PICKER_KEYS
+
+    for name, table in (
+        ("dashboard", DASHBOARD_KEYS),
+        ("monitor", MONITOR_KEYS),
+        ("model picker", PICKER_KEYS),
+    ):
+        lines.append(f"{name}:")
+        lines.extend(
+            f"  {'space' if key == ' ' else key:<10} {action.replace('_', ' ')}"
+            for key, action in table.items()
+        )
     return lines

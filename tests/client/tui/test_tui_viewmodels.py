@@ -409,3 +409,16 @@ def test_alerts_at_t0_and_detach_options() -> None:
     assert detach_options(live=False, running=False) == ["Detach", "Cancel"]
     assert detach_options(live=True, running=True) == ["Detach", "Detach + Stop", "Cancel"]
     assert detach_options(live=True, running=False) == ["Detach", "Detach + Remove", "Cancel"]
+
+
+def test_help_lists_the_dashboard_monitor_and_picker_keys_from_their_tables() -> None:
+    from srez_client.tui.dashboard.monitor_model import MONITOR_KEYS
+    from srez_client.tui.dashboard.picker_model import PICKER_KEYS
+    from srez_client.tui.keys import help_lines
+
+    lines = help_lines()
+    assert {"dashboard:", "monitor:", "model picker:"} <= set(lines)
+    monitor = lines[lines.index("monitor:") + 1 : lines.index("model picker:")]
+    assert len(monitor) == len(MONITOR_KEYS)
+    assert any(line.split()[:2] == ["p", "pause"] for line in monitor)
+    assert len(lines) - lines.index("model picker:") - 1 == len(PICKER_KEYS)
