@@ -8,18 +8,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from fakes.openai_server import FakeOpenAI, tool_call
+from fakes.expert import expert_replies
+from fakes.openai_server import FakeOpenAI
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.inline import run_inline
 from srez_client.backends.local import LocalBackend
 from srez_daemon.supervisor import agent_environment
-from srez_env.agents import AgentSpecError, make_agent
-from srez_env.env import SREEnv
+from srez_env.agents import AgentSpecError
 from srez_env.tasks import load_tasks
 
 
@@ -102,15 +101,7 @@ def test_model_flag_errors_are_one_line(tmp_path: Path, argv: list[str], says: s
 
 
 def test_srez_run_an_llm_agent_on_local_end_to_end(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    task = load_tasks(["sre-001"])[0]
-    env = SREEnv(task)
-    observation: Any = env.reset()
-    oracle = make_agent("scripted", task)
-    while not env.done:
-        action = oracle.act(observation)
-        assert isinstance(action, dict)
-        fake_openai.push(tool_call(action["tool"], action["args"]))
-        observation = env.step(action).observation
+    fake_openai.push(*expert_replies("sre-001"))
     run_env = {
         **os.environ,
         "SREZ_STATE": str(tmp_path / "state"),

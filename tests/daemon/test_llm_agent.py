@@ -10,27 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fakes.expert import expert_replies as scripted_replies
 from fakes.openai_server import FakeOpenAI, Scripted, error, text, tool_call
-from srez_env.agents import make_agent
-from srez_env.env import SREEnv
-from srez_env.tasks import load_tasks
 
 TASK = "sre-025"
 
 
 def expert_replies(task_id: str = TASK) -> list[Scripted]:
     """The scripted expert's actions for a task, as tool-call replies."""
-    task = load_tasks([task_id])[0]
-    env = SREEnv(task)
-    obs: Any = env.reset()
-    agent = make_agent("scripted", task)
-    replies = []
-    while not env.done:
-        action = agent.act(obs)
-        assert isinstance(action, dict)
-        replies.append(tool_call(action["tool"], action["args"], usage=(200, 10)))
-        obs = env.step(action).observation
-    return replies
+    return scripted_replies(task_id, usage=(200, 10))
 
 
 def headless(

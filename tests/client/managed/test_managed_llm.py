@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from managed_kit import Kit, make_kit
 
-from fakes.openai_server import FakeOpenAI, Scripted, error, tool_call
+from fakes.expert import expert_replies
+from fakes.openai_server import FakeOpenAI, error
 from srez_client.managed.ledger import BudgetLedger
-from srez_env.agents import make_agent
-from srez_env.env import SREEnv
-from srez_env.tasks import load_tasks
 
 TASK = "sre-001"
 TARGET = "llm-openai__fake"
@@ -29,20 +26,6 @@ TARGET = "llm-openai__fake"
 @pytest.fixture
 def kit(tmp_path: Path) -> Kit:
     return make_kit(tmp_path)
-
-
-def expert_replies(task_id: str) -> list[Scripted]:
-    task = load_tasks([task_id])[0]
-    env = SREEnv(task)
-    obs: Any = env.reset()
-    agent = make_agent("scripted", task)
-    replies = []
-    while not env.done:
-        action = agent.act(obs)
-        assert isinstance(action, dict)
-        replies.append(tool_call(action["tool"], action["args"]))
-        obs = env.step(action).observation
-    return replies
 
 
 def test_a_provider_error_is_retried_on_resume_and_never_counted(
