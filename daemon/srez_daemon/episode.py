@@ -74,7 +74,7 @@ class Episode:
         self._started = timer()
         self._turns = 0
         self._tokens = TokenCount()
-        self._cost = 0.0
+        self._cost: float | None = 0.0
         self.prompt: dict[str, Any] = {}
         self.initial_world: dict[str, str] = {}
 
@@ -110,7 +110,9 @@ class Episode:
         return self._tokens
 
     @property
-    def cost_usd(self) -> float:
+    def cost_usd(self) -> float | None:
+        """The agent's running cost: 0 before any model call, None once a call had no price
+        (an unpriced model: a number would understate it, and budgets rely on it)."""
         return self._cost
 
     # ------------------------------------------------------------------ the agent's calls
@@ -159,7 +161,7 @@ class Episode:
             case "usage":
                 entry = self.dialog.append(lambda seq, ts: Usage(seq=seq, ts=ts, **f))
                 self._tokens = entry.tokens
-                self._cost = entry.cost_usd or self._cost
+                self._cost = entry.cost_usd
 
     def force_submit(self, reason: Literal["agent_exit", "time_limit", "step_budget"]) -> None:
         """Ends the episode where it stands (the agent left, ran out of time, or of steps)."""

@@ -245,7 +245,7 @@ class RunController(AgentPort):
             tokens = episode.tokens
             changes = {
                 "tokens": TokenTotals(input=tokens.input, output=tokens.output),
-                "cost_usd": episode.cost_usd,
+                "cost_usd": episode.cost_usd or 0.0,  # the live figure: 0 when unpriced
             }
         elif note.type == "provider_error":
             self._provider_error = str(note.fields.get("message", ""))
@@ -417,7 +417,7 @@ class RunController(AgentPort):
             finished_at=utc_timestamp(datetime.now(UTC)),
             error=error,
             error_kind=self.error_kind if error else None,
-            cost_usd=self.state.cost_usd,
+            cost_usd=self.episode.cost_usd if self.episode is not None else 0.0,
             tokens=TokenCount(input=self.state.tokens.input, output=self.state.tokens.output),
         )
         atomic_write_bytes(

@@ -14,10 +14,10 @@ from srez_client.runs import read_summary
 from srez_daemon.protocol import RunSummary
 
 
-def summary_cost(summary: RunSummary | None) -> float:
-    """The run's cost in USD (0 when unknown)."""
+def summary_cost(summary: RunSummary | None) -> float | None:
+    """The run's cost in USD; None when its summary does not know it (an unpriced model)."""
     value = getattr(summary, "cost_usd", None)
-    return float(value) if isinstance(value, int | float) and value >= 0 else 0.0
+    return float(value) if isinstance(value, int | float) and value >= 0 else None
 
 
 def summary_error_kind(summary: RunSummary | None) -> str | None:
@@ -26,8 +26,15 @@ def summary_error_kind(summary: RunSummary | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def outcome_fields(results_dir: Path, summary: RunSummary | None) -> dict[str, object]:
-    """The outcome fields of an attempt whose run was mirrored to ``results_dir``."""
+def outcome_fields(
+    results_dir: Path, summary: RunSummary | None, *, unknown_cost: float = 0.0
+) -> dict[str, object]:
+    """The outcome fields of an attempt whose run was mirrored to ``results_dir``.
+
+    A run whose cost is unknown (an unpriced model) is charged ``unknown_cost``, the task's cost
+    cap: the budget assumes the worst rather than nothing.
+    """
+    cost = summary_cost(summary)
     sha = file_sha256(results_dir / "result.json")
     error_kind = summary_error_kind(summary)
     status = classify(
@@ -45,7 +52,7 @@ def outcome_fields(results_dir: Path, summary: RunSummary | None) -> dict[str, o
         "reward": summary.reward if summary else None,
         "resolved": summary.resolved if summary else None,
         "passed": summary.passed if summary else None,
-        "cost_usd": summary_cost(summary),
+        "cost_usd": unknown_cost if cost is None else cost,
         "error_kind": error_kind,
         "error": (summary.error if summary else "no summary.json")
         if status != "completed"
@@ -53,6 +60,6 @@ def outcome_fields(results_dir: Path, summary: RunSummary | None) -> dict[str, o
     }
 
 
-def outcome_of(results_dir: Path) -> dict[str, object]:
+def outcome_of(results_dir: Path, *, unknown_cost: float = 0.0) -> dict[str, object]:
     """:func:`outcome_fields` of a results folder read from disk."""
-    return outcome_fields(results_dir, read_summary(results_dir))
+    return outcome_fields(results_dir, read_summary(results_dir), unknown_cost=unknown_cost)

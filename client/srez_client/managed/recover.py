@@ -114,7 +114,7 @@ async def _recover(
             finished_at=now_iso(),
             error="the runner died; the run was not found",
         )
-    fields = outcome_of(folder)
+    fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
     if stopped:
         fields.update(status="interrupted", error="the runner died; its run was stopped")
     return end_attempt(record, **fields, finished_at=now_iso())

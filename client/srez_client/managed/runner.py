@@ -292,7 +292,9 @@ class Runner:
         except (ClientError, EnvError, OSError) as e:
             logger.warning("%s %s: %s", target.name, record.task_id, e)
             return end_attempt(record, status="failed", finished_at=now_iso(), error=str(e)[:500])
-        fields = outcome_fields(outcome.results_dir, outcome.summary)
+        fields = outcome_fields(
+            outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0
+        )
         if self.stopping:
             fields.update(status="interrupted", error="stopped")
         return end_attempt(record, **fields, finished_at=now_iso())

@@ -83,7 +83,8 @@ class RunSummary(BaseModel):
     """Whose failure ``error`` is: ``provider`` (the model provider failed for good; retry the
     task, do not count it), ``agent`` (the agent crashed, exited non-zero or ran out of time),
     ``harness`` (the run could not start, grading failed, or it was stopped); None on ``ok``."""
-    cost_usd: float = Field(default=0.0, ge=0)
-    """What the agent's model calls cost, in US dollars (0 for baselines and unpriced models)."""
+    cost_usd: float | None = Field(default=0.0, ge=0)
+    """What the agent's model calls cost, in US dollars: 0 for baselines, None when a call's
+    price is unknown (an unpriced model; a budget must then assume the worst)."""
     tokens: TokenCount = TokenCount()
     """Tokens the agent's model used in the run (input and output totals)."""

@@ -204,3 +204,28 @@ def test_managed_exported_queue_commands() -> None:
     assert "srez managed run m --target llm-openai__gpt-4o --results '/data/my results'" in sh
     assert "& 'srez' 'managed' 'run' 'm' '--target' 'scripted' --results '/data/my results'" in ps1
     assert ps1.count("if ($LASTEXITCODE -ne 0)") == 2
+
+
+def test_an_unpriced_run_is_charged_its_cost_cap_not_nothing(tmp_path: Path) -> None:
+    from srez_client.managed.outcome import outcome_fields
+    from srez_daemon.protocol import RunSummary
+
+    summary = RunSummary.model_validate(
+        {
+            "run_id": "20260101T000000Z-00000000",
+            "task_id": "sre-001",
+            "agent": "llm",
+            "model": "openai/unpriced",
+            "status": "ok",
+            "reward": 0.5,
+            "resolved": False,
+            "passed": False,
+            "steps": 3,
+            "duration_s": 1.0,
+            "finished_at": "2026-01-01T00:00:01Z",
+            "cost_usd": None,
+        }
+    )
+    assert outcome_fields(tmp_path, summary, unknown_cost=0.5)["cost_usd"] == 0.5
+    priced = summary.model_copy(update={"cost_usd": 0.01})
+    assert outcome_fields(tmp_path, priced, unknown_cost=0.5)["cost_usd"] == 0.01
