@@ -30,7 +30,7 @@ decides what it was); ``completed``: graded, counted in the scores; ``interrupte
 ``srez managed stop`` or found unfinished after a crash; ``provider_error``: the model provider
 failed (not counted, retried on resume); ``failed``: the harness failed (not counted, not retried
 unless ``--retry-failed``)."""
-PauseReason = Literal["user", "budget"]
+PauseReason = Literal["user", "budget", "provider"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -208,7 +208,8 @@ class PauseInfo(BaseModel):
     model_config = _FROZEN
 
     reason: PauseReason
-    """``user`` (``srez managed pause``) or ``budget`` (the day's budget is spent)."""
+    """``user`` (``srez managed pause``), ``budget`` (the day's budget is spent) or
+    ``provider`` (the model provider failed on several tasks in a row: a cooldown)."""
     at: str
     """When it was written (UTC ISO-8601)."""
     day: str

@@ -29,6 +29,7 @@ from typing import Final
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.errors import ClientError
+from srez_client.managed.cooldown import PROVIDER_PAUSE_AFTER, provider_cooldown_s, seconds_since
 from srez_client.managed.ledger import BudgetLedger, today
 from srez_client.managed.logs import TargetLogs, now_iso
 from srez_client.managed.models import (
@@ -174,6 +175,11 @@ class Runner:
             clear_pause(self.paths)
             self.echo(f"managed run {run.name}: budget pause of {pause.day} lifted ({day})")
             return False
+        cooldown = provider_cooldown_s(self.environ)
+        if pause.reason == "provider" and seconds_since(pause.at) >= cooldown:
+            clear_pause(self.paths)
+            self.echo(f"managed run {run.name}: provider cooldown of {cooldown:g} s is over")
+            return False
         self.echo(f"managed run {run.name}: paused ({pause.reason}): {pause.message}")
         return True
 
@@ -189,6 +195,7 @@ class Runner:
                 logs.say(f"{target.name} {task}: results do not match the checkpoint; re-running")
             todo = pending_tasks(run, checkpoint, unverified=unverified, retry_failed=retry_failed)
             logs.say(f"{target.name}: {len(todo)} of {len(run.tasks)} tasks to run")
+            provider_failures = 0  # in a row: an outage is not worth burning the queue on
             for task in todo:
                 if self.stopping:
                     raise _Stopped
@@ -212,6 +219,21 @@ class Runner:
                 )
                 if self.stopping:
                     raise _Stopped
+                provider_failures = (
+                    provider_failures + 1 if record.status == "provider_error" else 0
+                )
+                if provider_failures >= PROVIDER_PAUSE_AFTER:
+                    message = (
+                        f"the model provider failed on {provider_failures} tasks in a row; 'srez"
+                        f" managed run' goes on after a {provider_cooldown_s(self.environ):g} s"
+                        " cooldown (or 'srez managed clear-pause' now)"
+                    )
+                    info = PauseInfo(
+                        reason="provider", at=now_iso(), day=today(self.environ), message=message
+                    )
+                    write_pause(self.paths, info)
+                    logs.say(f"{target.name}: paused (provider): {message}")
+                    return EXIT_PAUSED
         return 0
 
     def _reserve(

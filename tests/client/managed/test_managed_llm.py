@@ -79,3 +79,36 @@ def test_a_provider_error_is_retried_on_resume_and_never_counted(
     view = BudgetLedger(kit.state / "budget").view("2026-03-01")
     assert view.outstanding_usd == 0.0 and len(view.reserved_keys) == 2
     assert 0 < view.spent_usd <= 2 * 0.5
+
+
+def test_a_provider_outage_pauses_the_queue_until_its_cooldown_is_over(
+    kit: Kit, fake_openai: FakeOpenAI
+) -> None:
+    tasks = ["sre-001", "sre-002", "sre-003", "sre-004"]
+    kit.srez(
+        "managed", "create", "o", "--baselines", "none", "--models", "openai/fake",
+        "--tasks", ",".join(tasks), "--backend", "local",
+    )  # fmt: skip
+    llm_env = {
+        "SREZ_LLM_API_BASE": fake_openai.base_url,
+        "OPENAI_API_KEY": "sk-fake",
+        "SREZ_LLM_MAX_ATTEMPTS": "1",
+        "SREZ_PROVIDER_COOLDOWN_S": "3600",
+    }
+    fake_openai.push(error(503), error(503), error(503))
+    first = kit.srez("managed", "run", "o", check=False, env=llm_env)
+    assert first.returncode == 75, first.stderr[-2000:]  # paused, not through
+    pause = json.loads((kit.managed("o") / "PAUSE").read_text())
+    assert pause["reason"] == "provider"
+    records = kit.output("o", TARGET)
+    assert [records[t]["status"] for t in tasks[:3]] == ["provider_error"] * 3
+    assert tasks[3] not in records  # the outage did not burn the rest of the queue
+    # within the cooldown it stays paused; after it, the run goes on and retries all four
+    assert kit.srez("managed", "run", "o", check=False, env=llm_env).returncode == 75
+    for task in tasks:
+        fake_openai.push(*expert_replies(task))
+    after = kit.srez("managed", "run", "o", env={**llm_env, "SREZ_PROVIDER_COOLDOWN_S": "0"})
+    assert after.returncode == 0
+    records = kit.output("o", TARGET)
+    assert {t: records[t]["status"] for t in tasks} == dict.fromkeys(tasks, "completed")
+    assert not (kit.managed("o") / "PAUSE").exists()
