@@ -2,7 +2,9 @@
 status bar, and the :class:`~srez_client.tui.shell.Shell` protocol every screen talks to.
 
 ``srez tui`` starts it on the dashboard (``srez_client.tui.dashboard.DashboardScreen``, imported
-lazily; the attach list when that package is absent); ``srez attach RUN`` starts it on a run.
+lazily) and attaches every running run of this user behind it; ``ctrl r`` opens the attach list
+(every live and finished run, and the launch wizard), ``ctrl v`` the run viewer. ``srez attach
+RUN`` starts it on a run.
 Widgets marked ``modal`` are shown as overlays over the current screen. Redraws asked for from
 tasks are coalesced into one ``draw_screen`` per loop turn. Tests drive the same object without a
 terminal: :meth:`TuiApp.feed_keys` and :meth:`TuiApp.screen_text`.
@@ -117,8 +119,9 @@ class TuiApp:
         if self.stack:
             widget, title = self.stack[-1]
             self.frame.body = widget
-            if not self.status.text.strip():
-                self.status.set_text(f" {sanitize_line(title)} · ? help · ctrl q quit")
+            self.status.set_text(
+                f" {sanitize_line(title)} · ? help · ctrl r runs · ctrl v viewer · ctrl q quit"
+            )
         self.redraw()
 
     async def resolve(self, run_ref: str) -> RunSource | None:
@@ -152,17 +155,43 @@ class TuiApp:
         await asyncio.to_thread(remember, self.state_dir, source.run_id)
         self.attach(source)
 
-    def attach(self, source: RunSource) -> None:
-        """Show ``source`` in the run viewer (opening the viewer if needed)."""
+    def attach(self, source: RunSource, *, show: bool = True) -> None:
+        """Add ``source`` to the run viewer, and bring the viewer on top unless ``show`` is
+        false (runs attached at start stay behind the dashboard until ``ctrl v``)."""
         if self.host is None:
             self.host = ViewerHost(self)
-            self.push(self.host, "Run viewer")
-        elif self.stack[-1][0] is not self.host:  # bring the viewer back on top
-            self.stack = [entry for entry in self.stack if entry[0] is not self.host]
-            self.stack.append((self.host, "Run viewer"))
-            self._show()
+        if show:
+            self.show_viewer()
         self.host.attach(source)
         self.redraw()
+
+    def show_viewer(self) -> None:
+        """Bring the run viewer on top (no-op before a run was attached)."""
+        if self.host is None:
+            self.notify("no run attached yet: ctrl r lists the runs")
+            return
+        if self.stack and self.stack[-1][0] is self.host:
+            return
+        self.stack = [entry for entry in self.stack if entry[0] is not self.host]
+        self.stack.append((self.host, "Run viewer"))
+        self._show()
+
+    def show_runs(self) -> None:
+        """The attach list (Running, Exited, All, Recent) with the launch wizard."""
+        from srez_client.tui.widgets.launch_wizard import open_wizard
+        from srez_client.tui.widgets.run_list import RunList
+
+        screen = RunList(self, self.backends, launch=lambda: open_wizard(self, self.backends))
+        screen.reload()
+        self.push(screen, "Runs")
+
+    async def attach_running(self) -> None:
+        """Attach every running run of this user (the backends' own runs), behind the screen."""
+        for backend in self.backends:
+            with contextlib.suppress(ClientError, OSError):
+                for handle in await backend.list(include_exited=False):
+                    if handle.status == "running" and handle.owned:
+                        self.attach(LiveRunSource(backend, handle), show=False)
 
     def unhandled(self, key: str | tuple[Any, ...]) -> bool:
         """Keys no screen took: help, back, quit."""
@@ -175,6 +204,10 @@ class TuiApp:
             self.pop()
         elif action == "quit":
             self.quit()
+        elif action == "runs":
+            self.show_runs()
+        elif action == "viewer":
+            self.show_viewer()
         else:
             return False
         return True
@@ -200,17 +233,10 @@ class TuiApp:
         if run_ref is not None:
             self.open_run(run_ref)
             return
-        try:
-            from srez_client.tui.dashboard import DashboardScreen  # type: ignore[attr-defined,unused-ignore]
+        from srez_client.tui.dashboard import DashboardScreen
 
-            screen: Any = DashboardScreen(self)
-        except ImportError:
-            from srez_client.tui.widgets.launch_wizard import open_wizard
-            from srez_client.tui.widgets.run_list import RunList
-
-            screen = RunList(self, self.backends, launch=lambda: open_wizard(self, self.backends))
-            screen.reload()
-        self.push(screen, "Runs")
+        self.push(DashboardScreen(self), "Managed runs")
+        self.spawn(self.attach_running(), "attach-running")
 
     async def run(self, run_ref: str | None = None, *, screen: Any = None) -> None:
         """Run on the terminal until quit."""

@@ -25,6 +25,8 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("global", "?", "help", "show this help"),
     Binding("global", "esc", "back", "close the top screen or dialog"),
     Binding("global", "ctrl q", "quit", "quit the application"),
+    Binding("global", "ctrl r", "runs", "the runs: attach a live or finished run, launch new ones"),
+    Binding("global", "ctrl v", "viewer", "back to the run viewer (the runs attached so far)"),
     Binding("viewer", "q", "detach", "detach from the run (asks what to do with it)"),
     Binding("viewer", "[", "toggle_left", "hide/show the dialog (left)"),
     Binding("viewer", "]", "toggle_center", "hide/show the center tabs"),

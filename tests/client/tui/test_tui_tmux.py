@@ -108,3 +108,47 @@ async def test_attach_watches_a_live_run_then_detach_and_stop(
     finally:
         tmux("kill-server")
         await backend.remove(handle)
+
+
+async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``srez tui`` opens the dashboard with the user's running run attached behind it."""
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT)
+    state = tmp_path / "state"
+    monkeypatch.setenv("SREZ_STATE", str(state))
+    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
+    backend = LocalBackend(state)
+    spec = LaunchSpec(
+        task_id="sre-002", agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
+    )
+    handle = await backend.launch(spec)
+    tmux = Tmux()
+    results = tmp_path / "results"
+    command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} tui --results {results}"
+    try:
+        tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command)
+        await tmux.wait(r"Managed runs")
+        await tmux.wait(r"ctrl r runs")
+        tmux("send-keys", "-t", "tui", "C-v")  # the run attached at start, behind the dashboard
+        first = await tmux.wait(r"Live · entry #\d+")
+        assert "sre-002" in first and "agent heuristic" in first and "Run viewer" in first
+        await tmux.wait(r"Session complete", limit_s=20)
+        tmux("send-keys", "-t", "tui", "1")
+        changes = await tmux.wait(r"Similarity to the reference")
+        assert "Changes" in changes
+        tmux("send-keys", "-t", "tui", "3")
+        await tmux.wait(r"Reward \d\.\d{3}")
+        tmux("send-keys", "-t", "tui", "q")
+        await tmux.wait(r"Detach \+ Stop")
+        tmux("send-keys", "-t", "tui", "Down", "Enter")
+        async with asyncio.timeout(10):
+            while (await backend.get(handle.run_id)).status == "running":  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+        tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as exited
+        listing = await tmux.wait(r"Running \(\d+\)")
+        assert "Exited (1)" in listing or "exited" in listing
+    finally:
+        tmux("kill-server")
+        await backend.remove(handle)
