@@ -110,7 +110,7 @@ def bench_managed() -> dict[str, float]:
                 os.environ.pop("SREZ_STATE", None)
             else:
                 os.environ["SREZ_STATE"] = old_state
-    return out
+    return {k: round(v, 3) for k, v in out.items()}
 
 
 if __name__ == "__main__":
