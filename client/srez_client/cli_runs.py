@@ -283,8 +283,18 @@ async def _find(backend: Backend, run: str) -> RunHandle:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """``srez runs list``."""
+    """``srez runs list``; on docker it first mirrors the stopped runs of this state that are not
+    mirrored yet (a run whose ``srez run`` was killed is recovered by the next ``srez runs``)."""
     backend = backend_of(args)
+    if backend.name == "docker":
+        from srez_client.backends.docker import DockerBackend
+        from srez_client.mirror_watch import mirror_ours_stopped
+
+        assert isinstance(backend, DockerBackend)
+        scratch = scratch_dir(_state(backend))
+        for outcome in asyncio.run(mirror_ours_stopped(backend, scratch)):
+            if outcome.outcome in ("mirrored", "failed", "refused"):
+                _say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
     runs = asyncio.run(backend.list(include_exited=args.all))
     if not runs:
         print("no runs" if args.all else "no running runs (--all lists those that exited)")

@@ -111,6 +111,20 @@ async def mirror_stopped(
     return MirrorOutcome(run_id, "mirrored", str(path))
 
 
+async def mirror_ours_stopped(backend: DockerBackend, scratch: Path) -> list[MirrorOutcome]:
+    """Mirror every stopped run this state launched that is not mirrored yet (what the next
+    ``srez runs`` call does for a run whose ``srez run`` died): the runs are ours, so their own
+    ``srez.results`` folder is used, and nothing is removed."""
+    outcomes: list[MirrorOutcome] = []
+    for handle in await backend.list(include_exited=True):
+        if handle.owned and handle.status != "running":
+            outcome = await mirror_stopped(
+                backend, handle, scratch, results_root=handle.results_root
+            )
+            outcomes.append(outcome)
+    return outcomes
+
+
 def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 

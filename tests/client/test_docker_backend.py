@@ -437,6 +437,35 @@ async def test_sec36_a_killed_cli_loses_nothing_the_watch_mirrors_its_run(
     assert all(c.labels.get("srez.run") != run_id for c in engine.ours())  # --rm: cleaned up
 
 
+def test_sec36_the_next_srez_runs_call_mirrors_a_killed_clis_run(
+    engine: Engine, tmp_path: Path
+) -> None:
+    state, results = tmp_path / "state", tmp_path / "results"
+    args = ["run", "--backend", "docker", "--task", "sre-002", "--agent", "heuristic"]
+    cli = subprocess.Popen(
+        [str(SREZ), *args, "--results", str(results)],
+        env=engine.env(state),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    container = _container_of(engine, results)
+    wait_state(container, ("running", "exited"))
+    cli.kill()
+    cli.wait()
+    run_id = container.labels["srez.run"]
+    wait_state(container, ("exited",))  # the run finishes on its own, with no client
+    listing = engine.srez(state, "runs", "list", "--backend", "docker", "--all")
+    assert listing.returncode == 0, listing.stderr
+    assert f"{run_id}: mirrored" in listing.stderr
+    folder = results / "sre-002" / "none" / "heuristic" / run_id
+    for name in ("run.json", "result.json", "summary.json", "archive/dialog.jsonl"):
+        assert (folder / name).is_file(), name
+    digest = tree_digest(folder)
+    again = engine.srez(state, "runs", "list", "--backend", "docker", "--all")
+    assert again.returncode == 0 and "mirrored" not in again.stderr  # once only
+    assert tree_digest(folder) == digest
+
+
 async def test_sec40_50_concurrent_stops_and_removes(
     engine: Engine, backend: DockerBackend, tmp_path: Path
 ) -> None:
