@@ -175,6 +175,11 @@ def fake_run(
     return FakeRun(run_labels["srez.run"], container, nonce)
 
 
+def figure(name: str, value: object) -> None:
+    """A measured figure, printed as ``FIGURE <name>: <value>`` (see them with ``pytest -s``)."""
+    print(f"FIGURE {name}: {value}")
+
+
 def sh(container: Any, script: str) -> str:
     """Run ``sh -c script`` in a running container as root; its output."""
     code, out = container.exec_run(["sh", "-c", script])

@@ -14,8 +14,6 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ import psutil
 import pytest
 from backend_contract import run_contract, spec_for
 from client_helpers import expert_actions
-from docker_kit import SREZ, Engine, fake_run, open_engine, sh, tree_digest, wait_state
+from docker_kit import SREZ, Engine, fake_run, figure, sh, tree_digest, wait_state
 
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.docker import DockerBackend
@@ -36,29 +34,6 @@ from srez_env.tasks import load_tasks
 pytestmark = pytest.mark.docker
 
 PARITY_TASKS = ("sre-003", "sre-007", "sre-014", "sre-025", "sre-031")
-
-
-def figure(name: str, value: object) -> None:
-    print(f"FIGURE {name}: {value}")
-
-
-@pytest.fixture(scope="session")
-def engine() -> Iterator[Engine]:
-    found = open_engine(uuid.uuid4().hex)
-    try:
-        yield found
-    finally:
-        found.remove_all()
-        found.client.close()
-
-
-@pytest.fixture
-def backend(engine: Engine, tmp_path: Path) -> Iterator[DockerBackend]:
-    made = engine.backend(tmp_path / "state")
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 # ---------------------------------------------------------------------- the contract

@@ -12,14 +12,13 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from client_helpers import expert_actions
-from docker_kit import Engine, open_engine
+from docker_kit import Engine, figure
 
 from fakes.openai_server import FakeOpenAI, error, tool_call
 from srez_client.backends.base import LaunchSpec
@@ -31,29 +30,6 @@ from srez_env.tasks import load_tasks
 pytestmark = pytest.mark.docker
 
 TASK = "sre-025"
-
-
-def figure(name: str, value: object) -> None:
-    print(f"FIGURE {name}: {value}")
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    found = open_engine(uuid.uuid4().hex)
-    try:
-        yield found
-    finally:
-        found.remove_all()
-        found.client.close()
-
-
-@pytest.fixture
-def backend(engine: Engine, tmp_path: Path) -> Iterator[DockerBackend]:
-    made = engine.backend(tmp_path / "state")
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def container_env(attrs: dict[str, Any]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from srez_client.backends.base import LaunchSpec
+from srez_client.backends.base import LaunchSpec, RunHandle
 from srez_client.backends.local import LocalBackend
 
 pytestmark = [
@@ -68,19 +68,27 @@ class Tmux:
             await asyncio.sleep(0.05)
 
 
+async def launch_slow_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_id: str
+) -> tuple[LocalBackend, RunHandle]:
+    """A live local run of the heuristic agent, slowed down so a viewer sees entries arrive;
+    its state in ``tmp_path/state`` (also ``$SREZ_STATE``), kept serving after it finishes."""
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT)
+    monkeypatch.setenv("SREZ_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
+    backend = LocalBackend(tmp_path / "state")
+    spec = LaunchSpec(
+        task_id=task_id, agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
+    )
+    return backend, await backend.launch(spec)
+
+
 async def test_attach_watches_a_live_run_then_detach_and_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = tmp_path / "slow_agent.py"
-    agent.write_text(SLOW_AGENT)
     state = tmp_path / "state"
-    monkeypatch.setenv("SREZ_STATE", str(state))
-    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
-    backend = LocalBackend(state)
-    spec = LaunchSpec(
-        task_id="sre-001", agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
-    )
-    handle = await backend.launch(spec)
+    backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-001")
     tmux = Tmux()
     command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
     try:
@@ -114,16 +122,8 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``srez tui`` opens the dashboard with the user's running run attached behind it."""
-    agent = tmp_path / "slow_agent.py"
-    agent.write_text(SLOW_AGENT)
     state = tmp_path / "state"
-    monkeypatch.setenv("SREZ_STATE", str(state))
-    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
-    backend = LocalBackend(state)
-    spec = LaunchSpec(
-        task_id="sre-002", agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
-    )
-    handle = await backend.launch(spec)
+    backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-002")
     tmux = Tmux()
     results = tmp_path / "results"
     command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} tui --results {results}"
