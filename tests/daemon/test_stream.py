@@ -161,12 +161,16 @@ async def test_stream_viewers_joining_mid_flood_miss_nothing(serve: Serve) -> No
     2,000/2,000 frames, contiguous, 0 duplicates (the backlog-to-live hand-over)."""
     served = await serve()
     viewers: list[ClientWebSocketResponse] = []
+    readers: list[asyncio.Task[list[Frame]]] = []
     for batch in range(20):
         append(served.path, b"".join(line(i) for i in range(100 * batch, 100 * batch + 100)))
         if batch % 4 == 0 or batch == 19:
+            # Each viewer reads from the moment it joins, as a real one does: one left unread
+            # through the whole flood could lag past max_queue and be told to resume instead.
             viewers.append(await served.ws(0))
+            readers.append(spawn(receive(viewers[-1], 2000, seconds=30), name=f"viewer-{batch}"))
         await asyncio.sleep(0.002)
-    got = [await receive(ws, 2000, seconds=30) for ws in viewers]
+    got = await asyncio.gather(*readers)
     for ws in viewers:
         await ws.close()
     print(f"\njoin mid-flood: {[len(g) for g in got]} frames for {len(viewers)} viewers")
