@@ -55,6 +55,8 @@ __all__ = ["LOG_NAMES", "DaemonClient", "ReconnectPolicy", "pty_resize"]
 
 LOG_NAMES: Final = ("agent", "evaluator", "daemon")
 """The logs ``/api/logs`` serves."""
+ADMIN_CLAIM: Final = {"X-Srez-Admin": "1"}
+"""The header that claims the admin capability exec and pty need (SECURITY.md A4)."""
 
 _STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
 _EXEC_MARGIN_S: Final = 15.0  # the daemon answers a timed-out exec after killing it: allow that
@@ -106,7 +108,7 @@ class DaemonClient:
         self._connect_timeout_s = min(timeout_s, 10.0)
         self.reconnect = reconnect or ReconnectPolicy()
         """The retry policy of :meth:`stream`."""
-        self._admin = {"X-Srez-Admin": "1"} if admin else {}
+        self._admin = {**ADMIN_CLAIM} if admin else {}
 
     def __repr__(self) -> str:
         return f"DaemonClient({self.base_url!r})"  # never the token
@@ -382,18 +384,23 @@ class DaemonClient:
             err = self._unreachable("GET", path, e)
             raise err from e
 
-    async def pty(self, cols: int = 80, rows: int = 24) -> aiohttp.ClientWebSocketResponse:
+    async def pty(
+        self, cols: int = 80, rows: int = 24, *, admin: bool | None = None
+    ) -> aiohttp.ClientWebSocketResponse:
         """``GET /api/pty``: a shell in the run, as an open WebSocket (close it when done).
 
         Send keystrokes as binary frames and read output from binary frames;
-        :func:`pty_resize` makes the resize text frame.
+        :func:`pty_resize` makes the resize text frame. ``admin`` makes (True) or withholds
+        (False) the admin claim for this call; None keeps the client's own setting.
 
         Raises:
             DaemonAPIError: If the daemon refuses (``too_many_sessions``, no terminal ...).
             DaemonUnreachableError: If the daemon does not answer.
         """
         return await self.websocket(
-            "/api/pty", {"cols": str(cols), "rows": str(rows)}, headers=self._admin
+            "/api/pty",
+            {"cols": str(cols), "rows": str(rows)},
+            headers=self._admin if admin is None else ({**ADMIN_CLAIM} if admin else {}),
         )
 
     async def stream(

@@ -71,8 +71,14 @@ async def follow(
     """Follow ``/api/ws`` from ``offset`` (see :meth:`DaemonClient.stream`)."""
     state = _StreamState(next_offset=offset, heartbeats=heartbeats)
     failures = 0
+    reconnecting = False
     while not (stop is not None and stop.is_set()):
         try:
+            if reconnecting:
+                # The daemon went away, and whoever holds its port now must prove again that it
+                # is the run's daemon (SECURITY.md A2) before a frame of its is believed.
+                await client.verify()
+            reconnecting = True
             params = {"offset": str(state.next_offset)}
             quick = AFTER_END_CONNECT_S if state.terminal else None
             ws = await client.websocket("/api/ws", params, connect_timeout_s=quick)

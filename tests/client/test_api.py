@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -339,7 +340,27 @@ def fake_daemon(connections: list[list[str]], end_offset: int) -> tuple[web.Appl
     app = web.Application()
     app.router.add_get("/api/ws", ws_handler)
     app.router.add_get("/api/dialog", dialog)
+    app.router.add_get("/api/run", run_info)
     return app, served
+
+
+async def run_info(request: web.Request) -> web.Response:
+    """``/api/run`` as a real daemon answers it: 401 unless the token is ``t``."""
+    if request.headers.get("Authorization") != "Bearer t":
+        return web.json_response({"error": {"code": "unauthorized", "message": "no"}}, status=401)
+    return web.json_response(
+        {
+            "run_id": "20260101T000000Z-0123abcd",
+            "task": {"id": "sre-001", "title": "t", "difficulty": "easy", "brief": "b"},
+            "model": "none",
+            "agent": "random",
+            "backend": "local",
+            "phase": "agent",
+            "steps_used": 1,
+            "step_budget": 30,
+            "started_at": "2026-01-01T00:00:00Z",
+        }
+    )
 
 
 def frame(offset: int, seq: int) -> str:
@@ -356,6 +377,39 @@ async def test_stream_drops_frames_a_daemon_repeats(aiohttp_server: object) -> N
         seqs = [f.entry.seq async for f in client.stream() if isinstance(f, DialogFrame)]
     assert seqs == [0, 1, 2]
     assert served[:2] == ["0", "20"]
+
+
+async def test_stream_never_reconnects_to_an_impostor(aiohttp_server: object) -> None:
+    """The daemon drops the stream and its port now answers anyone (an impostor's sign): the
+    reconnect proves the daemon again, refuses it, and no frame of the impostor's arrives."""
+    connections = [[frame(0, 0)]]
+    app, served = fake_daemon(connections, 10)
+    impostor = [False]
+
+    @web.middleware
+    async def takeover(request: web.Request, handler: Any) -> web.StreamResponse:
+        if impostor[0] and request.path == "/api/run":
+            return await run_info(request.clone(headers={"Authorization": "Bearer t"}))
+        if request.path == "/api/ws":
+            impostor[0] = True  # after this connection drops, the port has changed hands
+            connections.append([frame(10, 666)])
+        return await handler(request)  # type: ignore[no-any-return]
+
+    app.middlewares.append(takeover)
+    server = await aiohttp_server(app)  # type: ignore[operator]
+    policy = ReconnectPolicy(initial_s=0.01, attempts=3)
+    seqs: list[int] = []
+
+    async def read(client: DaemonClient) -> None:
+        async for f in client.stream():
+            if isinstance(f, DialogFrame):
+                seqs.append(f.entry.seq)
+
+    async with DaemonClient(str(server.make_url("")), "t", reconnect=policy) as client:
+        with pytest.raises(DaemonAuthError, match="without a token"):
+            await read(client)
+    assert seqs == [0]
+    assert served == ["0"]
 
 
 async def test_stream_gives_up_after_its_reconnect_budget() -> None:

@@ -19,6 +19,7 @@ from srez_client.api import LOG_NAMES, DaemonClient
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.errors import (
     ClientError,
+    DaemonAuthError,
     DaemonConflictError,
     DaemonNotFoundError,
 )
@@ -26,7 +27,7 @@ from srez_client.runs_results import find_results
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceEvent, SourceUnavailable
 from srez_client.tui.source_results import FinishedRunSource
 from srez_daemon.protocol import encode_entry
-from srez_daemon.protocol.api import DialogFrame, HeartbeatFrame
+from srez_daemon.protocol.api import DialogFrame, Health, HeartbeatFrame
 
 logger = logging.getLogger(__name__)
 
@@ -66,20 +67,19 @@ class LiveRunSource(RunSource):
         delay = FIRST_DELAY_S
         while True:
             try:
-                url = await self.backend.endpoint(self.handle)
-                token = await self.backend.token(self.handle)
-                client = DaemonClient(url, token)
-                health = await client.health()
+                client, health = await self._open()
+            except DaemonAuthError as e:
+                say(f"Not trusted: {e}; R retries")
+                logger.warning("run %s: %s", self.run_id, e)
+                if await self._wait_or_finished(delay):
+                    return
+                delay = min(delay * 2, MAX_DELAY_S)
+                continue
             except (ClientError, OSError) as e:
                 say(f"Starting… waiting for the daemon ({type(e).__name__}); R retries")
-                self.handle = await self._refresh()
-                if self.handle.status != "running" and await self._finished() is not None:
+                if await self._wait_or_finished(delay):
                     say("the run's daemon has exited; showing its results")
                     return
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay):
-                        await self._wake.wait()
                 delay = min(delay * 2, MAX_DELAY_S)
                 continue
             if self.client is not None:
@@ -88,6 +88,31 @@ class LiveRunSource(RunSource):
             self._has_terminal = health.terminal
             say("")
             return
+
+    async def _open(self) -> tuple[DaemonClient, Health]:
+        """A client of the run's daemon once it has proved it is one, and its health."""
+        url = await self.backend.endpoint(self.handle)
+        client = DaemonClient(url, await self.backend.token(self.handle))
+        try:
+            # Whoever answers on the run's port must prove it is the run's daemon before
+            # anything it says is shown (SECURITY.md A2): an impostor is never adopted.
+            await client.verify()
+            return client, await client.health()
+        except BaseException:
+            await client.close()
+            raise
+
+    async def _wait_or_finished(self, delay: float) -> bool:
+        """True once the run has stopped and its results are there; otherwise waits ``delay``
+        (or until :meth:`reconnect_now`) and returns False."""
+        self.handle = await self._refresh()
+        if self.handle.status != "running" and await self._finished() is not None:
+            return True
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
+        return False
 
     async def _refresh(self) -> RunHandle:
         try:
@@ -220,7 +245,9 @@ class LiveRunSource(RunSource):
         if not await self.terminal():
             msg = "this run offers no terminal"
             raise SourceUnavailable(msg)
-        return await self._daemon().pty(cols, rows)
+        # Opening the Terminal tab is the user's explicit act: only here does the viewer make
+        # the admin claim the daemon asks of a pty (SECURITY.md A4); every other call is view-only.
+        return await self._daemon().pty(cols, rows, admin=True)
 
     async def close(self) -> None:
         if self.client is not None:

@@ -32,6 +32,31 @@ def parse_tasks(text: str, known: Sequence[str]) -> list[str]:
     return wanted
 
 
+def parse_limit(text: str) -> float | None:
+    """A time limit in seconds (empty: none); anything else raises ValueError."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        limit = float(text)
+    except ValueError:
+        limit = -1.0
+    if not limit > 0 or limit == float("inf"):
+        msg = f"time limit must be a number of seconds above 0, got {text!r}"
+        raise ValueError(msg)
+    return limit
+
+
+def parse_seed(text: str) -> int:
+    """A run seed (empty: 0); anything but a whole number raises ValueError."""
+    text = text.strip() or "0"
+    try:
+        return int(text)
+    except ValueError:
+        msg = f"seed must be a whole number, got {text!r}"
+        raise ValueError(msg) from None
+
+
 class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
     """The form."""
 
@@ -84,9 +109,13 @@ class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
         if backend not in self.backends:
             msg = "no backend to launch on"
             raise ValueError(msg)
-        text = self.limit.edit_text.strip()
-        limit = float(text) if text else None
-        return tasks, agent, backend, limit, int(self.seed.edit_text.strip() or "0")
+        return (
+            tasks,
+            agent,
+            backend,
+            parse_limit(self.limit.edit_text),
+            parse_seed(self.seed.edit_text),
+        )
 
     def launch(self) -> None:
         """Validate and launch (in the background)."""

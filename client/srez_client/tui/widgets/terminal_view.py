@@ -35,6 +35,7 @@ class RemoteTerminal(urwid.Terminal):
         self._ours, self._theirs = socket.socketpair()
         self._ours.setblocking(False)
         self._theirs.setblocking(False)
+        self._pumps: set[asyncio.Task[Any]] = set()
 
     def spawn(self) -> None:
         self.pid = -1  # no local child: terminate() must not signal anything
@@ -54,6 +55,7 @@ class RemoteTerminal(urwid.Terminal):
 
     async def _pump_in(self) -> None:
         """Daemon output into the emulator."""
+        self._pumps.add(asyncio.current_task())  # type: ignore[arg-type]
         loop = asyncio.get_running_loop()
         try:
             async for msg in self.ws:
@@ -67,6 +69,7 @@ class RemoteTerminal(urwid.Terminal):
 
     async def _pump_out(self) -> None:
         """Keys the emulator wrote, to the daemon."""
+        self._pumps.add(asyncio.current_task())  # type: ignore[arg-type]
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -82,6 +85,16 @@ class RemoteTerminal(urwid.Terminal):
             return
         self.terminated = True
         self.remove_watch()
+        # The pumps wait on our socket in the event loop's selector. Unregister it before it is
+        # closed: a closed descriptor left registered breaks the next socket to reuse its number
+        # (the restarted shell would never see a key).
+        with contextlib.suppress(RuntimeError, OSError, ValueError):
+            loop = asyncio.get_running_loop()
+            loop.remove_reader(self._ours.fileno())
+            loop.remove_writer(self._ours.fileno())
+        for task in self._pumps:
+            if task is not asyncio.current_task():
+                task.cancel()
         for sock in (self._ours, self._theirs):
             with contextlib.suppress(OSError):
                 sock.close()
