@@ -244,6 +244,7 @@ async def _show_progress(backend: Backend, handle: RunHandle) -> None:
     try:
         url, token = await backend.endpoint(handle), await backend.token(handle)
         async with DaemonClient(url, token) as client:
+            await client.verify()  # even a progress line is only taken from the run's daemon
             async for frame in client.stream():
                 if isinstance(frame, PhaseFrame):
                     _say(f"run {handle.run_id}: phase {frame.phase}")
