@@ -9,16 +9,11 @@ the client never reads it back from the container (its own copy is ``$SREZ_STATE
 token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set, and,
 for an LLM run, what its agent needs to reach its model:
 
-LLM runs (``llm``, ``llm-json``; SECURITY.md A12): provider keys never enter a container. The
-backend starts one :class:`~srez_client.relay.ModelRelay` with its first LLM run, on the Docker
-bridge's gateway address, registers each run with its real model slug (and the host-side
-``SREZ_LLM_API_BASE``/``SREZ_LLM_API_KEY``/``SREZ_LLM_TIMEOUT_S``, if set), and gives the
-container only the agent's other ``SREZ_LLM_*`` settings, the relay's URL and the run's scoped
-relay token (:func:`~srez_client.backends.docker_state.model_environment`). That token is a
-different secret from the daemon's: it only buys chat completions for this run, from this process,
-and is revoked when the run is seen finished, is stopped or removed, so it may sit in the
-environment; the daemon's token, which buys exec and a root shell, never does. The launching
-process must stay alive while an LLM run's agent works: the relay lives in it.
+LLM runs (``llm``, ``llm-json``; SECURITY.md A12) reach their model through the host's model relay
+(:mod:`srez_client.backends.docker_models`): provider keys never enter a container; it is given
+the relay's URL and a scoped token of its own, a different secret from the daemon's (that one buys
+exec and a root shell, and never sits in the environment). The launching process must stay alive
+while an LLM run's agent works: the relay lives in it.
 
 Authority (SECURITY.md A10): containers are discovered by the label ``srez.run``; the client acts
 on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
@@ -61,19 +56,16 @@ from srez_client.backends.base import (
     poll_until_finished,
     read_token,
 )
+from srez_client.backends.docker_models import RunModels
 from srez_client.backends.docker_state import (
     DockerRecord,
     LaunchPlan,
     SeenContainer,
     agent_specs,
-    bridge_gateway,
     inputs_tar,
-    llm_settings,
-    model_environment,
     plan_launch,
     published_port,
     read_replay,
-    relay_target,
     write_state,
 )
 from srez_client.backends.inline import srez_version
@@ -149,8 +141,8 @@ class DockerBackend(Backend):
         self._client: engine.DockerClient | None = None
         self._client_lock = asyncio.Lock()
         self._finished_exited: set[str] = set()  # containers seen exited with summary.json
-        self._relay: ModelRelay | None = None
-        self._relay_lock = asyncio.Lock()
+        self.models = RunModels(lambda: self._call(engine.bridge_network))
+        """The model relay of this backend's LLM runs."""
 
     # ------------------------------------------------------------------ the engine
 
@@ -168,53 +160,14 @@ class DockerBackend(Backend):
     def close(self) -> None:
         """Close the model relay (every relay token stops working) and the SDK client's
         connections (a later call makes new ones)."""
-        if self._relay is not None:
-            self._relay.close_blocking()
-            self._relay = None
+        self.models.close()
         if self._client is not None:
             self._client.close()
             self._client = None
 
     async def relay(self) -> ModelRelay:
-        """The model relay of this backend's LLM runs, started on first use on the bridge
-        network's gateway address (a free port).
-
-        Raises:
-            BackendError: If the engine has no bridge network, or its gateway is not an address
-                of this host (a remote engine, Docker Desktop): LLM runs cannot reach the relay.
-        """
-        async with self._relay_lock:
-            if self._relay is None:
-                host = bridge_gateway(await self._call(engine.bridge_network))
-                relay = ModelRelay(host)
-                try:
-                    await relay.start()
-                except OSError as e:
-                    msg = f"docker: cannot serve the model relay on the bridge gateway {host} ({e.strerror or e}); LLM runs need an engine on this host"
-                    raise BackendError(msg) from e
-                self._relay = relay
-            return self._relay
-
-    def _revoke(self, run_id: str) -> None:
-        """The run's relay token stops working (nothing if it has none)."""
-        if self._relay is not None:
-            self._relay.revoke(run_id)
-
-    async def _model_environment(self, spec: LaunchSpec, run_id: str) -> dict[str, str]:
-        """Register an LLM run with the relay; what its container is told about its model."""
-        settings = llm_settings(os.environ, spec.agent_env)
-        target = relay_target(settings)
-        relay = await self.relay()
-        grant = relay.register(
-            run_id,
-            spec.model,
-            target.api_base,
-            api_key=target.api_key,
-            timeout_s=target.timeout_s,
-        )
-        return model_environment(
-            settings, base_url=grant.base_url, token=grant.token, run_id=run_id
-        )
+        """The model relay of this backend's LLM runs (:class:`RunModels`)."""
+        return await self.models.relay()
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, await self.client(), *args, **kwargs)
@@ -243,11 +196,11 @@ class DockerBackend(Backend):
         run_id = plan.run_id
         environment = dict(plan.environment)
         if host_spec in LLM_SPECS and spec.model not in ("", "none"):
-            environment.update(await self._model_environment(spec, run_id))
+            environment.update(await self.models.environment(spec, run_id))
         try:
             return await self._launch(spec, plan, environment, replay)
         except BaseException:
-            self._revoke(run_id)
+            self.models.revoke(run_id)
             raise
 
     async def _launch(
@@ -450,17 +403,19 @@ class DockerBackend(Backend):
         done = await poll_until_finished(
             BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.02, max_delay_s=0.25
         )
-        self._revoke(run.run_id)  # the agent phase is over: its model is no longer its to call
+        self.models.revoke(
+            run.run_id
+        )  # the agent phase is over: its model is no longer its to call
         return done
 
     async def stop(self, run: RunHandle) -> None:
         """``docker stop`` (SIGTERM, SIGKILL after the grace); nothing if it is gone."""
         seen = await self._locate(run.run_id)
         if seen is None:
-            self._revoke(run.run_id)
+            self.models.revoke(run.run_id)
             return
         self._authorize(seen)
-        self._revoke(run.run_id)
+        self.models.revoke(run.run_id)
         await self._call(engine.stop, seen.id, self.stop_grace_s)
 
     async def remove(self, run: RunHandle) -> None:
@@ -468,7 +423,7 @@ class DockerBackend(Backend):
         seen = await self._locate(run.run_id)
         if seen is not None:
             self._authorize(seen)
-        self._revoke(run.run_id)
+        self.models.revoke(run.run_id)
         if seen is not None:
             await self._call(engine.remove, seen.id, self.stop_grace_s)
         if seen is None or self._record(run.run_id) is not None:
