@@ -132,7 +132,7 @@ async def test_exec_runs_a_command_once_per_request_id(done_run: Daemon, tmp_pat
     assert fresh.exit_code == 3
     assert marker.read_text() == "x\nx\n"  # the retry with req-1 did not run it again
     assert timed.exit_code is None or timed.timed_out
-    assert timed.duration_s < 3
+    assert timed.duration_s < 5
 
 
 async def test_pty_runs_a_shell(done_run: Daemon) -> None:
@@ -452,7 +452,7 @@ def test_daemon_client_never_shows_its_token() -> None:
 
 async def test_a_viewer_never_holds_a_finished_daemon_up(tmp_path: Path) -> None:
     """A stream attached from launch to a run without keep ends, and lets its daemon exit, within
-    2 s of the ``done`` phase (measured: about 60 ms and 220 ms)."""
+    5 s of the ``done`` phase (measured: about 60 ms and 220 ms; the bound is a loaded machine's)."""
     backend = LocalBackend(tmp_path / "state")
     spec = spec_for(tmp_path / "results").model_copy(update={"keep": False})
     handle = await backend.launch(spec)
@@ -466,9 +466,9 @@ async def test_a_viewer_never_holds_a_finished_daemon_up(tmp_path: Path) -> None
                 if isinstance(f, PhaseFrame) and f.phase == "done":
                     done_at = loop.time()
     assert done_at is not None
-    assert loop.time() - done_at < 2
+    assert loop.time() - done_at < 5
     while (await backend.get(handle.run_id)).status == "running":
-        assert loop.time() - done_at < 2, "the daemon is still up 2 s after done"
+        assert loop.time() - done_at < 5, "the daemon is still up 5 s after done"
         await asyncio.sleep(0.02)
     kinds = [f.entry.type for f in frames if isinstance(f, DialogFrame)]
     assert kinds[0] == "session_started" and kinds[-1] == "session_completed"

@@ -223,5 +223,5 @@ async def test_stop_escalates_to_sigkill_after_the_grace(
     loop = asyncio.get_running_loop()
     began = loop.time()
     await backend.stop(await backend.get(record.run_id))
-    assert 0.3 <= loop.time() - began < 3
+    assert 0.3 <= loop.time() - began < 8  # the grace was waited; slack for a loaded machine
     assert not is_alive(stubborn.pid, record.pid_start)  # (reaped by the backend: it is our child)

@@ -133,7 +133,7 @@ async def test_pty_close_kills_the_shell_and_its_children(make_harness: MakeHarn
     async with h.client.ws_connect("/api/pty") as ws:
         await ws.send_bytes(b"sleep 5151.1 & nohup sleep 5151.1 >/dev/null 2>&1 & echo pid=$$\n")
         shell = int((await read_until(ws, r"pid=\d+"))[4:])
-        await wait_for(lambda: len(marked("5151.1")) == 2, 2)
+        await wait_for(lambda: len(marked("5151.1")) == 2, 6)
         start = time.perf_counter()
     closed = time.perf_counter() - start
     # The close is answered after the processes are gone, so nothing is left to wait for.
@@ -161,7 +161,7 @@ async def test_pty_idle_timeout_closes_and_kills(make_harness: MakeHarness) -> N
     h = await make_harness(pty_idle_s=1)
     async with h.client.ws_connect("/api/pty") as ws:
         await ws.send_bytes(b"sleep 5151.2 &\n")
-        await wait_for(lambda: len(marked("5151.2")) == 1, 2)
+        await wait_for(lambda: len(marked("5151.2")) == 1, 6)
         start = time.perf_counter()
         async with asyncio.timeout(4):
             while (msg := await ws.receive()).type is WSMsgType.BINARY:
@@ -169,7 +169,7 @@ async def test_pty_idle_timeout_closes_and_kills(make_harness: MakeHarness) -> N
         idle = time.perf_counter() - start
         assert msg.type is WSMsgType.CLOSE
         assert msg.extra == "idle timeout"
-    gone = await wait_for(lambda: not marked("5151.2"), 2)
+    gone = await wait_for(lambda: not marked("5151.2"), 6)
     print(f"pty idle 1 s: closed {idle:.3f} s after the last output, job gone {gone:.3f} s later")
     assert zombies() == 0
 
@@ -275,7 +275,7 @@ async def test_pty_service_close_ends_every_session(make_harness: MakeHarness) -
     h = await make_harness()
     async with h.client.ws_connect("/api/pty") as ws:
         await ws.send_bytes(b"sleep 5151.4 &\n")
-        await wait_for(lambda: len(marked("5151.4")) == 1, 2)
+        await wait_for(lambda: len(marked("5151.4")) == 1, 6)
         await h.service.close()
         assert not marked("5151.4")
         async with asyncio.timeout(3):

@@ -30,7 +30,7 @@ def text_of(widget: object, size: tuple[int, ...]) -> str:
     return "\n".join(line.decode() for line in canvas.text)
 
 
-async def until(check: object, limit_s: float = 3.0) -> None:
+async def until(check: object, limit_s: float = 10.0) -> None:
     async with asyncio.timeout(limit_s):
         while not check():  # type: ignore[operator]  # noqa: ASYNC110 - polling the screen
             await asyncio.sleep(0.01)
