@@ -56,7 +56,7 @@ class Tmux:
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", "tui")
 
-    async def wait(self, pattern: str, limit_s: float = 8.0) -> str:
+    async def wait(self, pattern: str, limit_s: float = 15.0) -> str:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit_s
         while True:

@@ -49,7 +49,7 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "0")
 
-    def wait_for(self, needle: str, timeout: float = 8.0) -> str:
+    def wait_for(self, needle: str, timeout: float = 15.0) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen()
