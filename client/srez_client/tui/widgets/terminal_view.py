@@ -88,13 +88,14 @@ class RemoteTerminal(urwid.Terminal):
         # The pumps wait on our socket in the event loop's selector. Unregister it before it is
         # closed: a closed descriptor left registered breaks the next socket to reuse its number
         # (the restarted shell would never see a key).
-        with contextlib.suppress(RuntimeError, OSError, ValueError):
+        with contextlib.suppress(RuntimeError, OSError, ValueError):  # RuntimeError: no loop
             loop = asyncio.get_running_loop()
             loop.remove_reader(self._ours.fileno())
             loop.remove_writer(self._ours.fileno())
-        for task in self._pumps:
-            if task is not asyncio.current_task():
-                task.cancel()
+            current = asyncio.current_task()
+            for task in self._pumps:
+                if task is not current:
+                    task.cancel()
         for sock in (self._ours, self._theirs):
             with contextlib.suppress(OSError):
                 sock.close()
