@@ -84,6 +84,11 @@ def add_managed_command(sub: Any) -> None:
     run = action("run", cmd_run, "run the queue (one target at a time)", "name")
     run.add_argument("--target", help="run this target only")
     run.add_argument("--retry-failed", action="store_true", help="re-run tasks the harness failed")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="sleep through budget and provider pauses (next day, end of cooldown) and go on",
+    )
     action("pause", cmd_pause, "finish the current task, start nothing new", "name")
     action("clear-pause", cmd_clear_pause, "remove the pause flag", "name")
     action("stop", cmd_stop, "stop the runner and its in-flight run now", "name")
@@ -220,6 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             settings.state_dir,
             only=args.target,
             retry_failed=args.retry_failed,
+            wait=args.wait,
             echo=echo,
         )
     )

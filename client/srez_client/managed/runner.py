@@ -12,8 +12,10 @@ summary and exits, the run is mirrored as usual and its record is marked ``inter
 ``completed``, and nothing new starts. If the run does not end within :data:`STOP_GRACE_S`, the
 wait is cancelled and the record is still written ``interrupted``.
 
-Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user or budget),
-:data:`EXIT_STOPPED` after a stop.
+Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user, budget or
+provider), :data:`EXIT_STOPPED` after a stop. With ``--wait`` the runner sleeps through budget and
+provider pauses (until the next day, or the end of the cooldown) and goes on; only a user pause
+or a stop ends it.
 """
 
 from __future__ import annotations
@@ -24,13 +26,19 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.errors import ClientError
-from srez_client.managed.cooldown import PROVIDER_PAUSE_AFTER, provider_cooldown_s, seconds_since
-from srez_client.managed.ledger import BudgetLedger, today
+from srez_client.managed.cooldown import (
+    PROVIDER_PAUSE_AFTER,
+    provider_cooldown_s,
+    seconds_since,
+    seconds_until_lifted,
+)
+from srez_client.managed.ledger import TODAY_ENV, BudgetLedger, today
 from srez_client.managed.logs import TargetLogs, now_iso
 from srez_client.managed.models import (
     Checkpoint,
@@ -75,6 +83,8 @@ EXIT_STOPPED: Final = 143
 """Exit status of a runner that was stopped."""
 STOP_GRACE_S: Final = 10.0
 """How long a stopped run may take to end before the runner gives up waiting for it."""
+MIN_WAIT_S: Final = 1.0
+"""The shortest sleep of ``--wait`` between looks at a pause (a clock a little off never spins)."""
 
 
 class _Stopped(Exception):
@@ -106,10 +116,15 @@ class Runner:
         self.stopping = False
         self.in_flight: RunHandle | None = None
         self._attempt_task: asyncio.Task[TaskRecord] | None = None
+        self._stop_requested = asyncio.Event()
         self.png = png
 
-    async def main(self, only: str | None = None, *, retry_failed: bool = False) -> int:
-        """Run the queue (``only``: one target); returns the exit status."""
+    async def main(
+        self, only: str | None = None, *, retry_failed: bool = False, wait: bool = False
+    ) -> int:
+        """Run the queue (``only``: one target); returns the exit status. With ``wait``, a
+        budget or provider pause is slept through (until the next day, or the cooldown's end)
+        and the queue goes on; a user pause, or a stop, still ends the runner."""
         lock = RunnerLock(self.paths)
         lock.acquire()
         loop = asyncio.get_running_loop()
@@ -117,7 +132,21 @@ class Runner:
             loop.add_signal_handler(sig, self.request_stop)
         try:
             self._state(None, None)
-            return await self._queue(only, retry_failed)
+            while True:
+                status = await self._queue(only, retry_failed)
+                if status != EXIT_PAUSED or not wait:
+                    return status
+                delay = self._pause_left()
+                if delay is None:
+                    return status
+                self.echo(
+                    f"waiting {delay:.0f} s for the pause to lift ('srez managed stop' ends the wait)"
+                )
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(delay, MIN_WAIT_S)):
+                        await self._stop_requested.wait()
+                if self.stopping:
+                    raise _Stopped
         except _Stopped:
             return EXIT_STOPPED
         finally:
@@ -125,11 +154,25 @@ class Runner:
                 loop.remove_signal_handler(sig)
             lock.release()
 
+    def _pause_left(self) -> float | None:
+        """Seconds until the current pause lifts by itself, or None (see
+        :func:`~srez_client.managed.cooldown.seconds_until_lifted`)."""
+        pause = read_pause(self.paths)
+        if pause is None:
+            return 0.0
+        return seconds_until_lifted(
+            pause,
+            now=datetime.now(UTC),
+            cooldown_s=provider_cooldown_s(self.environ),
+            day_is_forced=bool(self.environ.get(TODAY_ENV, "").strip()),
+        )
+
     def request_stop(self) -> None:
         """SIGTERM: stop the in-flight run now and start nothing new."""
         if self.stopping:
             return
         self.stopping = True
+        self._stop_requested.set()
         logger.warning("stop requested")
         loop = asyncio.get_running_loop()
         if self.in_flight is not None:
@@ -329,10 +372,11 @@ async def run_managed(
     *,
     only: str | None = None,
     retry_failed: bool = False,
+    wait: bool = False,
     echo: Callable[[str], None] | None = None,
     png: bool = True,
 ) -> int:
     """Run a managed run's queue in this process (what ``srez managed run`` calls)."""
     load_run(paths)
     runner = Runner(paths, backend, state_dir, echo=echo, png=png)
-    return await runner.main(only, retry_failed=retry_failed)
+    return await runner.main(only, retry_failed=retry_failed, wait=wait)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,52 @@ def test_managed_results_of_runs_survive_delete(kit: Kit) -> None:
     kit.srez("managed", "delete", "d", "--yes")
     assert not kit.managed("d").exists()
     assert results_dirs(kit.results, "scripted") == before
+
+
+def _provider_pause(kit: Kit, name: str) -> None:
+    """A provider pause written now, as the runner writes one after an outage."""
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    pause = {"reason": "provider", "at": at, "day": "2026-01-01", "message": "outage"}
+    (kit.managed(name) / "PAUSE").write_text(json.dumps(pause))
+
+
+def _create_inline(kit: Kit, name: str) -> None:
+    kit.srez(
+        "managed", "create", name, "--baselines", "scripted", "--models", "none",
+        "--tasks", "sre-001,sre-002", "--backend", "inline",
+    )  # fmt: skip
+
+
+def test_managed_run_wait_sleeps_through_a_provider_pause_then_goes_on(kit: Kit) -> None:
+    _create_inline(kit, "w")
+    _provider_pause(kit, "w")
+    env = {"SREZ_PROVIDER_COOLDOWN_S": "2"}
+    assert kit.srez("managed", "run", "w", check=False, env=env).returncode == 75  # no --wait
+    done = kit.srez("managed", "run", "w", "--wait", env=env)
+    said = done.stderr.splitlines()
+    waited = next(i for i, line in enumerate(said) if "for the pause to lift" in line)
+    lifted = next(i for i, line in enumerate(said) if "provider cooldown of 2 s is over" in line)
+    assert waited < lifted, done.stderr
+    assert [r["status"] for r in kit.output("w", "scripted").values()] == ["completed"] * 2
+    assert not (kit.managed("w") / "PAUSE").exists()
+
+
+def test_managed_run_wait_ends_on_stop_and_never_waits_out_a_user_or_forced_day_pause(
+    kit: Kit,
+) -> None:
+    _create_inline(kit, "s")
+    _provider_pause(kit, "s")
+    runner = kit.runner("s", "--wait", env={"SREZ_PROVIDER_COOLDOWN_S": "3600"})
+    wait_for("the runner waiting", lambda: "for the pause to lift" in kit.runner_err())
+    kit.srez("managed", "stop", "s")
+    assert runner.wait(30) == 143, kit.runner_err()
+    assert kit.output("s", "scripted") == {}  # nothing ran
+    kit.srez("managed", "clear-pause", "s")
+    kit.srez("managed", "pause", "s")  # a user's pause is theirs to lift
+    user = kit.srez("managed", "run", "s", "--wait", check=False)
+    assert user.returncode == 75 and "for the pause to lift" not in user.stderr
+    kit.srez("managed", "clear-pause", "s")
+    budget = {"reason": "budget", "at": "2026-01-01T00:00:00Z", "day": "2026-01-01"}
+    (kit.managed("s") / "PAUSE").write_text(json.dumps(budget))
+    forced = kit.srez("managed", "run", "s", "--wait", check=False, SREZ_TODAY="2026-01-01")
+    assert forced.returncode == 75 and "for the pause to lift" not in forced.stderr

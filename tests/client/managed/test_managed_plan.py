@@ -3,14 +3,23 @@ summaries and the exported queue."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from srez_client.backends.base import LaunchSpec
 from srez_client.errors import UsageError
+from srez_client.managed.cooldown import seconds_until_lifted
 from srez_client.managed.ledger import BudgetLedger, parse_lines, sum_records, today
-from srez_client.managed.models import Checkpoint, ManagedRun, TaskRecord, make_target, parse_target
+from srez_client.managed.models import (
+    Checkpoint,
+    ManagedRun,
+    PauseInfo,
+    TaskRecord,
+    make_target,
+    parse_target,
+)
 from srez_client.managed.plan import (
     classify,
     end_attempt,
@@ -229,3 +238,23 @@ def test_an_unpriced_run_is_charged_its_cost_cap_not_nothing(tmp_path: Path) -> 
     assert outcome_fields(tmp_path, summary, unknown_cost=0.5)["cost_usd"] == 0.5
     priced = summary.model_copy(update={"cost_usd": 0.01})
     assert outcome_fields(tmp_path, priced, unknown_cost=0.5)["cost_usd"] == 0.01
+
+
+def test_how_long_each_kind_of_pause_has_left() -> None:
+    now = datetime(2026, 3, 1, 23, 0, 0).astimezone()  # 23:00 on the machine's clock
+    utc = now.astimezone(UTC)
+
+    def left(reason: str, *, at: str = "", day: str = "2026-03-01", forced: bool = False) -> object:
+        pause = PauseInfo(reason=reason, at=at, day=day)  # type: ignore[arg-type]
+        return seconds_until_lifted(pause, now=now, cooldown_s=60, day_is_forced=forced)
+
+    def iso(moment: datetime) -> str:
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    assert left("user") is None  # only its user lifts it
+    assert left("provider", at=iso(utc - timedelta(seconds=10))) == pytest.approx(50)
+    assert left("provider", at=iso(utc - timedelta(hours=1))) == 0.0  # the cooldown is over
+    assert left("provider", at="not a time") == 0.0
+    assert left("budget") == pytest.approx(3600)  # the ledger day ends at local midnight
+    assert left("budget", day="2000-01-01") == 0.0  # a pause of a past day is lifted
+    assert left("budget", forced=True) is None  # $SREZ_TODAY never ends
