@@ -73,8 +73,30 @@ def test_changes_view_gains_truth_under_a_banner_after_the_agent_phase() -> None
     )
 
 
-def write_diff() -> str:
-    return "--- a/x.conf\n+++ b/x.conf\n@@ -1 +1 @@\n-port = 5433\n+port = 5432\n"
+def test_split_view_lines_up_each_file_of_the_agent_and_the_fix() -> None:
+    model = ChangesModel()
+    view = ChangesView(model)
+    model.set_agent_diff(write_diff() + write_diff("extra.conf", "a = 1", "a = 2"))
+    model.set_reference(write_diff() + write_diff("db.conf", "max = 1", "max = 9"), 0.5)
+    model.choose("split")
+    view.refresh()
+    lines = text_of(view, (140, 40)).split("\n")
+    row = next(line for line in lines if "M x.conf" in line)
+    assert row.count("M x.conf") == 2  # the same file, once per side, on one row
+    assert any("+port = 5432" in line and line.count("+port = 5432") == 2 for line in lines)
+    assert any(
+        "M extra.conf" in line and "(the fix leaves extra.conf alone)" in line for line in lines
+    )
+    assert any("(the agent leaves db.conf alone)" in line and "M db.conf" in line for line in lines)
+    assert "REFERENCE FIX" in lines[1]  # the right column sits under the banner
+    model.toggle_raw()
+    view.refresh()
+    raw = text_of(view, (140, 40))
+    assert "REFERENCE FIX" in raw and raw.count("+port = 5432") == 2
+
+
+def write_diff(name: str = "x.conf", old: str = "port = 5433", new: str = "port = 5432") -> str:
+    return f"--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-{old}\n+{new}\n"
 
 
 def test_evaluation_and_logs_views_render() -> None:

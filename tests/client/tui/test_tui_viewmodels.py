@@ -320,6 +320,21 @@ def test_truth_and_split_appear_only_after_the_agent_phase() -> None:
     assert model.raw
 
 
+def test_split_pairs_the_same_file_of_both_sides_and_flags_the_rest() -> None:
+    model = ChangesModel()
+    model.set_agent_diff(DIFF)  # payments/payments.conf (M), cache/new.conf (A)
+    reference = DIFF.split("--- /dev/null")[0] + (
+        "--- a/db/db.conf\n+++ b/db/db.conf\n@@ -1 +1 @@\n-max = 1\n+max = 9\n"
+    )
+    model.set_reference(reference, 0.5)
+    pairs = [(path, a is not None, t is not None) for path, a, t in model.split_pairs()]
+    assert pairs == [
+        ("payments/payments.conf", True, True),  # both changed it: side by side
+        ("cache/new.conf", True, False),  # only the agent
+        ("db/db.conf", False, True),  # only the fix
+    ]
+
+
 def test_similarity_colours() -> None:
     assert [similarity_colour(x) for x in (1.0, 0.8, 0.79, 0.4, 0.39, 0.0)] == [
         "green",

@@ -131,6 +131,17 @@ class ChangesModel:
         cards = self.truth_cards if truth else self.agent_cards
         return len(cards), sum(c.added for c in cards), sum(c.removed for c in cards)
 
+    def split_pairs(self) -> list[tuple[str, FileCard | None, FileCard | None]]:
+        """The Split view's rows: each file either side changed, with the agent's card and the
+        reference's card for it side by side (None where that side left the file alone); the
+        agent's files first, in its order, then those only the reference changed."""
+        truth = {c.path: c for c in self.truth_cards}
+        agent_paths = {c.path for c in self.agent_cards}
+        rows: list[tuple[str, FileCard | None, FileCard | None]]
+        rows = [(c.path, c, truth.get(c.path)) for c in self.agent_cards]
+        rows += [(c.path, None, c) for c in self.truth_cards if c.path not in agent_paths]
+        return rows
+
     def similarity_text(self) -> tuple[Colour, str] | None:
         """The similarity as a coloured percentage, once known."""
         if self.similarity is None:

@@ -54,6 +54,36 @@ def side_widgets(model: ChangesModel, truth: bool) -> list[urwid.Widget]:
     return card_widgets(model.agent_cards, "(no changes yet)")
 
 
+def split_rows(model: ChangesModel) -> list[urwid.Widget]:
+    """Agent | reference, file by file: the same file's cards side by side, so what the agent
+    changed and what the fix changes line up; Raw puts the two whole diffs side by side."""
+    heads = urwid.Columns(
+        [
+            urwid.Text(("title", "Agent")),
+            urwid.AttrMap(urwid.Text(f" {TRUTH_BANNER} "), "banner"),
+        ],
+        dividechars=1,
+    )
+    if model.raw:
+        left = urwid.Pile(side_widgets(model, False))
+        right = urwid.Pile(_raw(model.reference or ""))
+        return [heads, urwid.Columns([left, right], dividechars=1)]
+    pairs = model.split_pairs()
+    if not pairs:
+        return [heads, urwid.Text(("dim", "(neither side changes a file)"))]
+    rows: list[urwid.Widget] = [heads]
+    for _path, agent, truth in pairs:
+        left = urwid.Pile(card_widgets([agent], "") if agent else [_absent(truth, "the agent")])
+        right = urwid.Pile(card_widgets([truth], "") if truth else [_absent(agent, "the fix")])
+        rows.append(urwid.Columns([left, right], dividechars=1))
+    return rows
+
+
+def _absent(other: FileCard | None, who: str) -> urwid.Widget:
+    path = other.path if other else ""
+    return urwid.Text(("dim", f"({who} leaves {path} alone)"))
+
+
 class ChangesView(urwid.WidgetWrap[urwid.Widget]):
     """The Changes tab."""
 
@@ -86,9 +116,7 @@ class ChangesView(urwid.WidgetWrap[urwid.Widget]):
         self.header.set_text(self.buttons())
         m = self.model
         if m.side == "split" and m.agent_over:
-            left = urwid.Pile([urwid.Text(("title", "Agent")), *side_widgets(m, False)])
-            right = urwid.Pile(side_widgets(m, True))
-            rows: list[urwid.Widget] = [urwid.Columns([left, right], dividechars=1)]
+            rows = split_rows(m)
         else:
             rows = side_widgets(m, m.side == "truth")
         self.walker[:] = rows
