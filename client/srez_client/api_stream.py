@@ -74,13 +74,11 @@ async def follow(
     reconnecting = False
     while not (stop is not None and stop.is_set()):
         try:
+            quick = AFTER_END_CONNECT_S if state.terminal else None
             if reconnecting:
-                # The daemon went away, and whoever holds its port now must prove again that it
-                # is the run's daemon (SECURITY.md A2) before a frame of its is believed.
-                await client.verify()
+                await _prove_again(client, quick)
             reconnecting = True
             params = {"offset": str(state.next_offset)}
-            quick = AFTER_END_CONNECT_S if state.terminal else None
             ws = await client.websocket("/api/ws", params, connect_timeout_s=quick)
         except DaemonUnreachableError:
             ws = None
@@ -104,6 +102,18 @@ async def follow(
             raise DaemonUnreachableError(msg)
         logger.debug("stream dropped at offset %d; reconnect #%d", state.next_offset, failures)
         await asyncio.sleep(client.reconnect.delay(failures))
+
+
+async def _prove_again(client: DaemonClient, limit_s: float | None) -> None:
+    """The daemon went away, and whoever holds its port now must prove again that it is the
+    run's daemon (SECURITY.md A2) before a frame of its is believed. After the run's end the
+    check is bounded like the connection: a daemon shutting down may accept and never answer."""
+    try:
+        async with asyncio.timeout(limit_s):
+            await client.verify()
+    except TimeoutError as e:
+        msg = f"daemon at {client.base_url} did not answer within {limit_s:g} s"
+        raise DaemonUnreachableError(msg) from e
 
 
 async def _frames(

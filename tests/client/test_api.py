@@ -412,6 +412,34 @@ async def test_stream_never_reconnects_to_an_impostor(aiohttp_server: object) ->
     assert served == ["0"]
 
 
+async def test_the_identity_check_after_the_end_is_bounded_like_the_connection(
+    aiohttp_server: object,
+) -> None:
+    """The run is over (phase done) when the stream drops, and the port now accepts requests
+    and never answers (a daemon shutting down): the stream ends after the short after-the-end
+    bound, not the client's 30 s timeout."""
+    done = '{"t": "phase", "phase": "done"}'
+    app, served = fake_daemon([[frame(0, 0), done]], 30)
+    hung = asyncio.Event()
+
+    @web.middleware
+    async def hang_after_drop(request: web.Request, handler: Any) -> web.StreamResponse:
+        if served and request.path == "/api/run":
+            hung.set()
+            await asyncio.sleep(3600)
+        return await handler(request)  # type: ignore[no-any-return]
+
+    app.middlewares.append(hang_after_drop)
+    server = await aiohttp_server(app)  # type: ignore[operator]
+    seqs: list[int] = []
+    async with DaemonClient(str(server.make_url("")), "t") as client:
+        async with asyncio.timeout(10):
+            async for f in client.stream():
+                if isinstance(f, DialogFrame):
+                    seqs.append(f.entry.seq)
+    assert seqs == [0] and hung.is_set()
+
+
 async def test_stream_gives_up_after_its_reconnect_budget() -> None:
     policy = ReconnectPolicy(initial_s=0.01, max_s=0.02, attempts=3)
     async with DaemonClient("http://127.0.0.1:9", "t", reconnect=policy) as client:
