@@ -54,6 +54,7 @@ class RecordingBackend(MemoryBackend):
         ("limit", "soon", "time limit must be a number of seconds above 0, got 'soon'"),
         ("limit", "-5", "time limit must be a number of seconds above 0, got '-5'"),
         ("seed", "x1", "seed must be a whole number, got 'x1'"),
+        ("model", "openai/gpt-4o-mini", "model 'openai/gpt-4o-mini' is only for the llm and"),
     ],
 )
 async def test_wizard_bad_input_says_what_is_wrong_and_launches_nothing(
@@ -91,6 +92,32 @@ async def test_wizard_launches_every_task_with_its_settings_and_attaches_each(
     assert all(s.results_root == shell.results_root for s in backend.specs)
     assert shell.opened == sorted(backend.runs)  # each launched run is attached at once
     assert shell.notes[-1] == "launched 2 of 2 runs on memory"
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("none", "agent llm needs a model: a litellm slug such as openai/gpt-4o-mini"),
+        ("gpt4", "model 'gpt4' is not a slug (provider/model, e.g. openai/gpt-4o-mini)"),
+    ],
+)
+async def test_wizard_llm_agent_needs_a_model_slug(
+    tmp_path: Path, model: str, message: str
+) -> None:
+    shell = FakeShell(tmp_path)
+    backend = RecordingBackend(tmp_path / "results")
+    wizard = LaunchWizard(shell, [backend])  # type: ignore[arg-type]
+    next(b for b in wizard.agents if b.label == "llm").set_state(True)
+    wizard.keep.set_state(True)  # the in-memory run never exits: no 30 s wait for it to
+    wizard.model.set_edit_text(model)
+    wizard.launch()
+    await shell.settle()
+    assert message in screen(wizard) and backend.specs == []
+    wizard.model.set_edit_text("openai/gpt-4o-mini")
+    wizard.launch()
+    await shell.settle()
+    assert [(s.agent_spec, s.model) for s in backend.specs] == [("llm", "openai/gpt-4o-mini")]
+    assert message not in screen(wizard)  # the old complaint is gone once the form is right
 
 
 # ---------------------------------------------------------------------- terminal tab

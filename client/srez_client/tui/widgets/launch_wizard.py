@@ -1,21 +1,29 @@
 """The launch wizard: tasks, agent, model, backend and limits, then launch; every run launched
-is attached at once, and mirrored into ``results/`` in the background when it ends."""
+is attached at once, and mirrored into ``results/`` in the background when it ends.
+
+The LLM agents (``llm``, ``llm-json``) need a litellm slug and the baselines take ``none``, as on
+the command line. An LLM run on ``docker`` reaches its model through the relay this process
+serves (SECURITY.md A12), so the TUI must stay open while its agent works.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import urwid
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import ClientError
+from srez_client.models_catalog import valid_slug
 from srez_client.runs import run_to_results, scratch_dir
 from srez_client.tui.shell import Shell
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 
-AGENTS = ("heuristic", "scripted", "random")
+AGENTS = ("heuristic", "scripted", "random", "llm", "llm-json")
 
 
 def parse_tasks(text: str, known: Sequence[str]) -> list[str]:
@@ -30,6 +38,36 @@ def parse_tasks(text: str, known: Sequence[str]) -> list[str]:
         msg = f"unknown task {unknown[0]!r}"
         raise ValueError(msg)
     return wanted
+
+
+def parse_model(agent: str, text: str) -> str:
+    """The model of a run of ``agent``: a slug for the LLM agents, ``none`` for the others;
+    anything else raises ValueError."""
+    model = text.strip()
+    if agent in LLM_SPECS:
+        if model in ("", "none"):
+            msg = f"agent {agent} needs a model: a litellm slug such as openai/gpt-4o-mini"
+            raise ValueError(msg)
+        if not valid_slug(model):
+            msg = f"model {model!r} is not a slug (provider/model, e.g. openai/gpt-4o-mini)"
+            raise ValueError(msg)
+        return model
+    if model not in ("", "none"):
+        msg = f"model {model!r} is only for the llm and llm-json agents; baselines take none"
+        raise ValueError(msg)
+    return "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the form says to launch."""
+
+    tasks: list[str]
+    agent: str
+    model: str
+    backend: str
+    limit_s: float | None
+    seed: int
 
 
 def parse_limit(text: str) -> float | None:
@@ -97,8 +135,8 @@ class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
         ]
         super().__init__(urwid.ListBox(urwid.SimpleFocusListWalker[Any](rows)))
 
-    def spec_values(self) -> tuple[list[str], str, str, float | None, int]:
-        """(task ids, agent spec, backend name, time limit, seed), or ValueError."""
+    def choice(self) -> Choice:
+        """What the form says, or ValueError (or EnvError) naming what is wrong."""
         from srez_env.tasks import load_tasks
 
         known = [t.id for t in load_tasks(None)]
@@ -109,37 +147,36 @@ class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
         if backend not in self.backends:
             msg = "no backend to launch on"
             raise ValueError(msg)
-        return (
-            tasks,
-            agent,
-            backend,
-            parse_limit(self.limit.edit_text),
-            parse_seed(self.seed.edit_text),
+        return Choice(
+            tasks=tasks,
+            agent=agent,
+            model=parse_model(agent, self.model.edit_text),
+            backend=backend,
+            limit_s=parse_limit(self.limit.edit_text),
+            seed=parse_seed(self.seed.edit_text),
         )
 
     def launch(self) -> None:
         """Validate and launch (in the background)."""
         try:
-            values = self.spec_values()
+            choice = self.choice()
         except (ValueError, EnvError) as e:
             self.message.set_text(("error", str(e)))
             return
-        self.shell.spawn(self._launch(*values), "launch")
+        self.message.set_text("")
+        self.shell.spawn(self._launch(choice), "launch")
 
-    async def _launch(
-        self, tasks: list[str], agent: str, name: str, limit: float | None, seed: int
-    ) -> None:
-        backend = self.backends[name]
-        model = self.model.edit_text.strip() or "none"
+    async def _launch(self, choice: Choice) -> None:
+        backend = self.backends[choice.backend]
         launched = 0
-        for task in tasks:
+        for task in choice.tasks:
             spec = LaunchSpec(
                 task_id=task,
-                agent_spec=agent,
-                model=model,
-                run_seed=seed,
+                agent_spec=choice.agent,
+                model=choice.model,
+                run_seed=choice.seed,
                 keep=self.keep.state,
-                time_limit_s=limit,
+                time_limit_s=choice.limit_s,
                 results_root=self.shell.results_root,
             )
             try:
@@ -150,7 +187,7 @@ class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
             launched += 1
             self.shell.open_run(handle.run_id)
             self.shell.spawn(self._mirror(backend, spec, handle), f"mirror-{handle.run_id}")
-        self.shell.notify(f"launched {launched} of {len(tasks)} runs on {name}")
+        self.shell.notify(f"launched {launched} of {len(choice.tasks)} runs on {choice.backend}")
 
     async def _mirror(self, backend: Backend, spec: LaunchSpec, handle: RunHandle) -> None:
         with contextlib.suppress(ClientError, OSError):
