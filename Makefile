@@ -4,6 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_FAST := -m "not llm and not slow"
+# Test files run on JOBS workers, each file whole on one worker (its tests keep their order and
+# share their module fixtures); every test isolates its own state, ports and tmux socket.
+JOBS   ?= 2
+PYTEST_PAR := -n $(JOBS) --dist loadfile
 
 .PHONY: setup run test test-docker test-all check bench golden tasks image image-base clean
 
@@ -20,14 +24,14 @@ run: $(STAMP)
 	$(VENV)/bin/srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_FAST) -q
+	$(PY) -m pytest $(PYTEST_FAST) $(PYTEST_PAR) -q
 
 # Tests against the real Docker engine (they build the run image if it is missing).
 test-docker: $(STAMP)
 	$(PY) -m pytest -m docker -q
 
 test-all: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check env daemon client tests
