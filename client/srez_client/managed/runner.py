@@ -85,6 +85,8 @@ STOP_GRACE_S: Final = 10.0
 """How long a stopped run may take to end before the runner gives up waiting for it."""
 MIN_WAIT_S: Final = 1.0
 """The shortest sleep of ``--wait`` between looks at a pause (a clock a little off never spins)."""
+PAUSE_POLL_S: Final = 2.0
+"""How often ``--wait`` looks at ``PAUSE`` while it sleeps (a ``clear-pause`` ends the wait)."""
 
 
 class _Stopped(Exception):
@@ -142,17 +144,34 @@ class Runner:
                 self.echo(
                     f"waiting {delay:.0f} s for the pause to lift ('srez managed stop' ends the wait)"
                 )
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(max(delay, MIN_WAIT_S)):
-                        await self._stop_requested.wait()
-                if self.stopping:
-                    raise _Stopped
+                if not await self._sleep_through_pause():
+                    return status
         except _Stopped:
             return EXIT_STOPPED
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
             lock.release()
+
+    async def _sleep_through_pause(self) -> bool:
+        """Sleep until the pause lifts, looking at ``PAUSE`` every :data:`PAUSE_POLL_S`: True to
+        go on (it lifted, or ``clear-pause`` removed it), False if it became a pause only its
+        user lifts (``srez managed pause`` meanwhile).
+
+        Raises:
+            _Stopped: On ``srez managed stop`` (SIGTERM).
+        """
+        while True:
+            left = self._pause_left()
+            if left is None:
+                return False
+            if left <= 0:
+                return True
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(min(left, PAUSE_POLL_S), MIN_WAIT_S)):
+                    await self._stop_requested.wait()
+            if self.stopping:
+                raise _Stopped
 
     def _pause_left(self) -> float | None:
         """Seconds until the current pause lifts by itself, or None (see

@@ -213,3 +213,23 @@ def test_managed_run_wait_ends_on_stop_and_never_waits_out_a_user_or_forced_day_
     (kit.managed("s") / "PAUSE").write_text(json.dumps(budget))
     forced = kit.srez("managed", "run", "s", "--wait", check=False, SREZ_TODAY="2026-01-01")
     assert forced.returncode == 75 and "for the pause to lift" not in forced.stderr
+
+
+def test_managed_run_wait_goes_on_at_a_clear_pause_and_ends_at_a_user_pause(kit: Kit) -> None:
+    """While ``--wait`` sleeps through a long provider cooldown, ``clear-pause`` sends it on at
+    once; ``pause`` (the user's) ends it instead."""
+    _create_inline(kit, "c")
+    _provider_pause(kit, "c")
+    cooldown = {"SREZ_PROVIDER_COOLDOWN_S": "3600"}
+    runner = kit.runner("c", "--wait", "--target", "scripted", env=cooldown)
+    wait_for("the runner waiting", lambda: kit.runner_err().count("for the pause to lift") == 1)
+    kit.srez("managed", "clear-pause", "c")
+    assert runner.wait(60) == 0, kit.runner_err()
+    assert [r["status"] for r in kit.output("c", "scripted").values()] == ["completed"] * 2
+    kit.srez("managed", "add-target", "c", "random")
+    _provider_pause(kit, "c")
+    runner = kit.runner("c", "--wait", env=cooldown)
+    wait_for("the runner waiting", lambda: kit.runner_err().count("for the pause to lift") == 2)
+    kit.srez("managed", "pause", "c")
+    assert runner.wait(60) == 75, kit.runner_err()
+    assert kit.output("c", "random") == {}
