@@ -4,7 +4,8 @@
   next to a bare aiohttp server started the same way (target under 0.4 s); ``run_loaded_s`` is
   the time until the run itself is loaded and its agent started (phase past ``starting``).
 * ``rss_idle_mb``: the daemon's resident memory with the simulator loaded and the agent phase
-  idle, next to the bare server's (target under 45 MB).
+  idle, next to the bare server's, and the bare server's with pydantic loaded (the floor of a
+  daemon whose contract types are pydantic models; target under 45 MB).
 * ``exec``: round trip of ``POST /api/exec`` running ``true``, p50/p99 over 200, next to spawning
   ``true`` in this process (the floor; target within 0.5 ms of it).
 * ``health_during_exec``: the slowest of 100 health requests sent while a 2 s exec runs (target
@@ -40,6 +41,17 @@ app = web.Application()
 app.router.add_get("/api/health", health)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
 """
+PYDANTIC_LINES = """
+from pydantic import BaseModel
+class Health(BaseModel):
+    status: str
+Health.model_validate({"status": "ok"})
+"""
+BARE_PYDANTIC_SERVER = BARE_SERVER.replace(
+    "from aiohttp import web", "from aiohttp import web" + PYDANTIC_LINES
+)
+"""The bare server with pydantic loaded and one model built: the floor of any daemon that uses
+pydantic (the daemon's contract types are pydantic models)."""
 
 
 def _free_port() -> int:
@@ -123,10 +135,10 @@ class _Daemon:
         self.proc.wait(10)
 
 
-def _spawn_bare(port: int) -> subprocess.Popen[bytes]:
+def _spawn_bare(port: int, server: str = BARE_SERVER) -> subprocess.Popen[bytes]:
     # Popen returns at once (fork + exec); what is timed is the wait for a healthy answer
     return subprocess.Popen(
-        [sys.executable, "-c", BARE_SERVER, str(port)],
+        [sys.executable, "-c", server, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -134,6 +146,7 @@ def _spawn_bare(port: int) -> subprocess.Popen[bytes]:
 
 async def _start_figures(runs: int = 5) -> dict[str, Any]:
     daemon_s, loaded_s, bare_s, daemon_rss, bare_rss = [], [], [], [], []
+    pydantic_rss: list[float] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             d = _Daemon(Path(tmp))
@@ -152,6 +165,14 @@ async def _start_figures(runs: int = 5) -> dict[str, Any]:
         finally:
             proc.terminate()
             proc.wait(10)
+        port = _free_port()
+        proc = _spawn_bare(port, BARE_PYDANTIC_SERVER)
+        try:
+            await _wait_healthy(f"http://127.0.0.1:{port}/api/health")
+            pydantic_rss.append(psutil.Process(proc.pid).memory_info().rss / 2**20)
+        finally:
+            proc.terminate()
+            proc.wait(10)
     daemon, bare = statistics.median(daemon_s), statistics.median(bare_s)
     return {
         "start": {
@@ -164,6 +185,7 @@ async def _start_figures(runs: int = 5) -> dict[str, Any]:
         "rss_idle_mb": {
             "daemon": round(statistics.median(daemon_rss), 1),
             "bare_aiohttp": round(statistics.median(bare_rss), 1),
+            "bare_aiohttp_with_pydantic": round(statistics.median(pydantic_rss), 1),
             "target": 45,
         },
     }
