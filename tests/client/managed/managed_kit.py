@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SLOW_AGENT = """\
-import os, runpy, sys, time
-time.sleep(float(os.environ.get("SLOW_AGENT_S", "1.0")))
+import runpy, sys, time
+time.sleep({seconds!r})
 sys.argv = ["srez-agent"]
 runpy.run_module("srez_daemon.agent", run_name="__main__")
 """
@@ -86,11 +86,14 @@ class Kit:
         return path.read_text()[-3000:] if path.exists() else ""
 
     def slow(self, seconds: float) -> dict[str, str]:
-        """Environment for runs whose agent sleeps ``seconds`` first (``local`` backend)."""
-        script = self.tmp / "slow_agent.py"
-        script.write_text(SLOW_AGENT)
-        cmd = json.dumps([sys.executable, str(script)])
-        return {"SREZ_AGENT_CMD": cmd, "SLOW_AGENT_S": str(seconds)}
+        """Environment for runs whose agent sleeps ``seconds`` first (``local`` backend).
+
+        The delay is written into the script: the daemon gives its agent only a short list of
+        variables, so an environment variable would never reach it.
+        """
+        script = self.tmp / f"slow_agent_{seconds:g}.py"
+        script.write_text(SLOW_AGENT.format(seconds=seconds))
+        return {"SREZ_AGENT_CMD": json.dumps([sys.executable, str(script)])}
 
     def output(self, name: str, target: str) -> dict[str, dict[str, object]]:
         """The target's checkpoint records by task ({} before the first)."""
