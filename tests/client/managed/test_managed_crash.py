@@ -71,7 +71,7 @@ def kill_sweep(kit: Kit, kills: int, seed: int, tasks: str = TASKS, longest_s: f
         "inline",
     )
     kit.srez("managed", "run", "ref")
-    slow = kit.slow(0.15)
+    slow = kit.slow(1.0)  # each task about 1.2 s: the kills land mid-queue
     completed_before = 0
     done = False
     killed = 0
