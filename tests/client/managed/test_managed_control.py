@@ -34,7 +34,8 @@ def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> 
         "--backend",
         "local",
     )
-    runner = kit.runner("p", env=kit.slow(1.0))
+    # task 2 must still be running when the pause lands: 3 s covers a slow `srez` start
+    runner = kit.runner("p", env=kit.slow(3.0))
     wait_for(
         "task 2 in flight",
         lambda: kit.output("p", "scripted").get("sre-002", {}).get("run_id") is not None,
