@@ -39,6 +39,9 @@ class LiveRunSource(RunSource):
     """A run a backend knows, read through its daemon."""
 
     live = True
+    identity_limit_s: float = 5.0
+    """How long the identity check may take before the daemon counts as not answering (a port
+    that accepts and never answers must not hold the viewer for the client's whole timeout)."""
 
     def __init__(
         self,
@@ -96,8 +99,9 @@ class LiveRunSource(RunSource):
         try:
             # Whoever answers on the run's port must prove it is the run's daemon before
             # anything it says is shown (SECURITY.md A2): an impostor is never adopted.
-            await client.verify()
-            return client, await client.health()
+            async with asyncio.timeout(self.identity_limit_s):
+                await client.verify()
+                return client, await client.health()
         except BaseException:
             await client.close()
             raise

@@ -210,3 +210,28 @@ async def test_viewer_never_adopts_a_daemon_that_answers_without_the_token(
     assert source.client is None
     assert any(s.startswith("Not trusted:") and "without a token" in s for s in said), said
     assert seen and set(seen) == {"/api/run"}  # nothing but the identity check was asked
+
+
+async def test_viewer_waits_on_a_port_that_accepts_and_never_answers(
+    tmp_path: Path, aiohttp_server: object
+) -> None:
+    """The identity check is bounded: the viewer goes back to waiting (and retrying) instead of
+    hanging for the client's 30 s timeout."""
+
+    async def silent(_request: web.Request) -> web.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", silent)
+    server = await aiohttp_server(app)  # type: ignore[operator]
+    backend = ImpostorBackend(tmp_path / "results", str(server.make_url("")).rstrip("/"))
+    source = LiveRunSource(backend, backend.add())
+    source.identity_limit_s = 0.2
+    said: list[str] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(2):
+            await source.connect(status=said.append)
+    assert source.client is None
+    waits = [s for s in said if s.startswith("Starting… waiting for the daemon (TimeoutError)")]
+    assert len(waits) >= 2, said  # it went back to waiting, and tried again
