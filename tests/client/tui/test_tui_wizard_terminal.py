@@ -196,6 +196,9 @@ async def test_viewer_never_adopts_a_daemon_that_answers_without_the_token(
 
     async def anything(request: web.Request) -> web.Response:
         seen.append(request.path)
+        if request.path == "/api/health":  # a health answer as good as the real daemon's
+            health = {"phase": "done", "protocol_version": 1, "version": "0.1.0"}
+            return web.json_response({**health, "uptime_s": 1.0, "terminal": True})
         return web.json_response({"forged": True})
 
     app = web.Application()
