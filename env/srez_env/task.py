@@ -27,9 +27,11 @@ from pydantic import (
 )
 
 from srez_env.actions import MUTATING, READ_TOOLS, TOOLS
+from srez_env.task_world import WorldSpec
 from srez_env.telemetry.alerts import SEVERITY
 from srez_env.vocab import FAULT_KINDS, SERVICES, FaultKind, ServiceName
 from srez_env.world import topology
+from srez_env.world.base import TYPICAL, BaseWorld
 from srez_env.world.schema import BASE_FILES, is_inert
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "ServiceName",
     "Task",
     "VersionSpec",
+    "WorldSpec",
     "derive_seed",
     "task_digest",
 ]
@@ -158,11 +161,14 @@ class VersionSpec(Strict):
 
 
 class CertSpec(Strict):
-    """Overrides the expiry of one certificate of the catalogue (§6.9)."""
+    """Overrides the expiry of one certificate of the catalogue, or adds one (§6.9)."""
 
     path: str = Field(pattern=_CERT_PATH_RE.pattern)
     not_after: AwareDatetime
     """Normalised to UTC."""
+    subject: str | None = Field(default=None, pattern=r"^CN=[a-z0-9][a-z0-9.-]*$")
+    """The certificate's subject; ``None`` keeps the catalogue's (or, for a new path, the
+    service named in the file name)."""
 
     @field_validator("not_after")
     @classmethod
@@ -420,6 +426,12 @@ class Task(Strict):
     reference_fix: list[Action]
     """Mutations that fix the fault; the reference patch is the diff they produce."""
     calibration: Calibration
+    world: WorldSpec | None = None
+    """The task's own base world; ``None`` starts from the typical world of §3.2."""
+
+    def base_world(self) -> BaseWorld:
+        """The world before the incident: the task's own, or the typical one."""
+        return TYPICAL if self.world is None else self.world.base_world(self.incident.start)
 
     @property
     def expert_steps(self) -> int:
@@ -527,7 +539,8 @@ class Task(Strict):
                 raise ValueError(msg)
 
     def _check_events(self) -> None:
-        known = {s: set(v) for s, v in BASE_REGISTRY.items()}
+        registry = self.base_world().registry
+        known = {s: {name for name, _ in registry[s]} for s in SERVICES}
         for spec in self.injection.versions:
             known[spec.service].add(spec.version)
         for field, events in (

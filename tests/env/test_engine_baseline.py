@@ -2,7 +2,7 @@
 
 import pytest
 
-from srez_env.sim import baseline as base
+from srez_env.sim.baseline import CANONICAL as base
 from srez_env.sim.rules import firing
 from srez_env.world import topology as topo
 from srez_env.world.schema import BASE_FILES
@@ -21,26 +21,27 @@ DESIGN_ROWS = {
 @pytest.mark.parametrize("service", topo.SERVICES)
 def test_baseline_matches_design_table(service: str) -> None:
     rps, p99, cpu, mem, needed = DESIGN_ROWS[service]
-    st = base.BASELINE[service]
+    st = base.snapshot[service]
     assert st.rps == pytest.approx(rps, abs=1e-6)
     # the design table prints p99 and percentages rounded to its shown digits
     assert round(st.p99_ms, 2) == pytest.approx(p99, abs=1e-6)
     assert round(st.cpu_pct, 1) == pytest.approx(cpu, abs=1e-6)
     assert round(st.mem_pct, 1) == pytest.approx(mem, abs=1e-6)
-    assert round(base.CPU_NEEDED[service], 1) == pytest.approx(needed, abs=1e-6)
+    assert round(base.cpu_needed[service], 1) == pytest.approx(needed, abs=1e-6)
     assert st.err == pytest.approx(0.0, abs=1e-6)  # only the e^(-T/mu) timeout tails
 
 
 def test_baseline_derived_thresholds() -> None:
-    assert base.POOL_NEEDED == {"payments": 9, "auth": 9}
-    assert round(base.K10_MIN_LOGIN_PER_MINUTE) == 3456
-    assert base.K10_MIN_RPS == 480 and base.K10_MIN_CHECKOUT_RPS == 192
+    assert base.pool_needed == {"payments": 9, "auth": 9}
+    assert round(base.k10_min_login_per_minute) == 3456
+    assert base.k10_min_rps == 480 and base.k10_min_checkout_rps == 192
     # K12 minimum timeouts towards each dependency: 2 x baseline p99 (§6.1)
-    assert round(2 * base.P99_BASE["auth"], 1) == 170.5
-    assert round(2 * base.P99_BASE["payments"], 1) == 489.6
-    assert round(2 * base.P99_BASE["db"], 1) == 42.6
+    assert round(2 * base.p99["auth"], 1) == 170.5
+    assert round(2 * base.p99["payments"], 1) == 489.6
+    assert round(2 * base.p99["db"], 1) == 42.6
 
 
 def test_base_state_fires_no_rule() -> None:
     running = {s: BASE_FILES[s].values for s in topo.SERVICES}
-    assert firing(running, {}, topo.BASE_CERTS, 0) == []
+    subjects = {p: topo.cert_subject(p) for p in topo.BASE_CERTS}
+    assert firing(running, {}, topo.BASE_CERTS, subjects, 0, base) == []

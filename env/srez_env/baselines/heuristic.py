@@ -227,14 +227,16 @@ class _Recipe:
         return found.group(1) if found else "db"
 
     def _freshest_cert(self, status: dict[str, Any]) -> str:
-        """The target's catalogue cert with the latest not_after more than a day away."""
+        """The target's catalogue cert issued to it with the latest not_after more than a day
+        away."""
         now = _parse_ts(self.clock)
+        subject = f"CN={self.target}.svc.internal"
         best: tuple[datetime, str] | None = None
         for entry in status["tls"]["available"]:
-            found = re.match(r"(\S+) \(valid until (\d{4}-\d{2}-\d{2})\)", entry)
-            if not found:
+            found = re.match(r"(\S+) \((\S+), valid until (\d{4}-\d{2}-\d{2})\)", entry)
+            if not found or found.group(2) != subject:
                 continue
-            until = datetime.fromisoformat(found.group(2) + "T00:00:00+00:00")
+            until = datetime.fromisoformat(found.group(3) + "T00:00:00+00:00")
             if until > now + timedelta(days=1) and (best is None or until > best[0]):
                 best = (until, found.group(1))
         return best[1] if best else str(status["tls"]["cert_file"])

@@ -37,12 +37,14 @@ class MinuteInputs:
 
     running: Mapping[str, Config]
     props: Mapping[str, Mapping[str, float | str]]  # the running version's props per service
-    cert_expired: Mapping[str, bool]
+    cert_rejected: Mapping[str, bool]
     killed: Mapping[str, int]  # replicas OOM-killed this minute
     restarting: Mapping[str, int]  # replicas out for a restart blip this minute
     extra_rps: Mapping[str, float]
     lat_mult: Mapping[str, float]
     memory_mb: Mapping[str, float]  # mean replica memory
+    ingress_rps: float = topo.INGRESS_RPS  # the world's traffic level
+    p99_base: Mapping[str, float] = field(default_factory=dict)  # carried to the snapshot
 
 
 @dataclass(slots=True)
@@ -77,6 +79,9 @@ class Snapshot:
     rej_401: float = 0.0
     disk_full: bool = False
     hit_cfg: float = 0.0
+    ingress_rps: float = topo.INGRESS_RPS
+    p99_base: Mapping[str, float] = field(default_factory=dict)
+    """The world's baseline p99 per service (the status and alert thresholds compare with it)."""
 
     def __getitem__(self, service: str) -> ServiceState:
         return self.services[service]
@@ -164,7 +169,7 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
             return "refused"
         tls_on = flag(dst, "tls.enabled")
         if (
-            inp.cert_expired.get(e.server, False)
+            inp.cert_rejected.get(e.server, False)
             and tls_on
             and flag(src, f"{e.server}.tls_verify", True)
         ):
@@ -174,18 +179,18 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
     conn = {(e.client, e.server): connect(e) for e in topo.EDGES}
     ok = {pair: state is None for pair, state in conn.items()}
     gw, au, pa, ca, db = (c[s] for s in topo.SERVICES)
-    snap = Snapshot(services={}, conn=conn)
+    snap = Snapshot(services={}, conn=conn, ingress_rps=inp.ingress_rps, p99_base=inp.p99_base)
 
     # 1. demand, top-down: reachability, rate limits and pools only.
-    gw_tls = inp.cert_expired.get("gateway", False) and flag(gw, "tls.enabled")
+    gw_tls = inp.cert_rejected.get("gateway", False) and flag(gw, "tls.enabled")
     limiting = flag(gw, "ratelimit.enabled")
     r1 = (
-        max(0.0, 1 - num(gw, "ratelimit.requests_per_second") / topo.INGRESS_RPS)
+        max(0.0, 1 - num(gw, "ratelimit.requests_per_second") / inp.ingress_rps)
         if limiting
         else 0.0
     )
-    auth_route = 0.0 if gw_tls else topo.INGRESS_RPS * topo.AUTH_ROUTE_SHARE * (1 - r1)
-    checkout = 0.0 if gw_tls else topo.INGRESS_RPS * topo.CHECKOUT_ROUTE_SHARE * (1 - r1)
+    auth_route = 0.0 if gw_tls else inp.ingress_rps * topo.AUTH_ROUTE_SHARE * (1 - r1)
+    checkout = 0.0 if gw_tls else inp.ingress_rps * topo.CHECKOUT_ROUTE_SHARE * (1 - r1)
     r2 = 0.0
     if limiting and checkout > 0:
         r2 = max(0.0, 1 - num(gw, "ratelimit.checkout_rps") / checkout)
@@ -320,7 +325,7 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
     # gateway
     gws = _queue(
         ready["gateway"],
-        0.0 if gw_tls else topo.INGRESS_RPS,
+        0.0 if gw_tls else inp.ingress_rps,
         "gateway",
         gw,
         inp.lat_mult.get("gateway", 1.0),
@@ -371,8 +376,8 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
     snap.rej_login, snap.rej_401 = rej_login, rej_401
 
     # service-specific metrics (§6.2 "Outputs and metrics")
-    gws.extra["http_429_rate"] = topo.INGRESS_RPS * r1 + checkout * r2
-    gws.extra["tls_handshake_errors"] = topo.INGRESS_RPS if gw_tls else 0.0
+    gws.extra["http_429_rate"] = inp.ingress_rps * r1 + checkout * r2
+    gws.extra["tls_handshake_errors"] = inp.ingress_rps if gw_tls else 0.0
     ath.extra["http_429_rate"] = rej_login
     ath.extra["db_pool_in_use"] = round(
         min(

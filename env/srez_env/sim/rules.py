@@ -1,7 +1,7 @@
 """The 14 health rules: pure predicates that are the fault catalogue (ENV_DESIGN §6.3).
 
 A rule reads only the running config, the running versions' props, the certificate catalogue, the
-minute and the constants of :mod:`srez_env.sim.baseline`; never engine output. Rules drive grading
+minute and the world's constants (:class:`srez_env.sim.baseline.Baseline`); never engine output. Rules drive grading
 (``intent`` and the ``fix`` component): any change that clears the rule fixes the fault, and a
 collateral edit can make another rule fire.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-from srez_env.sim import baseline as base
+from srez_env.sim.baseline import Baseline
 from srez_env.sim.engine import Config, flag, num
 from srez_env.world import topology as topo
+from srez_env.world.base import expected_subject
 
 KIND_CODES: Final = {
     "wrong_upstream_port": "K01",
@@ -64,20 +65,28 @@ def firing(
     running: Mapping[str, Config],
     props: Mapping[str, Mapping[str, float | str]],
     cert_not_after: Mapping[str, int],
+    cert_subjects: Mapping[str, str],
     minute: int,
+    base: Baseline,
 ) -> list[RuleHit]:
-    """Every firing rule instance, sorted."""
+    """Every firing rule instance, sorted.
+
+    K02 fires for a TLS server whose running certificate expires within the soak or was issued
+    to another name: every client of these services verifies TLS, so either one fails the
+    handshake (a certificate renewed with another service's file is not a fix).
+    """
     c = running
     hits: list[RuleHit] = []
     for e in topo.EDGES:
         if c[e.client][e.port_key] != c[e.server]["server.port"]:
             hits.append(RuleHit("wrong_upstream_port", f"{e.client}->{e.server}"))
     for s in topo.TLS_SERVERS:
-        not_after = cert_not_after[str(c[s]["tls.cert_file"])]
-        if flag(c[s], "tls.enabled") and not_after <= minute + topo.SOAK_MINUTES:
+        path = str(c[s]["tls.cert_file"])
+        expiring = cert_not_after[path] <= minute + topo.SOAK_MINUTES
+        if flag(c[s], "tls.enabled") and (expiring or cert_subjects[path] != expected_subject(s)):
             hits.append(RuleHit("expired_tls_cert", s))
     for s in ("payments", "auth"):
-        if num(c[s], "db.pool_max") < base.POOL_NEEDED[s]:
+        if num(c[s], "db.pool_max") < base.pool_needed[s]:
             hits.append(RuleHit("conn_pool_exhaustion", s))
     pools = sum(
         num(c[s], "deploy.replicas") * num(c[s], "db.pool_max") for s in ("auth", "payments")
@@ -99,13 +108,13 @@ def firing(
         hits.append(RuleHit("cache_eviction_stampede", "cache"))
     gw = c["gateway"]
     if flag(gw, "ratelimit.enabled") and (
-        num(gw, "ratelimit.requests_per_second") < base.K10_MIN_RPS
-        or num(gw, "ratelimit.checkout_rps") < base.K10_MIN_CHECKOUT_RPS
+        num(gw, "ratelimit.requests_per_second") < base.k10_min_rps
+        or num(gw, "ratelimit.checkout_rps") < base.k10_min_checkout_rps
     ):
         hits.append(RuleHit("rate_limit_misconfig", "gateway"))
     au = c["auth"]
     if flag(au, "ratelimit.enabled") and (
-        num(au, "ratelimit.login_per_minute") < base.K10_MIN_LOGIN_PER_MINUTE
+        num(au, "ratelimit.login_per_minute") < base.k10_min_login_per_minute
     ):
         hits.append(RuleHit("rate_limit_misconfig", "auth"))
     for s, key in BAD_FLAGS.items():
@@ -114,12 +123,12 @@ def firing(
     for e in topo.EDGES:
         if e.soft:
             continue
-        if num(c[e.client], e.timeout_key) < 2 * base.P99_BASE[e.server]:
+        if num(c[e.client], e.timeout_key) < 2 * base.p99[e.server]:
             hits.append(RuleHit("dependency_timeout", f"{e.client}->{e.server}"))
     for s in topo.SERVICES:
         if num(c[s], "deploy.replicas") < topo.MIN_REPLICAS[s]:
             hits.append(RuleHit("replicas_zero", s))
     for s in topo.SERVICES:
-        if num(c[s], "resources.cpu_limit_millicores") < base.CPU_NEEDED[s]:
+        if num(c[s], "resources.cpu_limit_millicores") < base.cpu_needed[s]:
             hits.append(RuleHit("cpu_throttling", s))
     return sorted(hits)

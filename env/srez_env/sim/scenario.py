@@ -13,8 +13,8 @@ from datetime import datetime
 from srez_env.sim.timeline import Change, Effect, Event, Version, World
 from srez_env.task import EventSpec, Task
 from srez_env.world import topology as topo
+from srez_env.world.base import BaseWorld
 from srez_env.world.conffile import parse_value
-from srez_env.world.schema import BASE_FILES
 
 AGENT_ACTOR = "by on-call agent"
 
@@ -29,23 +29,25 @@ def onset_minute(task: Task) -> int:
     return -task.incident.onset_min_before
 
 
-def registry_for(task: Task) -> dict[str, list[Version]]:
-    """The base registry plus the task's versions (faulty ones and benign decoy deploys)."""
+def registry_for(task: Task, base: BaseWorld) -> dict[str, list[Version]]:
+    """The world's registry plus the task's versions (faulty ones and benign decoy deploys)."""
     registry = {
-        s: [Version(name, -before, {}) for name, before in topo.BASE_REGISTRY[s]]
-        for s in topo.SERVICES
+        s: [Version(name, -before, {}) for name, before in base.registry[s]] for s in topo.SERVICES
     }
     for spec in task.injection.versions:
         registry[spec.service].append(Version(spec.version, -spec.minutes_before, dict(spec.props)))
     return registry
 
 
-def certs_for(task: Task) -> dict[str, int]:
-    """The certificate catalogue: path -> not_after in minutes from T0."""
-    certs = dict(topo.BASE_CERTS)
+def certs_for(task: Task, base: BaseWorld) -> tuple[dict[str, int], dict[str, str]]:
+    """The certificate catalogue: path -> not_after in minutes from T0, and path -> subject."""
+    certs, subjects = dict(base.certs), dict(base.subjects)
     for spec in task.injection.certs:
         certs[spec.path] = minutes_from(task.incident.start, spec.not_after)
-    return certs
+        if spec.subject is not None:
+            subjects[spec.path] = spec.subject
+        subjects.setdefault(spec.path, topo.cert_subject(spec.path))
+    return certs, subjects
 
 
 def _event_changes(spec: EventSpec) -> list[Change]:
@@ -66,7 +68,9 @@ def _event_changes(spec: EventSpec) -> list[Change]:
     return []  # job and cert_renewed events announce; their effects are separate entries
 
 
-def _fault_event(task: Task, registry: dict[str, list[Version]], at: int) -> list[Event]:
+def _fault_event(
+    task: Task, base: BaseWorld, registry: dict[str, list[Version]], at: int
+) -> list[Event]:
     """The audit event of the injection itself, unless the task hides it (§6.9)."""
     if task.noise.fault_event == "hidden":
         return []
@@ -74,7 +78,7 @@ def _fault_event(task: Task, registry: dict[str, list[Version]], at: int) -> lis
     for edit in task.injection.config:
         if edit.minutes_before is not None:
             continue  # edits made days earlier (K02) have no event at the onset
-        s, old = edit.service, BASE_FILES[edit.service].values[edit.key]
+        s, old = edit.service, base.files[edit.service].values[edit.key]
         if edit.key == "deploy.version":
             version = next(v for v in registry[s] if v.name == edit.value)
             changelog = version.props.get("changelog", "")
@@ -92,11 +96,11 @@ def _fault_event(task: Task, registry: dict[str, list[Version]], at: int) -> lis
     return events
 
 
-def _base_events() -> list[Event]:
+def _base_events(base: BaseWorld) -> list[Event]:
     events = []
     for s in topo.SERVICES:
         previous = None
-        for name, before in topo.BASE_REGISTRY[s]:
+        for name, before in base.registry[s]:
             text = f"deploy {s} {previous} -> {name}" if previous else f"deploy {s} {name}"
             events.append(Event(-before, s, "deploy", f"{text} (by release-bot)"))
             previous = name
@@ -105,8 +109,9 @@ def _base_events() -> list[Event]:
 
 def build_world(task: Task) -> World:
     """A fresh world for the task, with nothing computed yet."""
+    base = task.base_world()
     onset = max(topo.HISTORY_START, onset_minute(task))
-    registry = registry_for(task)
+    registry = registry_for(task, base)
     changes: list[Change] = []
     for edit in task.injection.config:
         at = onset if edit.minutes_before is None else max(topo.HISTORY_START, -edit.minutes_before)
@@ -114,17 +119,20 @@ def build_world(task: Task) -> World:
         if edit.key == "deploy.version":
             changes.append(Change(at, 1, "rollout", edit.service))
     history = [*task.injection.events, *task.noise.decoy_events]
-    events = _base_events() + _fault_event(task, registry, onset)
+    events = _base_events(base) + _fault_event(task, base, registry, onset)
     for spec in history:
         changes += _event_changes(spec)
         events.append(Event(-spec.minutes_before, spec.service, spec.kind, spec.text))
     effects = [
         Effect(e.service, e.effect, e.value, e.from_min, e.to_min) for e in task.noise.decoy_effects
     ]
+    certs, subjects = certs_for(task, base)
     return World(
-        files=BASE_FILES,
+        files=base.files,
         registry=registry,
-        certs=certs_for(task),
+        certs=certs,
+        subjects=subjects,
+        ingress_rps=base.ingress_rps,
         changes=changes,
         effects=effects,
         events=events,

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from srez_env.sim.baseline import CANONICAL, Baseline, baseline_of
 from srez_env.sim.engine import MinuteInputs, Snapshot, evaluate, num
 from srez_env.sim.rules import RuleHit, firing
 from srez_env.world import topology as topo
+from srez_env.world.base import expected_subject
 from srez_env.world.conffile import ConfFile, Value
 
 ChangeKind = Literal["edit_both", "edit_file", "edit_running", "reload", "blip", "rollout"]
@@ -67,12 +69,13 @@ class Minute:
     killed: dict[str, int]
     restarting: dict[str, int]
     replica_memory: dict[str, tuple[float, ...]]
-    cert_expired: dict[str, bool]
+    cert_rejected: dict[str, bool]
     extra_rps: dict[str, float]
     lat_mult: dict[str, float]
     restarts_1h: dict[str, int]
     restarts_15m: dict[str, int]
     last_restart: dict[str, int | None]
+    baseline: Baseline | None = None  # the world's derived constants (traffic, p99 thresholds)
     same_inputs_as: Minute | None = None  # the previous minute, when the engine inputs are equal
     _snapshot: Snapshot | None = None
     log_memo: dict[str, list[str]] = field(default_factory=dict)  # filled by telemetry.logs
@@ -91,11 +94,14 @@ class Minute:
         if self._snapshot is None and self.same_inputs_as is not None:
             self._snapshot = self.same_inputs_as.snapshot()
         if self._snapshot is None:
+            base = self.baseline or CANONICAL
             self._snapshot = evaluate(
                 MinuteInputs(
+                    ingress_rps=base.ingress_rps,
+                    p99_base=base.p99,
                     running=self.running,
                     props=self.props,
-                    cert_expired=self.cert_expired,
+                    cert_rejected=self.cert_rejected,
                     killed=self.killed,
                     restarting=self.restarting,
                     extra_rps=self.extra_rps,
@@ -150,10 +156,16 @@ class World:
         effects: list[Effect],
         events: list[Event],
         t0: datetime = topo.DEFAULT_T0,
+        subjects: Mapping[str, str] | None = None,
+        ingress_rps: float = topo.INGRESS_RPS,
     ) -> None:
         self.t0 = t0
         self.registry = {s: sorted(v, key=lambda x: x.deployed_at) for s, v in registry.items()}
         self.certs = dict(certs)
+        self.subjects = (
+            dict(subjects) if subjects is not None else {p: topo.cert_subject(p) for p in certs}
+        )
+        self.baseline = baseline_of({s: f.values for s, f in files.items()}, ingress_rps)
         self.effects = list(effects)
         self.events = list(events)
         self._pending = sorted(changes, key=lambda c: (c.minute, c.order))
@@ -178,6 +190,8 @@ class World:
         twin.t0 = self.t0
         twin.registry = self.registry
         twin.certs = self.certs
+        twin.subjects = self.subjects
+        twin.baseline = self.baseline
         twin.effects = self.effects
         twin.events = list(self.events)
         twin._pending = list(self._pending)
@@ -202,7 +216,7 @@ class World:
     def rules_at(self, minute: int) -> list[RuleHit]:
         """Rule instances firing in the running state at ``minute``."""
         m = self.at(minute)
-        return firing(m.running, m.props, self.certs, minute)
+        return firing(m.running, m.props, self.certs, self.subjects, minute, self.baseline)
 
     def schedule(self, changes: list[Change], event: Event | None = None) -> None:
         """Adds agent changes; they must lie after every computed minute (the past is frozen)."""
@@ -213,6 +227,12 @@ class World:
         self._pending = sorted(self._pending + changes, key=lambda c: (c.minute, c.order))
         if event is not None:
             self.events.append(event)
+
+    def cert_rejected(self, running: Mapping[str, Value], service: str, minute: int) -> bool:
+        """True when clients that verify TLS reject the service's certificate at ``minute``:
+        it has expired, or it was issued to another name."""
+        path = str(running["tls.cert_file"])
+        return self.certs[path] <= minute or self.subjects[path] != expected_subject(service)
 
     def version(self, service: str, name: str) -> Version | None:
         """A version of the service's registry by name."""
@@ -276,9 +296,7 @@ class World:
             killed=killed,
             restarting=restarting,
             replica_memory=memory,
-            cert_expired={
-                s: self.certs[str(cur.running[s]["tls.cert_file"])] <= m for s in topo.TLS_SERVERS
-            },
+            cert_rejected={s: self.cert_rejected(cur.running[s], s, m) for s in topo.TLS_SERVERS},
             extra_rps=extra,
             lat_mult=lat,
             restarts_1h={
@@ -288,6 +306,7 @@ class World:
                 s: sum(1 for x in cur.restarts[s] if m - 15 < x <= m) for s in topo.SERVICES
             },
             last_restart=dict(cur.last_restart),
+            baseline=self.baseline,
         )
         if self._minutes and _same_engine_inputs(self._minutes[-1], minute):
             minute.same_inputs_as = self._minutes[-1]
@@ -332,7 +351,7 @@ def _same_engine_inputs(a: Minute, b: Minute) -> bool:
         and a.killed == b.killed
         and a.restarting == b.restarting
         and a.replica_memory == b.replica_memory
-        and a.cert_expired == b.cert_expired
+        and a.cert_rejected == b.cert_rejected
         and a.extra_rps == b.extra_rps
         and a.lat_mult == b.lat_mult
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from srez_env.sim import baseline as base
 from srez_env.sim.engine import flag
 from srez_env.sim.timeline import World
 from srez_env.telemetry.status import status_of
@@ -61,7 +60,7 @@ def _conditions(world: World, minute: int) -> dict[AlertKey, str]:
         st = snap[s]
         if st.err >= (0.01 if s == "gateway" else 0.02):
             out["HighErrorRate", s] = f"error rate {st.err:.1%} on {s}"
-        slow = st.p99_ms >= 500 if s == "gateway" else st.p99_ms > 2 * base.P99_BASE[s]
+        slow = st.p99_ms >= 500 if s == "gateway" else st.p99_ms > 2 * snap.p99_base[s]
         if slow:
             out["HighLatencyP99", s] = f"p99 latency {st.p99_ms:.0f} ms on {s}"
         if status[s] == "down":

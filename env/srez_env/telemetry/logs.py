@@ -190,12 +190,19 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:
             text = f"{d}: lookup {d}.svc.internal on {ns}:53: read udp {topo.IPS[s]}:41234->{ns}:53: i/o timeout"
             rows.append(Row("ERROR", text, "dns_misconfig", generic))
         elif state == "tls":
-            not_after = world.certs[str(c[d]["tls.cert_file"])]
-            text = (
-                f"{d}: tls: failed to verify certificate: x509: certificate has expired or is not "
-                f"yet valid: current time {topo.timestamp(world.t0, at.minute, 12)} is after "
-                f"{topo.timestamp(world.t0, not_after)}"
-            )
+            path = str(c[d]["tls.cert_file"])
+            not_after, subject = world.certs[path], world.subjects[path]
+            if not_after <= at.minute:
+                text = (
+                    f"{d}: tls: failed to verify certificate: x509: certificate has expired or is "
+                    f"not yet valid: current time {topo.timestamp(world.t0, at.minute, 12)} is "
+                    f"after {topo.timestamp(world.t0, not_after)}"
+                )
+            else:  # a name mismatch, as Go's crypto/x509 words it
+                text = (
+                    f"{d}: tls: failed to verify certificate: x509: certificate is valid for "
+                    f"{subject.removeprefix('CN=')}, not {d}.svc.internal"
+                )
             relay = (
                 "ERROR",
                 f"upstream {d}: 503 upstream connect error or disconnect/reset before headers "
@@ -210,8 +217,9 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:
         else:
             text = f"no healthy upstream for cluster {d} (0/0 endpoints ready)"
             rows.append(Row("ERROR", text, "replicas_zero", generic))
-    if s in topo.TLS_SERVERS and at.cert_expired.get(s) and flag(cfg, "tls.enabled"):
-        text = "sslv3 alert certificate expired"
+    if s in topo.TLS_SERVERS and at.cert_rejected.get(s) and flag(cfg, "tls.enabled"):
+        expired = world.certs[str(cfg["tls.cert_file"])] <= at.minute
+        text = "sslv3 alert certificate expired" if expired else "sslv3 alert bad certificate"
         text = (
             f"could not accept SSL connection: {text}"
             if s == "db"
@@ -350,10 +358,10 @@ def _service_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
     if s == "gateway":
         if snap.r1 > 0:
             limit = cfg["ratelimit.requests_per_second"]
-            text = f"ratelimit: rejected {topo.INGRESS_RPS * snap.r1:.0f} req/s (limit requests_per_second={limit}) -> 429"
+            text = f"ratelimit: rejected {snap.ingress_rps * snap.r1:.0f} req/s (limit requests_per_second={limit}) -> 429"
             rows.append(Row("WARN", text, "rate_limit_misconfig"))
         if snap.r2 > 0:
-            rejected = snap[s].extra["http_429_rate"] - topo.INGRESS_RPS * snap.r1
+            rejected = snap[s].extra["http_429_rate"] - snap.ingress_rps * snap.r1
             limit = cfg["ratelimit.checkout_rps"]
             text = f"ratelimit: rejected {rejected:.0f} req/s on /checkout (limit checkout_rps={limit}) -> 429"
             rows.append(Row("WARN", text, "rate_limit_misconfig"))

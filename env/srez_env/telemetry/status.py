@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from srez_env.sim import baseline as base
 from srez_env.sim.engine import Config, Snapshot, flag, num
 from srez_env.sim.timeline import World
 from srez_env.world import topology as topo
+from srez_env.world.base import expected_subject
 from srez_env.world.schema import RESTART_KEYS
 
 Status = Literal["healthy", "degraded", "down"]
@@ -27,7 +27,7 @@ def status_of(snap: Snapshot) -> dict[str, Status]:
         st = snap[s]
         if st.ready <= 0 or st.err >= 0.5:
             out[s] = "down"
-        elif st.err >= 0.02 or st.p99_ms > 2 * base.P99_BASE[s]:
+        elif st.err >= 0.02 or st.p99_ms > 2 * snap.p99_base[s]:
             out[s] = "degraded"
         else:
             out[s] = "healthy"
@@ -108,19 +108,28 @@ def _tls_block(world: World, s: str, cfg: Config, minute: int) -> dict[str, obje
     not_after = world.certs[running]
     days_left = round((not_after - minute) / topo.DAY, 2)
     available = []
-    for path in sorted(p for p in world.certs if p.rsplit("/", 1)[-1].startswith(f"{s}-")):
+    for path in sorted(world.certs):
+        if not _issued_for(world, path, s):
+            continue
         end = world.certs[path]
         state = "expired" if end <= minute else f"valid until {topo.timestamp(world.t0, end)[:10]}"
-        available.append(f"{path} ({state})")
+        available.append(f"{path} ({world.subjects[path]}, {state})")
     return {
         "enabled": flag(cfg, "tls.enabled"),
         "cert_file": running,
-        "subject": topo.cert_subject(running),
+        "subject": world.subjects[running],
         "not_after": topo.timestamp(world.t0, not_after),
         "days_left": days_left,
         "expired": not_after <= minute,
         "available": available,
     }
+
+
+def _issued_for(world: World, path: str, service: str) -> bool:
+    """A certificate on the service's shelf: issued to it, or named after it (a mislabelled
+    renewal shows up here with its real subject, as it would on the host)."""
+    named = path.rsplit("/", 1)[-1].startswith(f"{service}-")
+    return named or world.subjects[path] == expected_subject(service)
 
 
 def events_view(world: World, service: str | None, since_min: int, minute: int) -> list[str]:
