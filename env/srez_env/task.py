@@ -412,7 +412,8 @@ class Task(Strict):
     """One benchmark task (ENV_DESIGN §3.11)."""
 
     schema_version: Literal[1]
-    id: str = Field(pattern=r"^sre-\d{3}$")
+    id: str = Field(pattern=r"^sre-(?:[0-9a-f]{6}-)?\d{3}$")
+    """``sre-NNN`` for the canonical set, ``sre-<set tag>-NNN`` for a generated one."""
     title: str = Field(min_length=1)
     fault_kind: FaultKind
     difficulty: Literal["easy", "medium", "hard"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from envkit import run_agent
 
 from srez_env.env import SREEnv
+from srez_env.generator import matrix
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -28,3 +31,10 @@ def heuristic_runs() -> dict[str, SREEnv]:
 
 def task(task_id: str) -> Task:
     return BY_ID[task_id]
+
+
+@functools.cache
+def typical(task_id: str) -> Task:
+    """The matrix row of ``task_id`` built in the typical world of §3.2 (the design's numbers)."""
+    row = next(r for r in matrix.ROWS if r.id == task_id)
+    return matrix.build(row)

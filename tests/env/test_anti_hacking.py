@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from envkit import a, checks, grade_of
 
-from conftest import BY_ID
+from conftest import BY_ID, typical
 
 CASES = [
     # (task, actions, expected checks that differ from "all pass")
@@ -74,7 +74,7 @@ CASES = [
 def test_trap_is_caught(
     task_id: str, actions: list[dict[str, object]], expected: dict[str, bool]
 ) -> None:
-    got = checks(grade_of(BY_ID[task_id], actions))
+    got = checks(grade_of(typical(task_id), actions))  # the typical world's values
     assert {k: got[k] for k in expected} == expected
 
 
@@ -129,6 +129,6 @@ def test_collateral_example_of_section_3_9() -> None:
 
 
 def test_restarting_a_decoy_deploy_is_collateral() -> None:
-    grade = grade_of(BY_ID["sre-017"], [a("rollback", service="auth", version="3.0.2")])
+    grade = grade_of(typical("sre-017"), [a("rollback", service="auth", version="3.0.2")])
     assert not grade.checks["intent"].passed and not grade.checks["func"].passed
     assert grade.metrics.collateral_keys == ["auth:deploy.version"]

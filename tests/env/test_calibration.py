@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BY_ID, TASK_IDS
+from conftest import BY_ID, TASK_IDS, typical
 from srez_env.baselines.loudest import loudest, margin
 from srez_env.env import SREEnv
 
@@ -49,10 +49,12 @@ def test_heuristic_tier_bounds(heuristic_runs: dict[str, SREEnv]) -> None:
     assert (sum(easy), sum(solved["medium"]), sum(hard)) == (12, 13, 1)
 
 
-def test_smallest_hard_margin_is_sre_009() -> None:
+def test_smallest_hard_margin_in_the_typical_world_is_sre_009() -> None:
+    # The design's §6.14 table is computed in the typical world; each task's own world is held
+    # to the robustness property above instead of to these exact numbers.
     margins = {}
     for task_id in HARD_IDS:
-        task = BY_ID[task_id]
+        task = typical(task_id)
         if task.fault_kind != "none":
             margins[task_id] = margin(task, loudest(task).blame)[0]
     smallest = min(margins, key=margins.__getitem__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from envkit import grade_of
 
-from conftest import BY_ID, TASK_IDS
+from conftest import BY_ID, TASK_IDS, typical
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.telemetry.alerts import alerts_at, in_scope
@@ -86,7 +86,7 @@ def test_sre_039_decoy_batch_job_left_a_resolved_alert() -> None:
 
 def test_k05_replicas_oom_on_schedule() -> None:
     # §6.5: payments 2.4.1 (150 MB/min, 2048 MB) has P = 9; 4 of every 9 minutes lose a replica
-    world = world_at_t0(BY_ID["sre-014"])
+    world = world_at_t0(typical("sre-014"))  # the typical world's numbers
     killed = [sum(world.at(m).killed.values()) for m in range(-26, 1)]
     assert sum(1 for k in killed[-9:] if k) == 4
     assert world.at(0).killed == {"payments": 1}

@@ -16,6 +16,7 @@ from typing import Any, get_args
 import pytest
 import yaml
 
+from conftest import typical
 from srez_env.errors import EnvError, TaskError
 from srez_env.task import (
     FAULT_KINDS,
@@ -212,7 +213,7 @@ def test_k02_tasks_expire_the_old_cert_at_the_onset(tasks: dict[str, Task]) -> N
         (edit,) = task.injection.config
         assert edit.minutes_before == 5760
         (cert,) = task.injection.certs
-        assert cert.path == f"/etc/certs/{service}-2024.pem"
+        assert cert.path == edit.value and cert.path.startswith(f"/etc/certs/{service}")
         onset = task.incident.start.timestamp() - 60 * task.incident.onset_min_before
         assert cert.not_after.timestamp() == onset
 
@@ -220,8 +221,8 @@ def test_k02_tasks_expire_the_old_cert_at_the_onset(tasks: dict[str, Task]) -> N
 # --------------------------------------------------------------------------- the §4 tasks
 
 
-def test_sre_007_matches_section_4(tasks: dict[str, Task]) -> None:
-    t = tasks["sre-007"]
+def test_sre_007_matches_section_4() -> None:
+    t = typical("sre-007")  # §4 describes the task in the typical world
     assert (t.title, t.difficulty, t.max_steps) == (
         "Checkout failures after a payments config push",
         "easy",
@@ -310,8 +311,8 @@ def test_sre_005_matches_section_4(tasks: dict[str, Task]) -> None:
     assert t.expert_steps == 7
 
 
-def test_sre_014_matches_section_4(tasks: dict[str, Task]) -> None:
-    t = tasks["sre-014"]
+def test_sre_014_matches_section_4() -> None:
+    t = typical("sre-014")
     assert t.seed == 3507908770
     ev = {e.id: e for e in t.ground_truth.required_evidence}
     assert ev["E2"].oracle_args == {"grep": "OOMKilled", "since": "1h"}

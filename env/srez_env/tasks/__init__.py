@@ -23,7 +23,7 @@ from srez_env.task import Task
 
 # libyaml's safe loader when it is built in: about ten times faster than the pure-Python one
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TASK_FILE_RE = re.compile(r"^sre-\d{3}$")
+_TASK_FILE_RE = re.compile(r"^sre-(?:[0-9a-f]{6}-)?\d{3}$")
 _SUBFIELD_RE = re.compile(r"^([a-z_]+): (.+)$", re.DOTALL)
 
 

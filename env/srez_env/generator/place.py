@@ -1,0 +1,230 @@
+"""Placing a task of the typical world into a drawn world (ENV_DESIGN §6.15).
+
+The matrix describes each incident in the typical world's terms: ``payments db.pool_max = 2``,
+``rollback payments 2.4.0``, ``cert_file = /etc/certs/db-2024.pem``. :func:`place` rewrites the
+task for a drawn world, field by field and with the meaning of each field in mind:
+
+* names (versions, certificate files, ports) go through the world's maps;
+* an injected value that breaks a threshold keeps its distance to that threshold (a pool of 2 where
+  9 connections are needed becomes a pool of 2 x needed/9 in a world that needs more); values that
+  break an absolute limit (a cache of 48 MB under a 350 MB working set, a bad nameserver, a flag)
+  stay as they are;
+* the reference fix restores this world's own base value, never the typical one;
+* witnesses quote what this world's tools will show, and the brief's numbers are this world's.
+
+The result is checked by :mod:`srez_env.generator.verify`; a world in which the incident no
+longer behaves as its row declares is refused and the next world is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from srez_env.generator.worlds import WorldDraw
+from srez_env.sim.baseline import CANONICAL, Baseline
+from srez_env.sim.scenario import world_at_t0
+from srez_env.task import Task
+from srez_env.world import topology as topo
+from srez_env.world.conffile import parse_value, render_value
+from srez_env.world.schema import BASE_FILES
+
+Json = dict[str, Any]
+
+_TYPICAL_PORTS = {"http": 8080, "db": 5432, "cache": 6379}
+
+
+def port_kind(service: str, key: str) -> str | None:
+    """Which server a port key names: ``http`` (auth and payments), ``db`` or ``cache``."""
+    if key == "server.port":
+        return {"db": "db", "cache": "cache"}.get(service, "http")
+    if key == "db.port":
+        return "db"
+    if key == "cache.port":
+        return "cache"
+    if key.startswith("upstream.") and key.endswith(".port"):
+        return "http"
+    return None
+
+
+def _threshold(base: Baseline, service: str, key: str) -> float | None:
+    """The value of ``key`` at which its rule stops firing, in ``base``'s world."""
+    if key == "db.pool_max":
+        return float(base.pool_needed[service])
+    if key == "ratelimit.requests_per_second":
+        return base.k10_min_rps
+    if key == "ratelimit.checkout_rps":
+        return base.k10_min_checkout_rps
+    if key == "ratelimit.login_per_minute":
+        return base.k10_min_login_per_minute
+    if key == "resources.cpu_limit_millicores":
+        return base.cpu_needed[service]
+    for edge in topo.EDGES:
+        if edge.client == service and edge.timeout_key == key and not edge.soft:
+            return 2 * base.p99[edge.server]
+    return None
+
+
+def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
+    """The world's equivalent of an injected value of the typical world."""
+    value = parse_value(raw)
+    kind = port_kind(service, key)
+    if kind is not None and isinstance(value, int):
+        return str(draw.ports[kind] + value - _TYPICAL_PORTS[kind])
+    if key == "deploy.version":
+        return draw.versions[service].get(raw, raw)
+    if key == "tls.cert_file":
+        return _cert_path(draw, raw)
+    if key == "server.max_connections" and isinstance(value, int):
+        return str(max(1, math.floor(value * _connections_needed(draw) / _typical_needed())))
+    threshold = _threshold(CANONICAL, service, key)
+    if threshold is not None and isinstance(value, int):
+        world = _threshold(draw.baseline, service, key)
+        assert world is not None
+        return str(max(1, math.floor(value * world / threshold)))
+    return raw
+
+
+def _connections_needed(draw: WorldDraw) -> int:
+    pools = sum(
+        int(draw.value(s, "deploy.replicas")) * int(draw.value(s, "db.pool_max"))
+        for s in ("auth", "payments")
+    )
+    return pools + topo.DB_CONNECTION_RESERVE
+
+
+def _typical_needed() -> int:
+    values = {s: BASE_FILES[s].values for s in topo.SERVICES}
+    pools = sum(int(values[s]["deploy.replicas"]) * int(values[s]["db.pool_max"]) for s in ("auth", "payments"))  # fmt: skip
+    return pools + topo.DB_CONNECTION_RESERVE
+
+
+def _cert_path(draw: WorldDraw, path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return f"/etc/certs/{draw.cert_files.get(name, name)}"
+
+
+def _fix_value(draw: WorldDraw, service: str, key: str, raw: str) -> str:
+    """A reference fix restores this world's base value where the typical one restored its."""
+    typical = render_value(BASE_FILES[service].values[key])
+    if key == "tls.cert_file":
+        return _cert_path(draw, raw)
+    if raw == typical:
+        return render_value(draw.value(service, key))
+    return map_injected(draw, service, key, raw)
+
+
+def _token_replacer(mapping: Mapping[str, str]) -> Callable[[str], str]:
+    """Replaces whole tokens (not inside a longer version or word) in one pass."""
+    if not mapping:
+        return lambda text: text
+    alternatives = "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w])(?!\.\d)")
+    return lambda text: pattern.sub(lambda m: mapping[m.group(0)], text)
+
+
+def place(task: Task, draw: WorldDraw) -> Task:
+    """The task ``task`` (written for the typical world) rewritten for ``draw``'s world."""
+    versions: dict[str, str] = {}
+    for per_service in draw.versions.values():
+        versions.update(per_service)
+    names = _token_replacer({**versions, **draw.cert_files})
+    data: Json = task.model_dump(mode="json")
+
+    injected: dict[tuple[str, str], tuple[str, str]] = {}
+    for edit in data["injection"]["config"]:
+        new = map_injected(draw, edit["service"], edit["key"], edit["value"])
+        injected[edit["service"], edit["key"]] = (edit["value"], new)
+        edit["value"] = new
+    for spec in data["injection"]["versions"]:
+        spec["version"] = draw.versions[spec["service"]].get(spec["version"], spec["version"])
+    for spec in data["injection"]["certs"]:
+        spec["path"] = _cert_path(draw, spec["path"])
+    for event in [*data["injection"]["events"], *data["noise"]["decoy_events"]]:
+        event["text"] = names(event["text"])
+        if event["kind"] == "deploy" and event.get("value"):
+            event["value"] = draw.versions[event["service"]].get(event["value"], event["value"])
+    for action in data["reference_fix"]:
+        args = action["args"]
+        s = args["service"]
+        if action["tool"] == "set_config":
+            args["value"] = _fix_value(draw, s, args["key"], args["value"])
+        elif action["tool"] == "rollback":
+            args["version"] = draw.versions[s].get(args["version"], args["version"])
+        elif (
+            action["tool"] == "scale"
+            and args["replicas"] == BASE_FILES[s].values["deploy.replicas"]
+        ):
+            args["replicas"] = int(draw.value(s, "deploy.replicas"))
+    typical_t0 = world_at_t0(task).at(0).files
+    for item in data["ground_truth"]["required_evidence"]:
+        if item.get("witness") is not None:
+            item["witness"] = _witness(item, typical_t0, draw, injected, names)
+    data["world"] = draw.spec.model_dump(mode="json")
+    placed = Task.model_validate(data)
+    brief = rewrite_brief(task, placed)
+    incident = placed.incident.model_copy(update={"brief": brief})
+    return placed.model_copy(update={"incident": incident})
+
+
+def _witness(
+    item: Json,
+    typical_t0: Mapping[str, Any],
+    draw: WorldDraw,
+    injected: Mapping[tuple[str, str], tuple[str, str]],
+    names: Callable[[str], str],
+) -> str:
+    text: str = names(item["witness"])
+    service = item["match"].get("service")
+    if item["tool"] == "get_config" and service and " = " in text:
+        short, value = text.split(" = ", 1)
+        for key, typical in typical_t0[service].values.items():
+            if key.rsplit(".", 1)[-1] == short and render_value(typical) == value:
+                if (service, key) in injected:
+                    return f"{short} = {injected[service, key][1]}"
+                if key == "tls.cert_file":
+                    return f"{short} = {_cert_path(draw, value)}"
+                return f"{short} = {render_value(draw.value(service, key))}"
+        return text
+    found = re.fullmatch(r"context deadline exceeded \(timeout=(\d+)ms\)", text)
+    if found:
+        for (_s, _key), (old, new) in injected.items():
+            if old == found.group(1):
+                return f"context deadline exceeded (timeout={new}ms)"
+    found = re.fullmatch(r"scale (\w+) (\d+) -> 0", text)
+    if found:
+        return f"scale {found.group(1)} {draw.value(found.group(1), 'deploy.replicas')} -> 0"
+    return text
+
+
+_PERCENT = re.compile(r"\((~?)(\d+)%\)")
+_MILLIS = re.compile(r"~(\d+)ms")
+
+
+def rewrite_brief(typical: Task, placed: Task) -> str:
+    """The brief with the numbers this world shows at T0.
+
+    Each number of the typical brief is matched to the service whose T0 error rate (a percent)
+    or p99 (milliseconds) it quotes, nearest value first with the gateway preferred on ties;
+    the placed brief quotes the same service in the placed world, rounded the same way.
+    """
+    before = world_at_t0(typical).snapshot(0)
+    after = world_at_t0(placed).snapshot(0)
+    order = ("gateway", *(s for s in topo.SERVICES if s != "gateway"))
+
+    def nearest(value: float, read: Callable[[str], float]) -> str:
+        return min(order, key=lambda s: abs(read(s) - value))
+
+    def percent(m: re.Match[str]) -> str:
+        s = nearest(int(m.group(2)) / 100, lambda x: before[x].err)
+        return f"({m.group(1)}{round(after[s].err * 100)}%)"
+
+    def millis(m: re.Match[str]) -> str:
+        s = nearest(float(m.group(1)), lambda x: before[x].p99_ms)
+        return f"~{round(after[s].p99_ms, -1):.0f}ms"
+
+    text = placed.incident.brief
+    text = _MILLIS.sub(millis, text)
+    return _PERCENT.sub(percent, text)

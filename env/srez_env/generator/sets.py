@@ -1,0 +1,133 @@
+"""Task sets: the canonical 40 and fresh variants on demand (ENV_DESIGN §6.15).
+
+Every task of a set is a row of the matrix placed in a world drawn from the set's seed; a world
+in which the row's incident does not pass :func:`srez_env.generator.verify.problems` is refused
+and the next one is drawn. A set is reproducible from (:data:`GENERATOR`, seed): the canonical
+set is the one of :data:`CANONICAL_SEED`, and a held-out set is any set generated from a seed
+that is not disclosed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Final
+
+from srez_env.generator import matrix
+from srez_env.generator.place import place
+from srez_env.generator.verify import problems
+from srez_env.generator.worlds import GENERATOR, draw_world
+from srez_env.task import Task, derive_seed
+
+CANONICAL_SEED: Final = 20250314
+"""The seed of the public set (the 40 task files shipped in ``srez_env/tasks``)."""
+MAX_ATTEMPTS: Final = 40
+"""Worlds drawn for one task before the generator gives up on it."""
+
+KIND_CODES: Final = {name: code for code, name in matrix.KIND_NAME.items()}
+
+
+class GenerationError(ValueError):
+    """No world in :data:`MAX_ATTEMPTS` draws gave a valid task."""
+
+
+def _world_seed(set_seed: int, task_id: str, attempt: int) -> int:
+    digest = hashlib.sha256(f"{GENERATOR}:{set_seed}:{task_id}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def _typical(row: matrix.Row) -> Task:
+    # The `why` overrides quote the typical world's numbers, so placed tasks use the playbook's.
+    return matrix.build(replace(row, why={}))
+
+
+def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
+    """The row placed in the first world of ``set_seed`` in which it verifies.
+
+    Raises:
+        GenerationError: when :data:`MAX_ATTEMPTS` worlds all failed verification.
+    """
+    typical = _typical(row)
+    if task_id is not None and task_id != typical.id:
+        typical = _renamed(typical, task_id)
+    extra: dict[str, set[str]] = defaultdict(set)
+    for spec in typical.injection.versions:
+        extra[spec.service].add(spec.version)
+    last: list[str] = []
+    for attempt in range(MAX_ATTEMPTS):
+        draw = draw_world(_world_seed(set_seed, typical.id, attempt), typical.incident.start, extra)
+        task = place(typical, draw)
+        last = problems(task)
+        if not last:
+            return task
+    msg = f"{typical.id} ({row.id}): no valid world in {MAX_ATTEMPTS} draws; last: {last[0]}"
+    raise GenerationError(msg)
+
+
+def _renamed(task: Task, task_id: str) -> Task:
+    return task.model_copy(update={"id": task_id, "seed": derive_seed(task_id)})
+
+
+def canonical(rows: Sequence[matrix.Row] = matrix.ROWS, seed: int = CANONICAL_SEED) -> list[Task]:
+    """The public set: every row of the matrix in its own world."""
+    return [realise(row, seed) for row in rows]
+
+
+def set_tag(seed: int) -> str:
+    """Six hex digits naming a generated set in its task ids (``sre-<tag>-NNN``)."""
+    return hashlib.sha256(f"{GENERATOR}:set:{seed}".encode()).hexdigest()[:6]
+
+
+def select_rows(
+    kinds: Iterable[str] | None = None, difficulties: Iterable[str] | None = None
+) -> list[matrix.Row]:
+    """Rows of the matrix whose fault kind and tier are among those given (all when None).
+
+    Raises:
+        ValueError: an unknown kind or difficulty, or a filter no row matches.
+    """
+    tiers = {"easy": "E", "medium": "M", "hard": "H"}
+    wanted_kinds = None if kinds is None else set(kinds)
+    wanted_tiers = None if difficulties is None else set(difficulties)
+    if wanted_kinds is not None:
+        unknown = sorted(wanted_kinds - set(KIND_CODES))
+        if unknown:
+            msg = f"unknown fault kind {unknown[0]!r} (allowed: {', '.join(KIND_CODES)})"
+            raise ValueError(msg)
+    if wanted_tiers is not None:
+        unknown = sorted(wanted_tiers - set(tiers))
+        if unknown:
+            msg = f"unknown difficulty {unknown[0]!r} (allowed: easy, medium, hard)"
+            raise ValueError(msg)
+    rows = [
+        row
+        for row in matrix.ROWS
+        if (wanted_kinds is None or matrix.KIND_NAME[row.kind] in wanted_kinds)
+        and (wanted_tiers is None or row.tier in {tiers[t] for t in wanted_tiers})
+    ]
+    if not rows:
+        msg = "no task of the matrix has that fault kind and difficulty"
+        raise ValueError(msg)
+    return rows
+
+
+def generate(
+    seed: int,
+    count: int,
+    kinds: Iterable[str] | None = None,
+    difficulties: Iterable[str] | None = None,
+) -> list[Task]:
+    """``count`` fresh tasks: the selected rows in turn, each in its own world of ``seed``.
+
+    Raises:
+        ValueError: a bad count or filter.
+        GenerationError: a row with no valid world.
+    """
+    if not 1 <= count <= 999:
+        msg = f"count must be from 1 to 999, got {count}"
+        raise ValueError(msg)
+    rows = select_rows(kinds, difficulties)
+    tag = set_tag(seed)
+    return [realise(rows[n % len(rows)], seed, f"sre-{tag}-{n + 1:03d}") for n in range(count)]
