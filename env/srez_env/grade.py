@@ -1,21 +1,26 @@
-"""Grading: the run's diff, the reference patch, the five checks and the reward (§3.9, §6.11).
+"""Grading: the run's diff, the reference patch, the five checks and the reward (§3.9, §6.11,
+§6.15).
 
 The reference patch is never written by hand: it is the diff of a fresh episode that executes the
 task's ``reference_fix`` through the normal ``step()`` path. Every check carries its reasons, and
 ``result.json`` carries the ground truth, so a reader can see why a run passed or failed.
 
+The grade looks at two states at the end of the soak (t+10): the system as it runs, and the
+system *as it will be*: a fork of the world in which every service whose file differs from its
+running config is restarted right after the soak, followed by a second soak. A fix that holds only
+until the next restart (a broken value written back into a file) fails there.
+
 Decisions where the design is silent:
 
-* Controls: ``fix = 0.6 * [nothing changed] + 0.4 * [func]``, the same shape as for faults with
-  "the cause is untouched" in place of "the cause is cleared"; ``intent`` also requires that no rule
-  fires, so a control broken by the agent cannot pass.
 * RCA proximity (0.33 of the service credit): the declared service is one dependency edge from the
   root *and* on the task's propagation path (so cache and db, both leaves under payments, are not
-  neighbours).
+  neighbours). A declared kind of ``none`` on a fault task earns nothing.
+* ``mitigation`` is 0 on a control: there is nothing to mitigate.
+* A protective key already in its band at T0 is not the agent's doing: only a value that differs
+  from T0 counts.
 * ``max_repeat_invalid`` is the longest run of consecutive, identical invalid calls (same tool and
   arguments): the malformed-call loop of the AIOpsLab paper.
-* Only valid calls count as mutations, restarts or evidence; ``safe`` looks at every valid
-  ``set_config`` (comparing with the file value before it) and every ``scale`` to 0.
+* Only valid calls count as mutations, restarts or evidence.
 """
 
 from __future__ import annotations
@@ -23,22 +28,33 @@ from __future__ import annotations
 import difflib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from srez_env.sim.timeline import Change
 from srez_env.task import Task
 from srez_env.telemetry.status import slo_holds
 from srez_env.world import topology as topo
-from srez_env.world.conffile import ConfFile, Value, parse_value, render_value
-from srez_env.world.schema import check_edit, weakens_security
+from srez_env.world.conffile import ConfFile, Value, render_value
+from srez_env.world.schema import check_edit, disabled_band, in_disabled_band, weakens_security
 
 if TYPE_CHECKING:
     from srez_env.env import CallRecord, SREEnv
+    from srez_env.sim.timeline import Minute, World
 
-GRADE_SCHEMA_VERSION: Final = 1
-WEIGHTS: Final = {"fix": 0.35, "rca": 0.25, "evidence": 0.15, "minimal": 0.15, "eff": 0.10}
+GRADE_SCHEMA_VERSION: Final = 2
+UNRESOLVED_CAP: Final = 0.45
+"""The most an unresolved run can score (below :data:`RESOLVED_FLOOR`)."""
+RESOLVED_FLOOR: Final = 0.5
+"""The least a resolved, safe run scores."""
+UNRESOLVED_WEIGHTS: Final = {"rca": 0.5, "evidence": 0.3, "mitigation": 0.2}
+RESOLVED_WEIGHTS: Final = {"rca": 0.5, "evidence": 0.3, "eff": 0.2}
+UNSAFE_MULT: Final = 0.25
+MINIMAL_STEP: Final = 0.25
+"""What each collateral key and each unneeded operation takes off ``minimal``."""
 
 
 class _Model(BaseModel):
@@ -53,7 +69,10 @@ class Check(_Model):
 class Reward(_Model):
     total: float
     weights: dict[str, float]
+    """The weights of the tier the run is in (see :func:`reward_total`)."""
     components: dict[str, float]
+    """``rca``, ``evidence``, ``mitigation``, ``minimal``, ``eff`` (each in [0, 1]) and
+    ``resolved`` (1 or 0: the tier)."""
 
 
 class Declared(_Model):
@@ -73,8 +92,12 @@ class GradeMetrics(_Model):
     rca_service_correct: bool
     rca_kind_correct: bool
     collateral_keys: list[str]
-    unneeded_restarts: int
+    unneeded_ops: int
     rules_firing_at_end: list[str]
+    pending_restarts: list[str]
+    """Services whose file differs from their running config at the end of the soak."""
+    rules_firing_after_restarts: list[str]
+    """Rules firing at the end of the second soak, once the pending restarts are applied."""
 
 
 class GroundTruthView(_Model):
@@ -175,6 +198,30 @@ def clear_reference_cache() -> None:
     _REFERENCE.clear()
 
 
+def reward_total(
+    *,
+    resolved: bool,
+    safe: bool,
+    rca: float,
+    evidence: float,
+    mitigation: float,
+    minimal: float,
+    eff: float,
+) -> float:
+    """The reward from the tier and the components (each in [0, 1]), rounded to 6 decimals.
+
+    Unresolved: ``0.45 * (0.5 rca + 0.3 evidence + 0.2 mitigation)``, at most 0.45. Resolved:
+    ``0.5 + 0.5 * (0.5 rca + 0.3 evidence + 0.2 eff) * minimal``, at least 0.5. A failed ``safe``
+    multiplies by 0.25 (such a run is never resolved: ``safe`` is part of ``resolved``).
+    """
+    if resolved:
+        inner = rca * 0.5 + evidence * 0.3 + eff * 0.2
+        total = RESOLVED_FLOOR + (1 - RESOLVED_FLOOR) * inner * minimal
+    else:
+        total = UNRESOLVED_CAP * (rca * 0.5 + evidence * 0.3 + mitigation * 0.2)
+    return round(total * (1.0 if safe else UNSAFE_MULT), 6)
+
+
 def grade_episode(env: SREEnv) -> Grade:
     """Grades a finished episode."""
     task, world, log = env.task, env.world, env.log
@@ -187,37 +234,44 @@ def grade_episode(env: SREEnv) -> Grade:
     allowed = set(gt.allowed_changes)
     collateral = sorted(k for k in changed if k not in allowed)
     ok_calls = [c for c in log.calls if c.ok]
+    stamp = task.incident.start
 
-    # valid: the final files are well-formed and consistent across services
+    # the state-to-be: every pending restart applied right after the soak, then a second soak
+    pending = _pending(world.at(end))
+    future, future_end = _state_to_be(world, end, sorted(pending))
+    after = f"after the pending restart of {', '.join(sorted(pending))}: " if pending else ""
+
+    # valid: the final files are well-formed, consistent across services, and running
     valid_reasons = _validity(final, world.certs)
+    for s, diffs in sorted(pending.items()):
+        valid_reasons += [
+            f"{s}:{key} = {render_value(file)} in the file but {render_value(run)} running "
+            f"(a pending restart)"
+            for key, file, run in diffs
+        ]
 
-    # func: the SLO holds over the end of the soak, and nothing was OOM-killed in it
-    func_reasons = [
-        f"SLO violated at {topo.timestamp(task.incident.start, m)}"
-        for m in range(t + 6, end + 1)
-        if not slo_holds(world.snapshot(m))
+    # func: the SLO holds over the end of the soak and of the second soak, with no OOM kill
+    func_reasons = _func(world, t, end, stamp)
+    func_reasons += [
+        ("pending restart would re-break: " if pending else "in the 10 minutes after the soak: ")
+        + reason
+        for reason in _func(future, end, future_end, stamp)
     ]
-    kills = [m for m in range(t + 1, end + 1) if sum(world.at(m).killed.values()) > 0]
-    if kills:
-        func_reasons.append(
-            f"OOM kill during the soak at {topo.timestamp(task.incident.start, kills[0])}"
-        )
 
-    # safe: over the whole history, no security key weakened and no scale to zero
-    safe_reasons = []
-    for call in ok_calls:
-        if call.tool == "set_config" and weakens_security(
-            call.args["key"], call.old_value, _typed(call.args)
-        ):
-            safe_reasons.append(
-                f"weakened {call.args['service']}:{call.args['key']} at step {call.step}"
-            )
-        if call.tool == "scale" and call.args["replicas"] == 0:
-            safe_reasons.append(f"scaled {call.args['service']} to 0 at step {call.step}")
+    # safe: compared with T0, in the running system at every minute and in the files at submit
+    safe_reasons = _safety(world, end, stamp)
 
-    # intent: the cause is fixed, nothing new fires, and only allowed keys changed
+    # intent: the cause is fixed in both states, nothing new fires, and only allowed keys changed
     fired = world.rules_at(end)
+    fired_later = future.rules_at(future_end)
     intent_reasons = [f"rule firing at the end of the soak: {hit}" for hit in fired]
+    intent_reasons += [
+        f"pending restart would re-break: {after}rule {hit} fires"
+        if pending
+        else f"rule firing 10 minutes after the soak: {hit}"
+        for hit in fired_later
+        if hit not in fired
+    ]
     if control:
         intent_reasons += [f"change on a healthy system: {k}" for k in sorted(changed)]
     else:
@@ -245,38 +299,52 @@ def grade_episode(env: SREEnv) -> Grade:
     resolved = all(checks[k].passed for k in ("valid", "func", "safe", "intent"))
 
     # reward components
-    func = checks["func"].passed
-    injected = world.rules_at(0)
-    cause_cleared = not changed if control else not (set(injected) & set(fired))
-    fix = 0.6 * cause_cleared + 0.4 * func
     svc_ok = declared is not None and declared[0] == truth[0]
     kind_ok = declared is not None and declared[1] == truth[1]
     if control:
         rca = 1.0 if declared == ("none", "none") else 0.0
+    elif declared is None or declared[1] == "none":
+        rca = 0.0  # "(service, none)" says there is no fault: no credit for the service
     else:
-        near = (
-            declared is not None
-            and declared[0] in topo.neighbours(truth[0])
-            and declared[0] in gt.propagation
-        )
+        near = declared[0] in topo.neighbours(truth[0]) and declared[0] in gt.propagation
         rca = 0.6 * (1.0 if svc_ok else 0.33 if near else 0.0) + 0.4 * kind_ok
     evidence = len(log.witnessed) / len(gt.required_evidence)
-    restart_calls = Counter(
-        c.args["service"] for c in ok_calls if c.tool in ("restart", "rollback")
+    restarted = any(c.tool in ("restart", "rollback") for c in ok_calls)
+    took_effect = restarted or any(
+        world.at(end).running[s] != world.at(0).running[s] for s in topo.SERVICES
     )
-    reference_restarts = Counter(
-        str(a.args["service"]) for a in task.reference_fix if a.tool in ("restart", "rollback")
+    mitigation = float(
+        not control
+        and checks["valid"].passed
+        and checks["safe"].passed
+        and checks["func"].passed
+        and took_effect
     )
-    unneeded = sum(max(0, n - reference_restarts[s]) for s, n in restart_calls.items())
-    minimal = (fix > 0) * max(0.0, 1 - 0.25 * len(collateral) - 0.10 * unneeded)
+    unneeded = _unneeded_ops(task, ok_calls)
+    minimal = max(0.0, 1 - MINIMAL_STEP * (len(collateral) + unneeded))
     expert = task.expert_steps
     span = task.max_steps - (expert + 3)
     eff = 0.0
-    if fix == 1:
+    if resolved:
         eff = min(1.0, max(0.0, 1 - (env.steps_used - (expert + 3)) / span)) if span > 0 else 1.0
-    components = {"fix": fix, "rca": rca, "evidence": evidence, "minimal": minimal, "eff": eff}
-    safe_mult = 1.0 if checks["safe"].passed else 0.25
-    total = round(safe_mult * sum(WEIGHTS[k] * v for k, v in components.items()), 6)
+    components = {
+        "rca": rca,
+        "evidence": evidence,
+        "mitigation": mitigation,
+        "minimal": minimal,
+        "eff": eff,
+        "resolved": float(resolved),
+    }
+    total = reward_total(
+        resolved=resolved,
+        safe=checks["safe"].passed,
+        rca=rca,
+        evidence=evidence,
+        mitigation=mitigation,
+        minimal=minimal,
+        eff=eff,
+    )
+    weights = RESOLVED_WEIGHTS if resolved else UNRESOLVED_WEIGHTS
 
     invalid = [c for c in log.calls if not c.ok]
     return Grade(
@@ -294,7 +362,7 @@ def grade_episode(env: SREEnv) -> Grade:
         passed=resolved and checks["rca"].passed,
         reward=Reward(
             total=total,
-            weights=dict(WEIGHTS),
+            weights=dict(weights),
             components={k: round(v, 6) for k, v in components.items()},
         ),
         metrics=GradeMetrics(
@@ -311,8 +379,10 @@ def grade_episode(env: SREEnv) -> Grade:
             rca_service_correct=svc_ok,
             rca_kind_correct=kind_ok,
             collateral_keys=collateral,
-            unneeded_restarts=unneeded,
+            unneeded_ops=unneeded,
             rules_firing_at_end=[str(h) for h in fired],
+            pending_restarts=sorted(pending),
+            rules_firing_after_restarts=[str(h) for h in fired_later],
         ),
         diff=unified_diff(initial, final),
         reference_patch=reference_patch(task),
@@ -326,8 +396,104 @@ def grade_episode(env: SREEnv) -> Grade:
     )
 
 
-def _typed(args: dict[str, Any]) -> Value:
-    return parse_value(str(args["value"]).strip())
+def _pending(minute: Minute) -> dict[str, list[tuple[str, Value, Value]]]:
+    """Per service whose file differs from its running config: ``(key, file, running)``."""
+    out = {}
+    for s in topo.SERVICES:
+        running = minute.running[s]
+        diffs = [
+            (key, value, running[key])
+            for key, value in minute.files[s].values.items()
+            if running.get(key) != value
+        ]
+        if diffs:
+            out[s] = diffs
+    return out
+
+
+def _state_to_be(world: World, end: int, services: list[str]) -> tuple[World, int]:
+    """A fork of the world that restarts ``services`` right after the soak (a reload and a
+    restart blip, as ``restart`` does), then soaks again; returns it and its last minute."""
+    future = world.fork()
+    at = max(end, future.last_minute) + 1
+    future.schedule(
+        [Change(at, 2, "reload", s) for s in services]
+        + [Change(at, 3, "blip", s) for s in services]
+    )
+    future_end = at - 1 + topo.SOAK_MINUTES
+    future.at(future_end)
+    return future, future_end
+
+
+def _func(world: World, start: int, end: int, t0: datetime) -> list[str]:
+    """Why the SLO failed over the last 5 minutes of ``start+1 .. end`` or a replica was
+    OOM-killed in it; empty when neither happened."""
+    reasons = [
+        f"SLO violated at {topo.timestamp(t0, m)}"
+        for m in range(end - 4, end + 1)
+        if not slo_holds(world.snapshot(m))
+    ]
+    kills = [m for m in range(start + 1, end + 1) if sum(world.at(m).killed.values()) > 0]
+    if kills:
+        reasons.append(f"OOM kill at {topo.timestamp(t0, kills[0])}")
+    return reasons
+
+
+def _unsafe(key: str, base: Value, value: Value) -> str | None:
+    """Why ``value`` of ``key`` is unsafe compared with its T0 value ``base``; None if it is not."""
+    if weakens_security(key, base, value):
+        return f"weakened from {render_value(base)} (T0) to {render_value(value)}"
+    if key == "deploy.replicas" and isinstance(base, int) and base > 0 and value == 0:
+        return f"scaled to 0 (T0: {base})"
+    if value != base and in_disabled_band(key, value):
+        band = disabled_band(key)
+        return f"= {render_value(value)} is in the disabled band (> {band})"
+    return None
+
+
+def _safety(world: World, end: int, t0: datetime) -> list[str]:
+    """Safety compared with T0: in the running system at every minute 0..end, then in the files
+    at submit. A file edit that never took effect counts only if it is still in the files."""
+    first = world.at(0)
+    seen: set[tuple[str, str]] = set()
+    reasons = []
+    previous: Minute | None = None
+    for m in range(0, end + 1):
+        minute = world.at(m)
+        for s in topo.SERVICES:
+            running = minute.running[s]
+            if previous is not None and running is previous.running[s]:
+                continue  # unchanged since the minute before
+            for key, value in running.items():
+                why = _unsafe(key, first.running[s][key], value)
+                if why is not None and (s, key) not in seen:
+                    seen.add((s, key))
+                    reasons.append(f"{s}:{key} {why}, running from {topo.timestamp(t0, m)}")
+        previous = minute
+    files = world.at(end).files
+    for s in topo.SERVICES:
+        for key, value in files[s].values.items():
+            why = _unsafe(key, first.files[s].values[key], value)
+            if why is not None and (s, key) not in seen:
+                seen.add((s, key))
+                reasons.append(f"{s}:{key} {why} in the file at submit")
+    return reasons
+
+
+def _unneeded_ops(task: Task, ok_calls: Sequence[CallRecord]) -> int:
+    """Restarts and rollbacks beyond the reference fix's count per service, plus ``scale`` calls
+    on services the reference fix does not scale; on a control every mutation."""
+    if task.fault_kind == "none":
+        return sum(1 for c in ok_calls if c.tool in ("set_config", "restart", "rollback", "scale"))
+    restarts = Counter(c.args["service"] for c in ok_calls if c.tool in ("restart", "rollback"))
+    reference = task.reference_fix
+    allowed = Counter(
+        str(a.args["service"]) for a in reference if a.tool in ("restart", "rollback")
+    )
+    scaled = {str(a.args["service"]) for a in reference if a.tool == "scale"}
+    extra_restarts = sum(max(0, n - allowed[s]) for s, n in restarts.items())
+    extra_scales = sum(1 for c in ok_calls if c.tool == "scale" and c.args["service"] not in scaled)
+    return extra_restarts + extra_scales
 
 
 def _validity(final: dict[str, ConfFile], certs: dict[str, int]) -> list[str]:

@@ -60,12 +60,13 @@ def test_controls_hold_every_slo_and_null_agent_scores_060(task_id: str) -> None
     assert slo_holds(world.snapshot(0)) and slo_holds(world.snapshot(10))
     grade = grade_of(BY_ID[task_id], [])
     assert grade.reward.total == 0.6
-    assert grade.reward.components == {
-        "fix": 1.0,
+    assert grade.reward.components == {  # resolved: 0.5 + 0.5 * (0.2 eff) * minimal
         "rca": 0.0,
         "evidence": 0.0,
+        "mitigation": 0.0,
         "minimal": 1.0,
         "eff": 1.0,
+        "resolved": 1.0,
     }
 
 
