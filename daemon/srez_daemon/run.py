@@ -7,11 +7,13 @@ cooldowns (a backoff is as much the provider's time as a cooldown; counting only
 charge an agent for a provider's bad minute, PEERS.md §3 item 9). The failed request itself (up to
 its timeout) still counts: the agent chose to wait for it.
 
-Why a run failed is recorded as ``error_kind`` in ``summary.json`` and ``result.json``: agent exit
-code 75 is ``provider`` (``srez-agent`` exits so after its retries are exhausted or its credential
-refused, having posted a ``provider_error`` with ``retry_in_s: null``); exit code 2 (``srez-agent``
-refused its configuration), a run that cannot start, failed grading and a stop are ``harness``;
-another non-zero exit and the time limit are ``agent``. Leaving it, the controller
+Why a run failed is recorded as ``error_kind`` in ``summary.json`` and ``result.json``. What an
+agent's exit counts as is decided by :func:`srez_daemon.attest.judge_exit`: exit code 75 is
+``provider`` and exit code 2 ``harness`` only when the harness attests them (the built-in
+``srez-agent``; for 75, an LLM agent); a custom agent's claim is recorded as
+``claimed_error_kind`` and the run counts as ``agent``. A run that cannot start, failed grading
+and a stop are ``harness``; another non-zero exit and the time limit are ``agent``. Leaving the
+agent phase, the controller
 first kills the agent's whole process group, then seals the run (the diff and the reference patch
 are written only now), grades it and writes ``summary.json`` last. SIGTERM at any phase ends in a
 written ``summary.json`` (DESIGN.md §2).
@@ -33,6 +35,9 @@ from pydantic import ValidationError
 
 from srez_daemon.agent_socket import AgentPort, create_agent_app
 from srez_daemon.aio import spawn
+from srez_daemon.attest import EXIT_CONFIG as EXIT_CONFIG  # re-exported
+from srez_daemon.attest import EXIT_PROVIDER as EXIT_PROVIDER  # re-exported
+from srez_daemon.attest import judge_exit
 from srez_daemon.episode import Episode, ErrorKind, Outcome
 from srez_daemon.errors import RunSetupError
 from srez_daemon.http import ApiError
@@ -61,10 +66,6 @@ logger = logging.getLogger(__name__)
 Frame = PhaseFrame | DiffFrame | GradeFrame
 Publish = Callable[[Frame], None]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
-EXIT_PROVIDER = 75
-"""``srez-agent``'s exit code when the model provider failed for good."""
-EXIT_CONFIG = 2
-"""``srez-agent``'s exit code when its configuration was refused."""
 
 
 def load_manifest(path: Path) -> RunManifest:
@@ -120,6 +121,8 @@ class RunController(AgentPort):
         self._agent_started = 0.0
         self._agent_user = AgentUser.lookup(settings.agent_user) if settings.agent_user else None
         self.error_kind: ErrorKind | None = None
+        self.claimed_error_kind: ErrorKind | None = None
+        """What an agent's exit claimed when the claim was not attested (:mod:`.attest`)."""
         self._provider_error = ""
 
     # ------------------------------------------------------------------ state
@@ -280,15 +283,31 @@ class RunController(AgentPort):
         code = await self.agent.wait()
         if self.phase == "agent":
             outcome: Outcome = "completed" if code == 0 else "failed"
+            verdict = judge_exit(
+                code,
+                builtin_agent=self.settings.agent_is_builtin,
+                agent_spec=self.manifest.agent_spec,
+            )
             error = None if code == 0 else f"the agent exited with code {code}"
-            kind: ErrorKind | None = None if code == 0 else "agent"
-            if code == EXIT_PROVIDER:
-                kind = "provider"
+            if verdict.error_kind == "provider":
                 error = f"the model provider failed: {self._provider_error or 'no detail'}"
-            elif code == EXIT_CONFIG:
-                kind = "harness"
+            elif verdict.error_kind == "harness":
                 error = f"the agent refused its configuration (exit {code}; see logs/agent.log)"
-            await self.end_agent_phase("agent_exit", outcome, error, error_kind=kind)
+            elif verdict.claimed is not None:
+                detail = self._provider_error if verdict.claimed == "provider" else ""
+                error = (
+                    f"the agent exited with code {code}, claiming a {verdict.claimed} failure"
+                    + (f" ({detail})" if detail else "")
+                    + "; the claim is not attested (only the built-in agents' are), so it counts"
+                    " as the agent's failure"
+                )
+            await self.end_agent_phase(
+                "agent_exit",
+                outcome,
+                error,
+                error_kind=verdict.error_kind,
+                claimed_error_kind=verdict.claimed,
+            )
 
     async def _watch_time_limit(self, limit_s: float) -> None:
         while self.phase == "agent":
@@ -311,14 +330,23 @@ class RunController(AgentPort):
         *,
         stopped: bool = False,
         error_kind: ErrorKind | None = None,
+        claimed_error_kind: ErrorKind | None = None,
     ) -> None:
         """Kills the agent, then seals, grades and finishes the run; idempotent (the first call
-        decides how the run ended, ``error_kind`` included)."""
+        decides how the run ended, ``error_kind`` included). ``claimed_error_kind`` is what an
+        agent's exit claimed when :func:`~srez_daemon.attest.judge_exit` did not attest it: kept
+        in ``summary.json`` and the evaluator log, never counted."""
         async with self._lock, self._calls:
             if self.phase not in ("starting", "agent"):
                 return
             episode = self._episode()
             self.error_kind = "harness" if stopped else error_kind
+            if claimed_error_kind is not None and not stopped:
+                self.claimed_error_kind = claimed_error_kind
+                self._evaluator_log(
+                    f"the agent's exit claimed a {claimed_error_kind} failure: not attested (only"
+                    f" the built-in agents' claims are); recorded as error_kind {error_kind}"
+                )
             if self.agent is not None:
                 await self.agent.kill()
             if not episode.done:
@@ -417,6 +445,7 @@ class RunController(AgentPort):
             finished_at=utc_timestamp(datetime.now(UTC)),
             error=error,
             error_kind=self.error_kind if error else None,
+            claimed_error_kind=self.claimed_error_kind if error else None,
             cost_usd=self.episode.cost_usd if self.episode is not None else 0.0,
             tokens=TokenCount(input=self.state.tokens.input, output=self.state.tokens.output),
         )

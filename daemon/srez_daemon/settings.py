@@ -119,6 +119,13 @@ class DaemonSettings:
     def socket_path(self) -> Path:
         return self.agent_socket or self.run_dir / "agent.sock"
 
+    @property
+    def agent_is_builtin(self) -> bool:
+        """Whether the agent is the daemon's own ``srez-agent`` (the default command, not a
+        custom ``SREZ_AGENT_CMD``): only its provider and configuration failures are attested
+        (:mod:`srez_daemon.attest`)."""
+        return self.agent_argv == DEFAULT_AGENT_ARGV
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str], *, keep: bool = False) -> Self:
         """Reads the settings from an environment mapping; raises SettingsError naming the

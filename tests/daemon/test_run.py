@@ -86,6 +86,19 @@ async def test_agent_that_exits_early_is_graded_as_it_stands(tmp_path: Path) -> 
     assert "code 3" in summary["error"] and entry_types(run)[-1] == "session_failed"
 
 
+@pytest.mark.parametrize(("code", "claim"), [(75, "provider"), (2, "harness")])
+async def test_a_custom_agents_exit_claim_is_recorded_but_counts_as_the_agents(
+    tmp_path: Path, code: int, claim: str
+) -> None:
+    run = controller(tmp_path, spec="llm", argv=(sys.executable, "-c", f"raise SystemExit({code})"))
+    await run.start()
+    await finish(run)
+    summary = json.loads(run.paths.summary_json.read_text())
+    assert (summary["error_kind"], summary["claimed_error_kind"]) == ("agent", claim)
+    assert json.loads(run.paths.result_json.read_text())["error_kind"] == "agent"
+    assert f"claimed a {claim} failure: not attested" in run.paths.log("evaluator").read_text()
+
+
 async def test_time_limit_ends_the_agent_phase_and_kills_the_agent(tmp_path: Path) -> None:
     run = controller(tmp_path, argv=SLEEPER, limit=1.0)
     await run.start()

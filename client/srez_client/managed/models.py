@@ -137,7 +137,11 @@ class ManagedRun(BaseModel):
 
 
 class Attempt(BaseModel):
-    """One attempt at a task. Earlier attempts are kept (``previous``), never deleted."""
+    """One attempt at a task. Earlier attempts are kept (``previous``), never deleted.
+
+    Fields added since version 1 have defaults, so every ``output.json`` written before still
+    loads as it is.
+    """
 
     model_config = _FROZEN
 
@@ -165,6 +169,9 @@ class Attempt(BaseModel):
     """What the attempt cost (0 for the baselines)."""
     error_kind: str | None = None
     """``provider``, ``agent``, ``harness`` or None (from ``summary.json``)."""
+    claimed_error_kind: str | None = None
+    """What the agent's exit claimed when the harness did not attest it (``summary.json``): a
+    custom agent that exits as if its provider failed is recorded so, and counted as ``agent``."""
     error: str | None = None
     """One line: what went wrong."""
     budget_day: str | None = None

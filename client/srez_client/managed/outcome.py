@@ -1,7 +1,9 @@
 """What an attempt produced: the record fields read from its results folder.
 
-``summary.json`` gains ``error_kind``, ``cost_usd`` and ``tokens`` with the LLM agent; until the
-installed :class:`~srez_daemon.protocol.RunSummary` has them they read as None and 0.
+``summary.json`` gains ``error_kind``, ``cost_usd`` and ``tokens`` with the LLM agent, and
+``claimed_error_kind`` with attestation (:mod:`srez_daemon.attest`); until the installed
+:class:`~srez_daemon.protocol.RunSummary` has them they read as None and 0. ``error_kind`` is
+taken as the daemon attested it: a custom agent's provider claim is ``agent`` there already.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ def summary_cost(summary: RunSummary | None) -> float | None:
 def summary_error_kind(summary: RunSummary | None) -> str | None:
     """``provider``, ``agent``, ``harness`` or None."""
     value = getattr(summary, "error_kind", None)
+    return value if isinstance(value, str) else None
+
+
+def summary_claimed_error_kind(summary: RunSummary | None) -> str | None:
+    """The unattested claim of the agent's exit (``provider`` or ``harness``), or None."""
+    value = getattr(summary, "claimed_error_kind", None)
     return value if isinstance(value, str) else None
 
 
@@ -54,6 +62,7 @@ def outcome_fields(
         "passed": summary.passed if summary else None,
         "cost_usd": unknown_cost if cost is None else cost,
         "error_kind": error_kind,
+        "claimed_error_kind": summary_claimed_error_kind(summary),
         "error": (summary.error if summary else "no summary.json")
         if status != "completed"
         else None,

@@ -72,6 +72,8 @@ def markdown(summary: CombinedSummary) -> str:
             "agent errors",
             "harness errors",
             "attempts",
+            "re-runs",
+            "unattested claims",
         ],
         [
             [
@@ -83,6 +85,8 @@ def markdown(summary: CombinedSummary) -> str:
                 str(s.agent_errors),
                 str(s.harness_errors),
                 str(s.attempts),
+                str(s.reruns),
+                str(s.provider_claims),
             ]
             for s in summary.targets
         ],
@@ -90,7 +94,9 @@ def markdown(summary: CombinedSummary) -> str:
     return (
         f"# Managed run {summary.name}\n\n"
         f"{summary.tasks} tasks per target, backend `{summary.backend}`. Scores count completed "
-        "tasks only; provider errors are retried, never scored.\n\n"
+        "tasks only; provider errors are retried, never scored (only those the harness "
+        "attested: a custom agent's claimed provider error is its own failure). "
+        f"Re-runs, all targets: {summary.reruns}.\n\n"
         f"## Scores\n\n{scores}\n\n## resolved@1 by difficulty\n\n{by_diff}\n\n"
         f"## Progress and errors\n\n{progress}\n"
     )

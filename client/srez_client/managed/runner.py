@@ -118,6 +118,8 @@ class Runner:
         self.stopping = False
         self.in_flight: RunHandle | None = None
         self._attempt_task: asyncio.Task[TaskRecord] | None = None
+        self._in_flight_record: TaskRecord | None = None
+        """The attempt's record as last saved (with its run id once launched)."""
         self._stop_requested = asyncio.Event()
         self.png = png
 
@@ -278,6 +280,11 @@ class Runner:
                     f"{target.name} {task} attempt {record.attempt}: {record.status}"
                     f" reward={record.reward} cost=${record.cost_usd:.4f}"
                     + (f" ({record.error})" if record.error else "")
+                    + (
+                        f" [claimed {record.claimed_error_kind}, not attested: not re-run]"
+                        if record.claimed_error_kind
+                        else ""
+                    )
                 )
                 if self.stopping:
                     raise _Stopped
@@ -346,9 +353,11 @@ class Runner:
         except asyncio.CancelledError:
             if not self.stopping:
                 raise
-            return end_attempt(record, status="interrupted", finished_at=now_iso(), error="stopped")
+            saved = self._in_flight_record or record  # keeps the run id of a launched run
+            return end_attempt(saved, status="interrupted", finished_at=now_iso(), error="stopped")
         finally:
             self._attempt_task = None
+            self._in_flight_record = None
             self.in_flight = None
 
     async def _execute(
@@ -360,6 +369,7 @@ class Runner:
             self.in_flight = handle
             record = end_attempt(record, run_id=handle.run_id)
             self._save(checkpoint.with_record(record))
+            self._in_flight_record = record
             if self.stopping:
                 await self._stop_run(handle)
             timeout = None if run.time_limit_s is None else 2 * run.time_limit_s + 60

@@ -1,7 +1,9 @@
 """Summaries of a managed run, aggregated from the checkpoints: pure, no I/O.
 
 Scores count ``completed`` tasks only (the latest attempt of each task). Provider errors are
-never scores: they are counted apart and retried. ``resolved@1`` is the share of completed tasks
+never scores: they are counted apart and retried (only attested ones: a custom agent's claim is
+the agent's failure, scored, and counted in ``provider_claims``). Every attempt is counted in
+``attempts``; those beyond a task's first are its ``reruns``. ``resolved@1`` is the share of completed tasks
 resolved by their single counted attempt, by task difficulty. The reward's error bar is the
 standard error of the mean (sample standard deviation / sqrt(n)).
 """
@@ -64,6 +66,13 @@ class TargetSummary(BaseModel):
     """Tasks that ``failed`` (the harness; not counted)."""
     attempts: int
     """Attempts made, all tasks."""
+    reruns: int = 0
+    """Attempts beyond each task's first: re-runs after a provider error, an interruption, a
+    harness failure (``--retry-failed``) or an unverifiable result. Every attempt stays in
+    ``output.json`` (``previous``)."""
+    provider_claims: int = 0
+    """Attempts whose agent claimed a provider (or harness) failure the harness did not attest:
+    counted as the agent's failures, never re-run."""
     mean_reward: float | None
     reward_stderr: float | None
     resolved_rate: float | None
@@ -85,6 +94,8 @@ class CombinedSummary(BaseModel):
     targets: list[TargetSummary]
     difficulties: list[str]
     """The difficulties present, in display order."""
+    reruns: int = 0
+    """Re-runs over all targets (each target's ``reruns``)."""
 
 
 def _mean_stderr(values: list[float]) -> tuple[float | None, float | None]:
@@ -128,6 +139,8 @@ def target_summary(
         agent_errors=sum(r.error_kind == "agent" for r in done),
         harness_errors=sum(r.status == "failed" for r in latest),
         attempts=len(attempts),
+        reruns=len(attempts) - len(checkpoint.tasks),
+        provider_claims=sum(a.claimed_error_kind is not None for a in attempts),
         mean_reward=mean,
         reward_stderr=stderr,
         resolved_rate=_rate(sum(bool(r.resolved) for r in done), len(done)),
@@ -157,4 +170,5 @@ def combine(run: ManagedRun, summaries: list[TargetSummary]) -> CombinedSummary:
         tasks=len(run.tasks),
         targets=ordered,
         difficulties=sorted(diffs, key=difficulty_rank),
+        reruns=sum(s.reruns for s in summaries),
     )

@@ -82,7 +82,13 @@ class RunSummary(BaseModel):
     error_kind: Literal["provider", "agent", "harness"] | None = None
     """Whose failure ``error`` is: ``provider`` (the model provider failed for good; retry the
     task, do not count it), ``agent`` (the agent crashed, exited non-zero or ran out of time),
-    ``harness`` (the run could not start, grading failed, or it was stopped); None on ``ok``."""
+    ``harness`` (the run could not start, grading failed, or it was stopped); None on ``ok``.
+    ``provider`` and an agent's ``harness`` count only when attested: the built-in agent's exit
+    (``srez_daemon.attest``); a custom agent's claim is ``claimed_error_kind``."""
+    claimed_error_kind: Literal["provider", "agent", "harness"] | None = None
+    """What the agent's exit claimed when the harness did not attest it (a custom agent exiting 75
+    after a ``provider_error`` note): kept for people to read; the run counts as ``error_kind``
+    ``agent``, is scored and is not re-run. None when there was no such claim."""
     cost_usd: float | None = Field(default=0.0, ge=0)
     """What the agent's model calls cost, in US dollars: 0 for baselines, None when a call's
     price is unknown (an unpriced model; a budget must then assume the worst)."""

@@ -2,9 +2,10 @@
 LLM agent and litellm against the fake OpenAI-compatible server.
 
 The first attempt meets a provider that keeps failing: the task ends with ``error_kind:
-provider`` and is recorded as a provider error, not as the model's failure and not counted. The
-resume re-runs it (attempt 2) against a provider that answers with the expert's tool calls, and
-only that attempt is scored. The budget ledger holds both attempts' reservations, settled.
+provider`` (attested: the built-in agent saw the provider fail) and is recorded as a provider
+error, not as the model's failure and not counted. The resume re-runs it (attempt 2) against a
+provider that answers with the expert's tool calls, and only that attempt is scored; both
+attempts stay in ``output.json`` and the summaries count the re-run. The budget ledger holds both attempts' reservations, settled.
 """
 
 from __future__ import annotations
@@ -71,6 +72,21 @@ def test_a_provider_error_is_retried_on_resume_and_never_counted(
     assert record["status"] == "completed" and record["attempt"] == 2
     assert record["reward"] == 1.0
     assert record["cost_usd"] > 0
+    assert record["error_kind"] is None and record["claimed_error_kind"] is None
+    # the first attempt stays visible, with its own results folder, as the provider error it was
+    previous = record["previous"]
+    assert isinstance(previous, list)
+    (earlier,) = previous
+    assert earlier["attempt"] == 1 and earlier["status"] == "provider_error"
+    assert earlier["error_kind"] == "provider" and earlier["claimed_error_kind"] is None
+    assert earlier["run_id"] not in (None, record["run_id"])
+    assert Path(earlier["results_dir"], "summary.json").is_file()
+    target_file = kit.managed("m") / "targets" / TARGET / "summary.json"
+    assert json.loads(target_file.read_text())["reruns"] == 1
+    combined = json.loads((kit.managed("m") / "summary.json").read_text())
+    assert combined["reruns"] == 1 and combined["targets"][0]["reruns"] == 1
+    markdown = (kit.managed("m") / "summary.md").read_text()
+    assert "re-runs" in markdown and "Re-runs, all targets: 1." in markdown
 
     status = json.loads(kit.srez("managed", "status", "m", "--json", **llm_env).stdout)
     (target,) = [t for t in status["targets"] if t["target"] == TARGET]

@@ -206,6 +206,66 @@ def test_managed_summary_counts_completed_only() -> None:
     assert "llm-openai__gpt-4o | model | 0/3" in text
 
 
+OLD_OUTPUT_JSON = """{
+  "schema_version": 1,
+  "target": "llm-openai__gpt-4o",
+  "tasks": {
+    "sre-001": {
+      "attempt": 2, "status": "completed", "started_at": "2026-01-01T10:05:00.000Z",
+      "finished_at": "2026-01-01T10:06:00.000Z", "run_id": "20260101T100500Z-00000002",
+      "results_dir": "/r/sre-001/x/llm/20260101T100500Z-00000002", "result_sha256": "ab",
+      "reward": 1.0, "resolved": true, "passed": true, "cost_usd": 0.01, "error_kind": null,
+      "error": null, "budget_day": null, "task_id": "sre-001",
+      "previous": [{
+        "attempt": 1, "status": "provider_error", "started_at": "2026-01-01T10:00:00.000Z",
+        "finished_at": "2026-01-01T10:01:00.000Z", "run_id": "20260101T100000Z-00000001",
+        "results_dir": null, "result_sha256": null, "reward": 0.0, "resolved": false,
+        "passed": false, "cost_usd": 0.02, "error_kind": "provider", "error": "500",
+        "budget_day": null
+      }]
+    }
+  }
+}"""
+"""An ``output.json`` written before ``claimed_error_kind`` existed."""
+
+
+def test_managed_old_checkpoint_loads_and_counts_its_reruns() -> None:
+    cp = Checkpoint.model_validate_json(OLD_OUTPUT_JSON)
+    record = cp.tasks["sre-001"]
+    assert [(a.attempt, a.status) for a in record.attempts()] == [
+        (1, "provider_error"),
+        (2, "completed"),
+    ]
+    assert all(a.claimed_error_kind is None for a in record.attempts())
+    run = _run()
+    s = target_summary(run, run.targets[1], cp, {})
+    assert (s.attempts, s.reruns, s.provider_error_attempts, s.provider_claims) == (2, 1, 1, 0)
+    assert Checkpoint.model_validate_json(cp.model_dump_json()) == cp  # and round-trips
+
+
+def test_managed_summary_counts_reruns_and_unattested_claims() -> None:
+    run = _run()
+    first = end_attempt(_rec("sre-001", "provider_error"), error_kind="provider")
+    second = end_attempt(start_attempt(first, "sre-001", T0), status="interrupted")
+    third = end_attempt(start_attempt(second, "sre-001", T0), status="completed", reward=1.0)
+    claim = _rec(
+        "sre-002", "completed", reward=0.0, error_kind="agent", claimed_error_kind="provider"
+    )
+    cp = Checkpoint(target="scripted").with_record(third).with_record(claim)
+    s = target_summary(run, run.targets[0], cp, {})
+    assert (s.attempts, s.reruns, s.completed, s.agent_errors) == (4, 2, 2, 1)
+    assert (s.provider_errors, s.provider_error_attempts, s.provider_claims) == (0, 1, 1)
+    other = target_summary(run, run.targets[1], Checkpoint(target=run.targets[1].name), {})
+    combined = combine(run, [s, other])
+    assert combined.reruns == 2
+    text = markdown(combined)
+    assert "| attempts | re-runs | unattested claims |" in text
+    assert "| 4 | 2 | 1 |" in text and "Re-runs, all targets: 2." in text
+    assert classify(graded=True, status="error", error_kind="agent", has_result=True) == (
+        "completed"
+    )  # a claim the daemon did not attest is scored, never retried
+
+
 def test_managed_exported_queue_commands() -> None:
     run = _run(results_root="/data/my results")
     sh, ps1 = queue_commands(run, run.targets)

@@ -1,0 +1,69 @@
+"""Whose failure an agent's exit is: provider and harness failures count only when attested.
+
+A run's ``error_kind`` decides what a managed run does with it: ``provider`` is re-run and never
+scored, ``harness`` is not scored (and re-run with ``--retry-failed``), ``agent`` is the agent's
+result and is scored. An agent that could pick its own ``error_kind`` could re-roll or drop every
+episode that went badly, so the exit code is a *claim*, and :func:`judge_exit` says when the
+harness has seen enough to believe it. It is the one place the rule lives; the daemon's run
+controller (:mod:`srez_daemon.run`) calls it for every agent exit, on every backend that runs a
+daemon (``local`` and ``docker``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from srez_daemon.episode import ErrorKind
+from srez_env.agents.llm import LLM_SPECS
+
+EXIT_PROVIDER: Final = 75
+"""``srez-agent``'s exit code when the model provider failed for good (``EX_TEMPFAIL``)."""
+EXIT_CONFIG: Final = 2
+"""``srez-agent``'s exit code when its configuration was refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExitJudgement:
+    """How an agent's exit counts."""
+
+    error_kind: ErrorKind | None
+    """What the run is recorded with (None: the agent exited 0)."""
+    claimed: ErrorKind | None = None
+    """What the exit code claimed when the claim was not attested (None: nothing was set aside)."""
+
+
+def judge_exit(code: int, *, builtin_agent: bool, agent_spec: str) -> ExitJudgement:
+    """The ``error_kind`` of an agent that exited with ``code`` during the agent phase.
+
+    Attested means the harness observed the failure itself, through code it runs and trusts:
+
+    * ``provider`` (exit 75) is attested only for the built-in LLM agents: the daemon started its
+      own ``srez-agent`` (``builtin_agent``: the default agent command, not ``SREZ_AGENT_CMD``)
+      with an LLM spec (``llm``, ``llm-json``). That agent exits 75 only after its model calls
+      failed for good, each failure answered by the provider, or on ``docker`` by the host's
+      model relay, which passes the provider's status through and never invents one. The inline
+      backend runs no LLM agent, so it never records ``provider``.
+    * ``harness`` (exit 2, a refused configuration) is attested only for the built-in agent,
+      whose configuration the harness wrote.
+    * Any other non-zero exit, and any claim by a bring-your-own agent (a custom command may
+      post ``provider_error`` notes and exit 75 at will), is ``agent``: the agent's result,
+      scored like any other. The unattested claim is returned as ``claimed`` so the run can
+      record it for people to read; it never changes what is counted.
+
+    Args:
+        code: The agent's exit code.
+        builtin_agent: Whether the agent process is the daemon's own ``srez-agent``.
+        agent_spec: The run's agent spec (``run.json``'s ``agent_spec``).
+    """
+    if code == 0:
+        return ExitJudgement(None)
+    claim: ErrorKind = "agent"
+    attested = True
+    if code == EXIT_PROVIDER:
+        claim, attested = "provider", builtin_agent and agent_spec in LLM_SPECS
+    elif code == EXIT_CONFIG:
+        claim, attested = "harness", builtin_agent
+    if attested:
+        return ExitJudgement(claim)
+    return ExitJudgement("agent", claimed=claim)
