@@ -29,7 +29,7 @@ from srez_env.env import SREEnv
 from srez_env.grade import Grade
 from srez_env.task import SERVICES, Task
 from srez_env.world.conffile import ConfFile, Value, parse_value, render_value
-from srez_env.world.schema import reload_mode
+from srez_env.world.schema import Reload, reload_mode
 
 Scope = Literal["all", "culprit"]
 """``all`` reverts every drift (the literal shortcut); ``culprit`` only the declared one."""
@@ -93,7 +93,7 @@ class Memory:
     seen_versions: Mapping[tuple[str, str], int]  # (service, version) -> tasks running it
     tasks: int
 
-    def rarity(self, service: str, key: str, value: Value) -> int:
+    def times_seen(self, service: str, key: str, value: Value) -> int:
         """How many learned tasks showed this value (0: never seen)."""
         return self.seen.get((service, key, render_value(value)), 0)
 
@@ -175,7 +175,7 @@ def _drift(service: str, key: str | None, value: Value, usual: Value, memory: Me
         )
     found = key_kind(service, key)
     row, kind = found if found else (VERSION_RANK + 1, None)
-    seen = memory.rarity(service, key, value)
+    seen = memory.times_seen(service, key, value)
     return Drift(service, key, value, usual, kind, (0, 0 if found else 1, seen, row, where, key))
 
 
@@ -189,8 +189,8 @@ def drifts(
             usual = memory.configs.get((service, key))
             if usual is None or render_value(usual) == render_value(value):
                 continue
-            if key == "deploy.version" or reload_mode(key) == "read-only":
-                continue  # versions come from the listing; read-only keys cannot be reverted
+            if key == "deploy.version" or _reload(key) in (None, "read-only"):
+                continue  # versions come from the listing; others cannot be reverted
             out.append(_drift(service, key, value, usual, memory))
     for service, version in versions.items():
         usual_version = memory.versions.get(service)
@@ -258,7 +258,7 @@ def _fit(todo: Sequence[Drift], budget: int) -> list[Drift]:
     restarted: set[str] = set()
     for d in todo:
         cost = 2 if d.key is None else 1  # get_status + rollback; set_config or scale
-        restart = d.key is not None and reload_mode(d.key) == "restart"
+        restart = d.key is not None and _reload(d.key) == "restart"
         cost += 1 if restart and d.service not in restarted else 0
         if cost > budget:
             break
@@ -284,7 +284,7 @@ def _reverts(todo: Sequence[Drift], statuses: Mapping[str, Observation]) -> list
         else:
             value = render_value(d.usual)
             actions.append(call("set_config", service=d.service, key=d.key, value=value))
-            if reload_mode(d.key) == "restart" and d.service not in restart:
+            if _reload(d.key) == "restart" and d.service not in restart:
                 restart.append(d.service)
     return actions + [call("restart", service=s) for s in restart]
 
@@ -336,6 +336,14 @@ def summary(grades: Mapping[str, Grade]) -> dict[str, TierScore]:
 
 
 # ---------------------------------------------------------------------------- observations
+def _reload(key: str) -> Reload | None:
+    """The key's reload mode, or None for a key the schema does not know."""
+    try:
+        return reload_mode(key)
+    except KeyError:
+        return None
+
+
 def _output(obs: Observation) -> str:
     return str(obs.get("output", ""))
 
