@@ -22,6 +22,7 @@ from typing import NoReturn
 import yaml
 from tqdm import tqdm
 
+from srez_client import cli_generate
 from srez_client.backends import AVAILABLE_BACKENDS, run_inline
 from srez_client.cli_export import add_export_command
 from srez_client.cli_managed import add_managed_command
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the tasks from the *.yaml files of DIR instead of the packaged ones",
     )
 
-    tasks = sub.add_parser("tasks", help="list or show the benchmark tasks")
+    tasks = sub.add_parser("tasks", help="list, show or generate benchmark tasks")
     tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
     listing = tasks_sub.add_parser("list", parents=[tasks_dir], help="one row per task")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also print the ground truth, reference fix and calibration (never show an agent)",
     )
     show.set_defaults(func=cmd_tasks_show)
+    cli_generate.add_parser(tasks_sub)
 
     ev = sub.add_parser("eval", parents=[tasks_dir], help="run agents on tasks and report")
     ev.add_argument(

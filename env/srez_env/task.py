@@ -434,6 +434,15 @@ class Task(Strict):
         """The world before the incident: the task's own, or the typical one."""
         return TYPICAL if self.world is None else self.world.base_world(self.incident.start)
 
+    def provenance(self) -> dict[str, object]:
+        """Where the task's world came from, as ``run.json`` records it."""
+        world = self.world
+        return {
+            "world_generator": world.generator if world else None,
+            "world_seed": world.seed if world else None,
+            "task_set_seed": world.set_seed if world else None,
+        }
+
     @property
     def expert_steps(self) -> int:
         """Length of the oracle's trajectory: evidence, declare, the fix, submit."""

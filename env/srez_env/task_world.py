@@ -57,6 +57,9 @@ class WorldSpec(Strict):
     """The generator and its version, e.g. ``srez-worlds/1``."""
     seed: int = Field(ge=0)
     """The seed the world was drawn from."""
+    set_seed: int | None = Field(default=None, ge=0)
+    """The seed of the task set this task was generated in (the set is reproducible from it and
+    ``generator``); the canonical set's is ``srez_env.generator.sets.CANONICAL_SEED``."""
     ingress_rps: float = Field(ge=100, le=2000)
     config: dict[str, dict[str, str]] = {}
     """Per service, the values that differ from the typical files (as the files write them)."""

@@ -192,6 +192,7 @@ class DockerBackend(Backend):
             version=srez_version(),
             uid=os.getuid(),
             now=datetime.now(UTC),
+            provenance=task.provenance(),
         )
         run_id = plan.run_id
         environment = dict(plan.environment)

@@ -103,6 +103,7 @@ def plan_launch(
     version: str,
     uid: int,
     now: datetime,
+    provenance: Mapping[str, object] | None = None,
 ) -> LaunchPlan:
     """A new run id, nonce and token, and the manifest, labels, record and ledger entry of a run.
 
@@ -123,7 +124,7 @@ def plan_launch(
         run_seed=spec.run_seed,
         srez_version=version,
         started_at=created,
-    )
+    ).model_copy(update=dict(provenance or {}))
     labels = make_labels(
         run_id=run_id,
         task_id=task_id,

@@ -136,7 +136,7 @@ def run_inline(
         run_seed=run_seed,
         srez_version=srez_version(),
         started_at=utc_timestamp(started),
-    )
+    ).model_copy(update=task.provenance())
     folder.write_json("run.json", manifest)
     with folder.open_dialog(clock=clock) as dialog:
         dialog.append(

@@ -161,7 +161,7 @@ class LocalBackend(Backend):
             run_seed=spec.run_seed,
             srez_version=version,
             started_at=utc_timestamp(now),
-        )
+        ).model_copy(update=task.provenance())
         labels = make_labels(
             run_id=run_id,
             task_id=task.id,

@@ -44,6 +44,14 @@ class RunManifest(BaseModel):
     """Dialog protocol version of ``archive/dialog.jsonl``."""
     started_at: UtcTimestamp
     """When the run started."""
+    world_generator: str | None = None
+    """The generator (and its version) that drew the task's base world; None for a task file
+    with no ``world`` block (the typical world)."""
+    world_seed: int | None = None
+    """The seed of the task's world."""
+    task_set_seed: int | None = None
+    """The seed of the task set the task was generated in: with ``world_generator`` it
+    reproduces the set (a held-out set's seed stays private)."""
 
 
 class RunSummary(BaseModel):

@@ -58,12 +58,26 @@ def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
     last: list[str] = []
     for attempt in range(MAX_ATTEMPTS):
         draw = draw_world(_world_seed(set_seed, typical.id, attempt), typical.incident.start, extra)
-        task = place(typical, draw)
+        world = draw.spec.model_copy(update={"set_seed": set_seed})
+        task = _recalibrated(place(typical, replace(draw, spec=world)))
         last = problems(task)
         if not last:
             return task
     msg = f"{typical.id} ({row.id}): no valid world in {MAX_ATTEMPTS} draws; last: {last[0]}"
     raise GenerationError(msg)
+
+
+def _recalibrated(task: Task) -> Task:
+    """Below the hard tier, the loudest anomaly is a description, not a requirement: its blame
+    moves with the render noise (seeded by the task id), so the block records what it is. On the
+    hard tier the declared victim stays a requirement (:func:`problems` checks it)."""
+    if task.difficulty == "hard":
+        return task
+    from srez_env.baselines.loudest import loudest
+
+    blame = loudest(task).blame
+    calibration = task.calibration.model_copy(update={"loudest_expected": blame})
+    return task.model_copy(update={"calibration": calibration})
 
 
 def _renamed(task: Task, task_id: str) -> Task:

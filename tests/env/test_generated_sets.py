@@ -1,0 +1,116 @@
+"""Generated task sets: fresh worlds hold the canonical contract, the reward's ordering
+invariants and the baselines' bounds; sets are reproducible from (generator, seed).
+
+The 200-task set is generated once per module (about half a minute on one core): every task in
+it has already passed :func:`srez_env.generator.verify.problems` (oracle 1.000, T0 fires exactly
+its injection, the reference clears it, the calibrators behave as declared).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import rewardkit as rk
+from envkit import run_agent
+
+from srez_env.baselines import memorised
+from srez_env.baselines.loudest import loudest
+from srez_env.generator import sets
+from srez_env.generator.taskfiles import render_all
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
+
+SEED = 4242
+
+
+@pytest.fixture(scope="module")
+def generated() -> list[Task]:
+    return sets.generate(SEED, 200)
+
+
+def _share(tasks: list[Task], tier: str, passed: Callable[[Task], bool]) -> float:
+    chosen = [t for t in tasks if t.difficulty == tier]
+    assert chosen
+    return sum(passed(t) for t in chosen) / len(chosen)
+
+
+def test_the_set_covers_every_row_in_worlds_of_its_own(generated: list[Task]) -> None:
+    assert len(generated) == 200 and len({t.id for t in generated}) == 200
+    assert {t.fault_kind for t in generated} == {t.fault_kind for t in load_tasks()}
+    worlds = {t.world.model_dump_json() for t in generated if t.world is not None}
+    assert len(worlds) == 200
+    assert all(t.world is not None and t.world.set_seed == SEED for t in generated)
+
+
+def test_ordering_invariants_over_the_generated_set(generated: list[Task]) -> None:
+    for task in generated:
+        fix = rk.grade(task, rk.oracle(task))
+        nothing = rk.grade(task, [])
+        assert fix.resolved and fix.reward.total == 1.0, task.id
+        if rk.is_control(task):
+            assert fix.reward.total > nothing.reward.total, task.id
+            continue
+        diagnosis = rk.grade(task, rk.diagnosis_only(task))
+        assert not diagnosis.resolved and not nothing.resolved, task.id
+        assert fix.reward.total > diagnosis.reward.total > nothing.reward.total, task.id
+        shotgun = [rk.grade(task, actions) for _, actions in rk.shotguns(task)]
+        assert all(g.reward.total <= 0.7 for g in shotgun), task.id
+        unresolved = [g.reward.total for g in (diagnosis, nothing, *shotgun) if not g.resolved]
+        assert max(unresolved) < fix.reward.total, task.id
+
+
+def test_baselines_on_the_generated_set(generated: list[Task]) -> None:
+    heuristic = {t.id: run_agent(t, "heuristic").grade().passed for t in generated}
+    assert _share(generated, "hard", lambda t: heuristic[t.id]) <= 0.30
+    assert _share(generated, "easy", lambda t: heuristic[t.id]) >= 0.70
+    hard_faults = [t for t in generated if t.difficulty == "hard" and t.fault_kind != "none"]
+    for task in hard_faults:
+        assert loudest(task).blame != task.ground_truth.root_cause.service, task.id
+    memory = memorised.learn(generated)
+    grades = memorised.run(generated, memory, "culprit")
+    assert _share(generated, "hard", lambda t: grades[t.id].passed) <= 0.30
+    random_rewards = [run_agent(t, "random").grade().reward.total for t in generated[:40]]
+    assert sum(random_rewards) / len(random_rewards) < 0.1
+
+
+def test_memorised_baseline_on_the_canonical_set_stays_under_30_percent_hard() -> None:
+    tasks = load_tasks()
+    memory = memorised.learn(tasks)
+    for scope in ("culprit", "all"):
+        grades = memorised.run(tasks, memory, scope)
+        assert _share(tasks, "hard", lambda t, g=grades: g[t.id].passed) <= 0.30, scope
+
+
+def test_a_set_is_reproducible_in_another_process(tmp_path: Path) -> None:
+    out = tmp_path / "set"
+    command = [sys.executable, "-m", "srez_client.cli", "tasks", "generate"]
+    args = ["--seed", "99", "--count", "6", "--kinds", "memory_leak,disk_full", "--out", str(out)]
+    done = subprocess.run([*command, *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    here = render_all(sets.generate(99, 6, ["memory_leak", "disk_full"]))
+    written = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.yaml")}
+    assert written == here
+    assert (out / "taskset.json").is_file()
+
+
+def test_generate_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "srez_client.cli", "tasks", "generate", "--seed", "1"]
+    cases = [
+        (["--out", str(tmp_path / "a"), "--kinds", "nope"], "unknown fault kind 'nope'"),
+        (["--out", str(tmp_path / "b"), "--difficulty", "hard,"], "empty item"),
+        (["--out", str(tmp_path / "c"), "--count", "0"], "not a count"),
+    ]
+    for extra, message in cases:
+        done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine", encoding="utf-8")
+    done = subprocess.run([*base, "--out", str(busy)], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "not an empty folder" in done.stderr
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
