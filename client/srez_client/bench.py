@@ -22,7 +22,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from srez_env.agents import make_agent
 from srez_env.env import SREEnv
@@ -110,6 +110,33 @@ def measure() -> dict[str, Any]:
     }
 
 
+GENERATE_TARGET_S: Final = 60.0
+"""Generating and verifying the 40 canonical tasks takes "well under a minute"."""
+
+
+def generator_figures() -> dict[str, Any]:
+    """Generating and verifying a 40-task set, against reading the 40 packaged files."""
+    from srez_env.generator import sets
+    from srez_env.generator.taskfiles import TASKS_DIR
+    from srez_env.tasks import load_task
+
+    start = time.perf_counter()
+    generated = sets.generate(31337, 40)
+    generate_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for path in sorted(TASKS_DIR.glob("sre-*.yaml")):
+        load_task(path)
+    load_s = time.perf_counter() - start
+    return {
+        "tasks": len(generated),
+        "generate_and_verify_s": round(generate_s, 2),
+        "load_packaged_s": round(load_s, 3),
+        "generate_vs_load": round(generate_s / load_s, 1),
+        "target_s": GENERATE_TARGET_S,
+        "generate_vs_target": round(generate_s / GENERATE_TARGET_S, 3),
+    }
+
+
 def main() -> None:
     """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
     from srez_client.bench_daemon import daemon_figures
@@ -120,6 +147,7 @@ def main() -> None:
 
     figures = {
         "env": measure(),
+        "generator": generator_figures(),
         "daemon": asyncio.run(daemon_figures()),
         "backends": asyncio.run(docker_figures()),
         "llm": llm_figures(),
