@@ -171,3 +171,13 @@ def live_daemon(
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(5)
+
+
+def reference_line(task_id: str = "sre-007") -> str:
+    """The config line the task's reference fix writes (``pool_max = N`` for sre-007): each task
+    has its own world, so the value is read from the task, never assumed."""
+    from srez_env.tasks import load_tasks
+
+    (task,) = load_tasks([task_id])
+    fix = next(a for a in task.reference_fix if a.tool == "set_config")
+    return f"{str(fix.args['key']).rsplit('.', 1)[-1]} = {fix.args['value']}"

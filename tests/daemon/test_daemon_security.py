@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from daemonkit import SLEEPER, daemon_env, live_daemon, prepare, request
+from daemonkit import SLEEPER, daemon_env, live_daemon, prepare, reference_line, request
 
 SECURED_ROUTES = [
     ("GET", "/api/run"),
@@ -123,7 +123,7 @@ def test_reference_is_refused_for_every_request_of_the_agent_phase(tmp_path: Pat
     """Figure: 0 bytes of the reference in 200 requests during the agent phase; served after."""
     with live_daemon(tmp_path, agent_cmd=SLEEPER, env={"SREZ_AGENT_TIME_LIMIT_S": "3"}) as d:
         assert d.wait_phase("agent") == "agent"
-        reference_text = "pool_max = 20"
+        reference_text = reference_line()
         leaked = 0
         for _ in range(100):
             for path in ("/api/reference", "/api/similarity"):
@@ -134,7 +134,7 @@ def test_reference_is_refused_for_every_request_of_the_agent_phase(tmp_path: Pat
         assert leaked == 0
         d.wait_phase("done")
         status, body, _ = d.get("/api/reference")
-        assert status == 200 and "+pool_max = 20" in body.decode()
+        assert status == 200 and f"+{reference_text}" in body.decode()
         assert d.json("/api/similarity")["reference_lines"] == 2
 
 
