@@ -18,8 +18,6 @@ from typing import Literal
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
     StrictInt,
     field_validator,
@@ -27,7 +25,7 @@ from pydantic import (
 )
 
 from srez_env.actions import MUTATING, READ_TOOLS, TOOLS
-from srez_env.task_world import WorldSpec
+from srez_env.task_world import Strict, WorldSpec
 from srez_env.telemetry.alerts import SEVERITY
 from srez_env.vocab import FAULT_KINDS, SERVICES, FaultKind, ServiceName
 from srez_env.world import topology
@@ -114,12 +112,6 @@ def derive_seed(task_id: str) -> int:
     """
     digest = hashlib.sha256(f"sre-zero:v1:{task_id}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
-
-
-class Strict(BaseModel):
-    """Base of every task model: unknown fields are errors and instances are immutable."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ConfigEdit(Strict):

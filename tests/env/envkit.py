@@ -7,8 +7,8 @@ from typing import Any
 
 from srez_env.agents import make_agent
 from srez_env.env import SREEnv
+from srez_env.generator.verify import injected_instances as injected_instances
 from srez_env.grade import Grade
-from srez_env.sim.rules import RuleHit
 from srez_env.task import Task
 
 
@@ -46,21 +46,3 @@ def checks(grade: Grade) -> dict[str, bool]:
 def a(tool: str, **args: Any) -> dict[str, Any]:
     """An action."""
     return {"tool": tool, "args": args}
-
-
-def injected_instances(task: Task) -> list[RuleHit]:
-    """The rule instances a task's injection should fire at T0 (§6.3), derived from the file."""
-    kind = task.fault_kind
-    if kind == "none":
-        return []
-    edit = task.injection.config[0]
-    s, key = edit.service, edit.key
-    if kind == "wrong_upstream_port":
-        if key == "server.port":  # server side: both db clients are refused
-            return sorted([RuleHit(kind, "auth->db"), RuleHit(kind, "payments->db")])
-        dependency = key.split(".")[-2] if key.startswith("upstream.") else key.split(".")[0]
-        return [RuleHit(kind, f"{s}->{dependency}")]
-    if kind == "dependency_timeout":
-        dependency = key.split(".")[-2] if key.startswith("upstream.") else key.split(".")[0]
-        return [RuleHit(kind, f"{s}->{dependency}")]
-    return [RuleHit(kind, s)]

@@ -8,14 +8,23 @@ come from observations. The hard tier is built so that this fails (§6.14).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from srez_env.baselines.policy import Action, Observation, Policy, PolicyAgent, call
-from srez_env.world.conffile import ConfFile, Value
+from srez_env.baselines.policy import (
+    Action,
+    Observation,
+    Policy,
+    PolicyAgent,
+    call,
+    config_values,
+    json_list,
+    json_object,
+    output_text,
+)
+from srez_env.world.conffile import Value
 from srez_env.world.topology import MIN_REPLICAS
 
 ORDER: Final = ("cache", "db", "auth", "payments", "gateway")  # leaves first
@@ -64,15 +73,17 @@ class HeuristicAgent(PolicyAgent):
 
     def policy(self, prompt: Observation) -> Policy:
         obs = yield call("get_alerts")
-        alerting = {a["service"] for a in _json(obs)["alerts"] if a["state"] == "active"}
+        alerting = {a["service"] for a in json_object(obs)["alerts"] if a["state"] == "active"}
         obs = yield call("list_services")
-        listing = _json_list(obs)
+        listing = json_list(obs)
         unhealthy = {row["name"] for row in listing if row["status"] != "healthy"}
         desired = {row["name"]: int(str(row["replicas"]).split("/")[1]) for row in listing}
         verdict = None
         for service in (s for s in ORDER if s in alerting | unhealthy):
             obs = yield call("get_logs", service=service)
-            lines = _output(obs).splitlines()[:-1]  # the last line is the "showing k of n" footer
+            lines = output_text(obs).splitlines()[
+                :-1
+            ]  # the last line is the "showing k of n" footer
             verdict = match_signature(service, lines)
             if verdict:
                 break
@@ -137,7 +148,7 @@ class _Recipe:
 
     def mutations(self, kind: str, observed: list[Observation]) -> list[Action]:
         t = self.target
-        configs = [_config(o) for o in observed]
+        configs = [config_values(o) for o in observed]
         match kind:
             case "wrong_upstream_port":
                 dep = self._dependency()
@@ -145,7 +156,7 @@ class _Recipe:
                 return [_set(t, key, configs[0]["server.port"])]
             case "expired_tls_cert":
                 return [
-                    _set(t, "tls.cert_file", self._freshest_cert(_json(observed[0]))),
+                    _set(t, "tls.cert_file", self._freshest_cert(json_object(observed[0]))),
                     call("restart", service=t),
                 ]
             case "conn_pool_exhaustion":
@@ -160,7 +171,7 @@ class _Recipe:
                     call("restart", service="db"),
                 ]
             case "memory_leak" | "bad_deploy":
-                status = _json(observed[0])
+                status = json_object(observed[0])
                 history = sorted(status["deploy_history"], key=lambda v: v["deployed_at"])
                 names = [v["version"] for v in history]
                 current = status["version"]
@@ -199,9 +210,9 @@ class _Recipe:
             case "dependency_timeout":
                 dep = self._deadline_dependency()
                 key = "db.timeout_ms" if dep == "db" else f"upstream.{dep}.timeout_ms"
-                return [_set(t, key, math.ceil(4 * float(_json(observed[0])["baseline_1h"])))]
+                return [_set(t, key, math.ceil(4 * float(json_object(observed[0])["baseline_1h"])))]
             case "replicas_zero":
-                events = _json(observed[0])["events"]
+                events = json_object(observed[0])["events"]
                 n = MIN_REPLICAS[t] + 1
                 for line in events:  # newest first
                     found = re.search(rf"scale {t} (\d+) -> 0\b", line)
@@ -245,33 +256,6 @@ class _Recipe:
 def _set(service: str, key: str, value: Value) -> Action:
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return call("set_config", service=service, key=key, value=text)
-
-
-def _output(obs: Observation) -> str:
-    return str(obs.get("output", ""))
-
-
-def _json(obs: Observation) -> dict[str, Any]:
-    try:
-        data = json.loads(_output(obs))
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _json_list(obs: Observation) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_output(obs))
-    except ValueError:
-        return []
-    return data if isinstance(data, list) else []
-
-
-def _config(obs: Observation) -> dict[str, Value]:
-    try:
-        return dict(ConfFile.parse(_output(obs)).values)
-    except ValueError:
-        return {}
 
 
 def _parse_ts(text: str) -> datetime:

@@ -22,9 +22,19 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from srez_env.baselines.policy import Action, Observation, Policy, PolicyAgent, call
+from srez_env.baselines.policy import (
+    Action,
+    Observation,
+    Policy,
+    PolicyAgent,
+    call,
+    config_values,
+    json_list,
+    json_object,
+    output_text,
+)
 from srez_env.env import SREEnv
 from srez_env.grade import Grade
 from srez_env.task import SERVICES, Task
@@ -130,9 +140,11 @@ def observe(task: Task) -> Snapshot:
     """Plays a task read-only at T0: the service list, then every service's configuration."""
     env = SREEnv(task, agent="memorised-learn")
     env.reset()
-    listing = json.loads(_output(env.step(call("list_services")).observation))
+    listing = json.loads(output_text(env.step(call("list_services")).observation))
     configs = {
-        s: dict(ConfFile.parse(_output(env.step(call("get_config", service=s)).observation)).values)
+        s: dict(
+            ConfFile.parse(output_text(env.step(call("get_config", service=s)).observation)).values
+        )
         for s in SERVICES
     }
     env.force_submit("agent_exit")
@@ -224,11 +236,11 @@ class MemorisedAgent(PolicyAgent):
 
     def policy(self, prompt: Observation) -> Policy:
         obs = yield call("list_services")
-        versions = {str(row["name"]): str(row["version"]) for row in _json_list(obs)}
+        versions = {str(row["name"]): str(row["version"]) for row in json_list(obs)}
         configs: dict[str, dict[str, Value]] = {}
         for service in SERVICES:
             obs = yield call("get_config", service=service)
-            configs[service] = _config(obs)
+            configs[service] = config_values(obs)
         found = drifts(configs, versions, self.memory)
         culprit = next((d for d in found if d.kind is not None), None)
         todo = [culprit] if culprit else []
@@ -244,7 +256,7 @@ class MemorisedAgent(PolicyAgent):
         else:
             kind = culprit.kind
             if culprit.key is None and culprit.service in statuses:
-                restarts = int(_json(statuses[culprit.service]).get("restarts_1h", 0))
+                restarts = int(json_object(statuses[culprit.service]).get("restarts_1h", 0))
                 kind = "memory_leak" if restarts >= LEAK_RESTARTS else "bad_deploy"
             yield call("declare_root_cause", service=culprit.service, fault=kind)
         # not `yield from`: a list iterator cannot receive the observations we send
@@ -275,7 +287,7 @@ def _reverts(todo: Sequence[Drift], statuses: Mapping[str, Observation]) -> list
     restart: list[str] = []
     for d in todo:
         if d.key is None:
-            status = _json(statuses[d.service])
+            status = json_object(statuses[d.service])
             history = [str(v.get("version")) for v in status.get("deploy_history", [])]
             if str(d.usual) in history and str(d.usual) != str(d.value):
                 actions.append(call("rollback", service=d.service, version=str(d.usual)))
@@ -342,30 +354,3 @@ def _reload(key: str) -> Reload | None:
         return reload_mode(key)
     except KeyError:
         return None
-
-
-def _output(obs: Observation) -> str:
-    return str(obs.get("output", ""))
-
-
-def _json(obs: Observation) -> dict[str, Any]:
-    try:
-        data = json.loads(_output(obs))
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _json_list(obs: Observation) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_output(obs))
-    except ValueError:
-        return []
-    return data if isinstance(data, list) else []
-
-
-def _config(obs: Observation) -> dict[str, Value]:
-    try:
-        return dict(ConfFile.parse(_output(obs)).values)
-    except ValueError:
-        return {}

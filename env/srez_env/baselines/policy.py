@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Mapping
 from typing import Any
+
+from srez_env.world.conffile import ConfFile, Value
 
 Action = dict[str, Any]
 Observation = Mapping[str, Any]
@@ -40,3 +43,34 @@ class PolicyAgent:
             return self._policy.send(observation)
         except StopIteration:
             return SUBMIT
+
+
+def output_text(obs: Observation) -> str:
+    """The text a tool call returned."""
+    return str(obs.get("output", ""))
+
+
+def json_object(obs: Observation) -> dict[str, Any]:
+    """A tool's output read as a JSON object (empty when it is not one)."""
+    try:
+        data = json.loads(output_text(obs))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def json_list(obs: Observation) -> list[dict[str, Any]]:
+    """A tool's output read as a JSON list (empty when it is not one)."""
+    try:
+        data = json.loads(output_text(obs))
+    except ValueError:
+        return []
+    return data if isinstance(data, list) else []
+
+
+def config_values(obs: Observation) -> dict[str, Value]:
+    """``get_config``'s output read as typed values (empty when it does not parse)."""
+    try:
+        return dict(ConfFile.parse(output_text(obs)).values)
+    except ValueError:
+        return {}

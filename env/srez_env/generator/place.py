@@ -23,17 +23,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from srez_env.generator.worlds import WorldDraw
+from srez_env.generator.worlds import TYPICAL_PORTS, WorldDraw
 from srez_env.sim.baseline import CANONICAL, Baseline
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.world import topology as topo
-from srez_env.world.conffile import parse_value, render_value
+from srez_env.world.conffile import Value, parse_value, render_value
 from srez_env.world.schema import BASE_FILES
 
 Json = dict[str, Any]
-
-_TYPICAL_PORTS = {"http": 8080, "db": 5432, "cache": 6379}
 
 
 def port_kind(service: str, key: str) -> str | None:
@@ -72,13 +70,15 @@ def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
     value = parse_value(raw)
     kind = port_kind(service, key)
     if kind is not None and isinstance(value, int):
-        return str(draw.ports[kind] + value - _TYPICAL_PORTS[kind])
+        return str(draw.ports[kind] + value - TYPICAL_PORTS[kind])
     if key == "deploy.version":
         return draw.versions[service].get(raw, raw)
     if key == "tls.cert_file":
         return _cert_path(draw, raw)
     if key == "server.max_connections" and isinstance(value, int):
-        return str(max(1, math.floor(value * _connections_needed(draw) / _typical_needed())))
+        world_needed = _connections_needed(draw.value)
+        typical_needed = _connections_needed(lambda s, k: BASE_FILES[s].values[k])
+        return str(max(1, math.floor(value * world_needed / typical_needed)))
     threshold = _threshold(CANONICAL, service, key)
     if threshold is not None and isinstance(value, int):
         world = _threshold(draw.baseline, service, key)
@@ -87,17 +87,12 @@ def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
     return raw
 
 
-def _connections_needed(draw: WorldDraw) -> int:
+def _connections_needed(value: Callable[[str, str], Value]) -> int:
+    """K04's threshold: the db clients' pools plus the reserved connections."""
     pools = sum(
-        int(draw.value(s, "deploy.replicas")) * int(draw.value(s, "db.pool_max"))
+        int(value(s, "deploy.replicas")) * int(value(s, "db.pool_max"))
         for s in ("auth", "payments")
     )
-    return pools + topo.DB_CONNECTION_RESERVE
-
-
-def _typical_needed() -> int:
-    values = {s: BASE_FILES[s].values for s in topo.SERVICES}
-    pools = sum(int(values[s]["deploy.replicas"]) * int(values[s]["db.pool_max"]) for s in ("auth", "payments"))  # fmt: skip
     return pools + topo.DB_CONNECTION_RESERVE
 
 

@@ -9,6 +9,7 @@ that is not disclosed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -38,9 +39,16 @@ def _world_seed(set_seed: int, task_id: str, attempt: int) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
-def _typical(row: matrix.Row) -> Task:
+@functools.cache
+def _typical_of(row_id: str) -> Task:
     # The `why` overrides quote the typical world's numbers, so placed tasks use the playbook's.
+    # Cached: a generated set places the same row in many worlds.
+    row = next(r for r in matrix.ROWS if r.id == row_id)
     return matrix.build(replace(row, why={}))
+
+
+def _typical(row: matrix.Row) -> Task:
+    return _typical_of(row.id) if row in matrix.ROWS else matrix.build(replace(row, why={}))
 
 
 def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:

@@ -45,7 +45,8 @@ _MEMORY: Final = {
     "db": (8192, 12288),
 }
 _CERT_NAMES: Final = ("{s}-{y}.pem", "{s}.{y}.pem", "{s}_{y}.pem", "{s}-tls-{y}.pem")
-_TYPICAL_PORTS: Final = {"http": 8080, "db": 5432, "cache": 6379}
+TYPICAL_PORTS: Final = {"http": 8080, "db": 5432, "cache": 6379}
+"""The ports of the typical world, by server (``http`` is auth's and payments')."""
 
 
 @dataclass(frozen=True, slots=True)
