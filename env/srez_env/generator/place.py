@@ -81,8 +81,7 @@ def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
         return str(max(1, math.floor(value * world_needed / typical_needed)))
     threshold = _threshold(CANONICAL, service, key)
     if threshold is not None and isinstance(value, int):
-        world = _threshold(draw.baseline, service, key)
-        assert world is not None
+        world = _threshold(draw.baseline, service, key) or threshold  # same key, same rule
         return str(max(1, math.floor(value * world / threshold)))
     return raw
 

@@ -4,9 +4,9 @@ A world is drawn from a seed in two passes. First the values that set the load a
 the system: traffic, replicas, ports, versions and their deploy history, certificate names and
 dates, CPU and memory limits, cache sizing, and the harmless settings (log levels, retention,
 TLS floor, nameserver). Then the limits that must sit above what that load needs (db pools,
-``max_connections``, rate limits, timeouts) are drawn as a margin over the thresholds the world's
-own baseline derives, so no rule fires and every SLO holds before the incident: a world is
-internally consistent by construction, and :func:`draw_world` checks it anyway.
+``max_connections``, rate and login limits) are drawn as a margin over the thresholds the world's
+own baseline derives, and timeouts around their typical values, so no rule fires and every SLO
+holds before the incident; :func:`draw_world` checks both before returning a world.
 
 Nothing here reads a task's ground truth: the same seed gives the same world for any task.
 """
