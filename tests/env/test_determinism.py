@@ -3,6 +3,7 @@ reads that do not depend on order, seeded random runs that repeat, and golden tr
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -20,11 +21,14 @@ GOLDEN = Path(__file__).parent / "golden"
 HASH_SCRIPT = """
 import sys
 sys.path.insert(0, sys.argv[1])
+import hashlib
 from envkit import run_agent
 from srez_env.tasks import load_tasks
 for task in load_tasks():
     for spec in ("scripted", "heuristic", "random"):
-        print(task.id, spec, run_agent(task, spec, run_seed=3).transcript_sha256())
+        env = run_agent(task, spec, run_seed=3)
+        grade = hashlib.sha256(env.grade().to_json()).hexdigest()
+        print(task.id, spec, env.transcript_sha256(), grade)
 """
 
 
@@ -41,15 +45,17 @@ def _hashes_in_subprocess(hash_seed: str) -> str:
     return done.stdout
 
 
-def test_transcripts_equal_across_processes_with_different_hash_seeds() -> None:
+def test_transcripts_and_grades_equal_across_processes_with_different_hash_seeds() -> None:
     first = _hashes_in_subprocess("1")
     second = _hashes_in_subprocess("987654")
     assert first.count("\n") == 3 * len(TASKS)
     assert first == second
     # and in this process too
     for line in first.splitlines()[:12]:
-        task_id, spec, digest = line.split()
-        assert run_agent(BY_ID[task_id], spec, run_seed=3).transcript_sha256() == digest
+        task_id, spec, digest, grade_digest = line.split()
+        env = run_agent(BY_ID[task_id], spec, run_seed=3)
+        assert env.transcript_sha256() == digest
+        assert hashlib.sha256(env.grade().to_json()).hexdigest() == grade_digest
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
