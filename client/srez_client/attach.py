@@ -19,6 +19,7 @@ from srez_daemon.protocol import (
     Assistant,
     DialogEntry,
     ErrorEntry,
+    NotesDropped,
     ProviderError,
     SessionCompleted,
     SessionFailed,
@@ -89,6 +90,11 @@ def render_entry(entry: DialogEntry) -> str:
             what = entry.type.removeprefix("session_").replace("_", " ")
             error = f": {sanitize_line(entry.error)}" if entry.error else ""
             return f"[{entry.seq}] session {what} after {entry.turns} turns, {entry.duration_s:.1f} s{error}"
+        case NotesDropped():
+            return (
+                f"[{entry.seq}] notes dropped from here on: the {entry.reason} cap ({entry.limit})"
+                f" was reached after {entry.notes_kept} notes"
+            )
         case ErrorEntry():
             return f"[line {entry.line}] unreadable entry ({entry.kind}): {sanitize_line(entry.message)}"
 

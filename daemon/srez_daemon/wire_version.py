@@ -3,4 +3,5 @@ before the models load)."""
 
 from typing import Final
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
+"""2: the ``notes_dropped`` entry (the daemon's marker when the agent's notes reach a cap)."""

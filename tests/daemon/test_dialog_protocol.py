@@ -19,6 +19,7 @@ from srez_daemon.protocol import (
     Assistant,
     DialogEntry,
     ErrorEntry,
+    NotesDropped,
     ProviderError,
     SessionCompleted,
     SessionFailed,
@@ -61,12 +62,15 @@ SAMPLES: list[DialogEntry] = [
     SessionFailed(seq=9, ts=TS, turns=1, duration_s=0.1, error="agent raised"),
     SessionTimedOut(seq=10, ts=TS, turns=9, duration_s=600.0, tokens_total=5, cost_usd=0.5),
     ErrorEntry(seq=-1, ts=TS, kind="invalid_json", message="bad", line=3, offset=10, bytes=4),
+    NotesDropped(
+        seq=11, ts=TS, reason="bytes", limit=1 << 26, notes_kept=64, bytes_kept=67_000_000
+    ),
 ]
 
 
 def test_samples_cover_every_entry_type() -> None:
     assert {e.type for e in SAMPLES} == ENTRY_TYPES
-    assert len(ENTRY_TYPES) == 12
+    assert len(ENTRY_TYPES) == 13
 
 
 @pytest.mark.parametrize("entry", SAMPLES, ids=lambda e: e.type)
@@ -91,7 +95,8 @@ def test_golden_v1_dialog_still_parses() -> None:
     entries = list(iter_dialog((GOLDEN / "dialog-v1.jsonl").read_bytes()))
     assert [e.seq for e in entries] == list(range(13))
     assert not [e for e in entries if isinstance(e, ErrorEntry)]
-    assert {e.type for e in entries} == ENTRY_TYPES - {"error"}
+    # v1 had every type but the reader-made error and v2's notes_dropped
+    assert {e.type for e in entries} == ENTRY_TYPES - {"error", "notes_dropped"}
 
 
 @pytest.mark.parametrize("ts", ["2025-03-14T10:03:00", "2025-03-14T10:03:00+00:00", "", "now"])

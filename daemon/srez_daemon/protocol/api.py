@@ -29,8 +29,10 @@ ErrorCode = Literal[
     "agent_phase",
     "no_grade",
     "too_many_sessions",
+    "too_many_notes",
     "conflict",
     "unavailable",
+    "storage_failed",
     "internal",
 ]
 """The closed set of error codes the daemon answers with."""

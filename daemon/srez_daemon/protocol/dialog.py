@@ -170,6 +170,22 @@ class Usage(_Entry):
     """Cost so far in US dollars, when the price of the model is known."""
 
 
+class NotesDropped(_Entry):
+    """Written by the daemon, once, when the agent's notes reach a per-run cap: from this entry
+    on, the agent's ``assistant``, ``thinking``, ``provider_error`` and ``usage`` notes are
+    refused and not recorded. The tool record (``tool_call`` / ``tool_result``) goes on."""
+
+    type: Literal["notes_dropped"] = "notes_dropped"
+    reason: Literal["bytes", "count"]
+    """Which cap was reached: the notes' total size, or their number."""
+    limit: int = Field(ge=0)
+    """The cap (bytes of dialog lines, or notes)."""
+    notes_kept: int = Field(ge=0)
+    """Notes recorded before this entry."""
+    bytes_kept: int = Field(ge=0)
+    """Bytes of dialog lines those notes took."""
+
+
 class _SessionEnd(_Entry):
     """Fields shared by the three entries that end a session."""
 
@@ -241,6 +257,7 @@ DialogEntry = Annotated[
     | ToolResult
     | ProviderError
     | Usage
+    | NotesDropped
     | SessionCompleted
     | SessionFailed
     | SessionTimedOut
@@ -263,6 +280,7 @@ ENTRY_TYPES: Final[frozenset[str]] = frozenset(
         ToolResult,
         ProviderError,
         Usage,
+        NotesDropped,
         SessionCompleted,
         SessionFailed,
         SessionTimedOut,

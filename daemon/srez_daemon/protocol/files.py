@@ -102,3 +102,9 @@ class RunSummary(BaseModel):
     price is unknown (an unpriced model; a budget must then assume the worst)."""
     tokens: TokenCount = TokenCount()
     """Tokens the agent's model used in the run (input and output totals)."""
+    notes_dropped: int = Field(default=0, ge=0)
+    """Notes of the agent refused and not recorded: over the per-note size cap, or after the
+    run's notes reached a cap (the dialog then holds one ``notes_dropped`` entry)."""
+    truncated: bool = False
+    """Whether the dialog is missing anything the agent sent: True when ``notes_dropped`` > 0.
+    The tool record is never dropped."""

@@ -23,6 +23,7 @@ from srez_daemon.protocol import (
     Assistant,
     DialogEntry,
     ErrorEntry,
+    NotesDropped,
     ProviderError,
     SessionCompleted,
     SessionFailed,
@@ -218,6 +219,10 @@ def _item_for(entry: DialogEntry) -> FoldItem:
             return FoldItem(
                 "session_end", entry.seq, title, body, status=status, meta=_end_meta(entry)
             )
+        case NotesDropped():
+            title = f"Notes dropped from here on ({entry.reason} cap {entry.limit} reached)"
+            body = f"{entry.notes_kept} notes ({entry.bytes_kept} bytes) were recorded before."
+            return FoldItem("error", entry.seq, title, body, status="error")
         case ErrorEntry():
             title = f"Unreadable line {entry.line} ({entry.kind})"
             return FoldItem("error", entry.seq, title, sanitize(entry.message), status="error")

@@ -19,6 +19,7 @@ from srez_daemon.protocol import (
     Assistant,
     DialogEntry,
     ErrorEntry,
+    NotesDropped,
     ProviderError,
     SessionCompleted,
     SessionFailed,
@@ -117,6 +118,8 @@ def _entry_line(entry: DialogEntry) -> str | None:
             return f"{entry.type.replace('_', ' ')} after {entry.turns} turns{error}"
         case ErrorEntry():
             return f"unreadable line {entry.line}: {entry.kind}"
+        case NotesDropped():
+            return f"the agent's notes were dropped from here on ({entry.reason} cap {entry.limit})"
         case Usage():
             return None
 
