@@ -16,7 +16,7 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from srez_daemon.http import ApiError, http_error_response, json_response
+from srez_daemon.http import ApiError, error_response, http_error_response, json_response
 from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class AgentPort:
     async def agent_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def agent_note(self, note: AgentNote) -> None:
+    async def agent_note(self, note: AgentNote) -> None:
         raise NotImplementedError
 
 
@@ -62,9 +62,9 @@ def create_agent_app(port: AgentPort) -> web.Application:
         body = await _json_object(request)
         try:
             note = AgentNote.model_validate(body)
-            port.agent_note(note)
         except ValidationError as e:
             raise ApiError(code="bad_request", message=_first_error(e)) from e
+        await port.agent_note(note)
         return web.Response(status=204)
 
     app.router.add_get("/task", task)
@@ -102,4 +102,9 @@ async def _errors(
     except ApiError as e:
         return e.response()
     except web.HTTPException as e:
+        if e.status < 400:
+            raise
         return http_error_response(request, e)
+    except Exception:  # an answer the agent can parse, never a plain-text 500
+        logger.exception("unhandled error in %s %s", request.method, request.path)
+        return error_response("internal", "the daemon failed to answer; see logs/daemon.log")

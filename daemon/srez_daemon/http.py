@@ -30,7 +30,9 @@ STATUS: Final[dict[str, int]] = {
     "conflict": 409,
     "no_grade": 404,
     "too_many_sessions": 429,
+    "too_many_notes": 429,
     "unavailable": 503,
+    "storage_failed": 507,
     "internal": 500,
 }
 

@@ -12,8 +12,14 @@ agent's exit counts as is decided by :func:`srez_daemon.attest.judge_exit`: exit
 ``provider`` and exit code 2 ``harness`` only when the harness attests them (the built-in
 ``srez-agent``; for 75, an LLM agent); a custom agent's claim is recorded as
 ``claimed_error_kind`` and the run counts as ``agent``. A run that cannot start, failed grading
-and a stop are ``harness``; another non-zero exit and the time limit are ``agent``. Leaving the
-agent phase, the controller
+and a stop are ``harness``; another non-zero exit and the time limit are ``agent``.
+
+A run file that cannot be written (a full disk, an I/O error) ends the run as a ``harness``
+error at once: the agent's request gets ``507 storage_failed`` (JSON, like every error), later
+requests the same, and the agent phase ends by itself with the reason in ``summary.json``.
+Space for the files that end a run is held back from the start (:class:`SpaceReserve`) and
+given back just before they are written, and ``summary.json`` is retried for a few seconds, so
+it is written even on a disk that stays full. Leaving the agent phase, the controller
 first kills the agent's whole process group, then seals the run (the diff and the reference patch
 are written only now), grades it and writes ``summary.json`` last. SIGTERM at any phase ends in a
 written ``summary.json`` (DESIGN.md §2).
@@ -38,8 +44,8 @@ from srez_daemon.aio import spawn
 from srez_daemon.attest import EXIT_CONFIG as EXIT_CONFIG  # re-exported
 from srez_daemon.attest import EXIT_PROVIDER as EXIT_PROVIDER  # re-exported
 from srez_daemon.attest import judge_exit
-from srez_daemon.episode import Episode, ErrorKind, Outcome
-from srez_daemon.errors import RunSetupError
+from srez_daemon.episode import Episode, ErrorKind, NoteLimits, Outcome
+from srez_daemon.errors import NoteRefused, RecordError, RunSetupError
 from srez_daemon.http import ApiError
 from srez_daemon.probe import srez_version as srez_version  # re-exported
 from srez_daemon.protocol import RunManifest, RunSummary, TokenCount
@@ -56,7 +62,7 @@ from srez_daemon.protocol.api import (
     TokenTotals,
 )
 from srez_daemon.settings import DaemonSettings
-from srez_daemon.storage import DialogWriter, atomic_write_bytes, utc_timestamp
+from srez_daemon.storage import DialogWriter, SpaceReserve, atomic_write_bytes, utc_timestamp
 from srez_daemon.supervisor import AgentProcess, AgentUser, agent_environment
 from srez_env.errors import TaskError
 from srez_env.tasks import load_tasks
@@ -66,6 +72,10 @@ logger = logging.getLogger(__name__)
 Frame = PhaseFrame | DiffFrame | GradeFrame
 Publish = Callable[[Frame], None]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
+RESERVE_BYTES = 1 << 20
+"""Disk space held back for the files that end a run (patches, grade, summary)."""
+SUMMARY_RETRY_S = 5.0
+"""How long writing ``summary.json`` is retried when the disk refuses it."""
 
 
 def load_manifest(path: Path) -> RunManifest:
@@ -124,6 +134,10 @@ class RunController(AgentPort):
         self.claimed_error_kind: ErrorKind | None = None
         """What an agent's exit claimed when the claim was not attested (:mod:`.attest`)."""
         self._provider_error = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._storage_error: str | None = None
+        """Why a run file could not be written: the run is ending as a harness error."""
+        self._reserve = SpaceReserve(self.paths.root / ".srez-reserve", RESERVE_BYTES)
 
     # ------------------------------------------------------------------ state
     @property
@@ -132,7 +146,10 @@ class RunController(AgentPort):
 
     def _update(self, **changes: Any) -> None:
         self.state = self.state.model_copy(update=changes)
-        atomic_write_bytes(self.paths.state_json, self.state.model_dump_json(indent=2).encode())
+        try:
+            atomic_write_bytes(self.paths.state_json, self.state.model_dump_json(indent=2).encode())
+        except OSError as e:  # a convenience copy: the next change rewrites it
+            logger.warning("state.json not written: %s", e)
 
     def _set_phase(self, phase: Phase, *, publish: bool = True, **changes: Any) -> None:
         self._update(phase=phase, **changes)
@@ -162,18 +179,31 @@ class RunController(AgentPort):
             message = f"the run could not start: {type(e).__name__}: {e}"
             if self.agent is not None:
                 await self.agent.kill()
+            self._reserve.release()
             self._set_phase(
                 "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
             )
             self.error_kind = "harness"
-            self._write_summary(message, None, None, None)
+            await self._write_summary(message, None, None, None)
             self._finish()
 
     async def _start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self.prepare()
+        self._reserve.hold()
         dialog = DialogWriter(self.paths.dialog)
+        limits = NoteLimits(
+            max_bytes=self.settings.notes_max_bytes,
+            max_count=self.settings.notes_max_count,
+            max_note_bytes=self.settings.note_max_bytes,
+        )
         self.episode = Episode(
-            self.task, self.manifest, self.paths, dialog, on_world_change=self._world_changed
+            self.task,
+            self.manifest,
+            self.paths,
+            dialog,
+            on_world_change=self._world_changed,
+            note_limits=limits,
         )
         self.episode.start()
         await self._serve_agent_socket()
@@ -232,17 +262,25 @@ class RunController(AgentPort):
             episode = self._episode()
             # off the loop: each call appends two fsynced dialog entries, and every viewer
             # (and every other request) would wait for those fsyncs
-            obs = await asyncio.to_thread(episode.call, tool, args)
+            try:
+                obs = await asyncio.to_thread(episode.call, tool, args)
+            except RecordError as e:
+                raise self._storage_failed(e) from e
             await asyncio.to_thread(self._update, steps_used=episode.steps_used)
             if episode.done:
                 reason = episode.env.log.end_reason or "submit"
                 spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
             return obs
 
-    def agent_note(self, note: AgentNote) -> None:
+    async def agent_note(self, note: AgentNote) -> None:
         self._require_agent_phase()
         episode = self._episode()
-        episode.note(note)
+        try:  # off the loop, like a tool call: the dialog's lock orders the two
+            await asyncio.to_thread(episode.note, note)
+        except NoteRefused as e:
+            raise ApiError(code=e.code, message=e.message) from e
+        except RecordError as e:
+            raise self._storage_failed(e) from e
         changes: dict[str, Any] = {}
         if note.type == "usage":
             tokens = episode.tokens
@@ -260,7 +298,27 @@ class RunController(AgentPort):
         if changes:
             self._update(**changes)
 
+    def _storage_failed(self, error: RecordError) -> ApiError:
+        """A run file could not be written: the run ends now as a harness error (once), and the
+        agent is told so."""
+        if self._storage_error is None:
+            self._storage_error = f"the run's files could not be written: {error}"
+            logger.error("%s; ending the run", self._storage_error)
+            spawn(
+                self.end_agent_phase("error", "failed", self._storage_error, error_kind="harness"),
+                name="end-agent-phase",
+            )
+        return ApiError(
+            code="storage_failed",
+            message=f"{self._storage_error}; the run ends as a harness error",
+        )
+
     def _require_agent_phase(self) -> None:
+        if self._storage_error is not None:
+            raise ApiError(
+                code="storage_failed",
+                message=f"{self._storage_error}; the run ends as a harness error",
+            )
         if self.phase != "agent":
             raise ApiError(
                 code="conflict",
@@ -274,8 +332,22 @@ class RunController(AgentPort):
         return self.episode
 
     def _world_changed(self) -> None:
+        """Called by the episode, in the tool call's worker thread: the changed files are read
+        there, and the frame is published on the event loop (viewers' transports and queues are
+        not thread-safe)."""
         if self._files_of is not None:
-            self._publish(DiffFrame(files=self._files_of()))
+            self._publish_on_loop(DiffFrame(files=self._files_of()))
+
+    def _publish_on_loop(self, frame: Frame) -> None:
+        loop = self._loop
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or here is loop:
+            self._publish(frame)
+        else:
+            loop.call_soon_threadsafe(self._publish, frame)
 
     # ------------------------------------------------------------------ ending the agent phase
     async def _watch_agent(self) -> None:
@@ -340,6 +412,7 @@ class RunController(AgentPort):
             if self.phase not in ("starting", "agent"):
                 return
             episode = self._episode()
+            self._reserve.release()  # room for the files that end the run, even on a full disk
             self.error_kind = "harness" if stopped else error_kind
             if claimed_error_kind is not None and not stopped:
                 self.claimed_error_kind = claimed_error_kind
@@ -351,8 +424,13 @@ class RunController(AgentPort):
                 await self.agent.kill()
             if not episode.done:
                 episode.force_submit(_forced_reason(reason))
-            episode.finish(outcome, error)
+            try:
+                episode.finish(outcome, error)
+            except RecordError as e:  # the summary still says why the run ended
+                logger.error("the closing dialog entry was not written: %s", e)
             end: EndReason = "stopped" if stopped else episode.env.log.end_reason or "submit"
+            if self._storage_error is not None and not stopped:
+                end = "error"
             self._set_phase(
                 "sealed", agent_ended_at=utc_timestamp(datetime.now(UTC)), end_reason=end
             )
@@ -378,10 +456,14 @@ class RunController(AgentPort):
                     finished_at=utc_timestamp(datetime.now(UTC)),
                     error=status_error,
                 )
-                self._write_summary(status_error, grade.reward.total, grade.resolved, grade.passed)
+                await self._write_summary(
+                    status_error, grade.reward.total, grade.resolved, grade.passed
+                )
             except Exception as e:  # the run must still end in a written summary
                 logger.exception("grading failed")
                 message = f"grading failed: {type(e).__name__}: {e}"
+                if self._storage_error is not None:
+                    message = f"{self._storage_error} (then {message})"
                 self.error_kind = "harness"
                 self._set_phase(
                     "error",
@@ -389,7 +471,7 @@ class RunController(AgentPort):
                     finished_at=utc_timestamp(datetime.now(UTC)),
                     error=message,
                 )
-                self._write_summary(message, None, None, None)
+                await self._write_summary(message, None, None, None)
             finally:
                 self._finish()
 
@@ -398,6 +480,7 @@ class RunController(AgentPort):
         viewers the final phase, so ``done`` never overtakes the last dialog entries."""
         if self.finished.is_set():
             return
+        self._reserve.release()
         self.finished.set()
         for callback in self.finished_callbacks:
             callback()
@@ -410,10 +493,11 @@ class RunController(AgentPort):
         elif self.phase in ("starting",) or not self.paths.summary_json.exists():
             message = "stopped by SIGTERM before the run started"
             self.error_kind = "harness"
+            self._reserve.release()
             self._set_phase(
                 "error", publish=False, finished_at=utc_timestamp(datetime.now(UTC)), error=message
             )
-            self._write_summary(message, None, None, None)
+            await self._write_summary(message, None, None, None)
             self._finish()
 
     async def close(self) -> None:
@@ -426,10 +510,13 @@ class RunController(AgentPort):
         self.settings.socket_path.unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ files
-    def _write_summary(
+    async def _write_summary(
         self, error: str | None, reward: float | None, resolved: bool | None, passed: bool | None
     ) -> None:
+        """Writes ``summary.json``, retrying for :data:`SUMMARY_RETRY_S` while the disk refuses
+        it (then the failure is logged and the run ends all the same)."""
         steps = self.episode.steps_used if self.episode else None
+        dropped = self.episode.notes_dropped if self.episode is not None else 0
         summary = RunSummary(
             run_id=self.manifest.run_id,
             task_id=self.manifest.task_id,
@@ -448,14 +535,28 @@ class RunController(AgentPort):
             claimed_error_kind=self.claimed_error_kind if error else None,
             cost_usd=self.episode.cost_usd if self.episode is not None else 0.0,
             tokens=TokenCount(input=self.state.tokens.input, output=self.state.tokens.output),
+            notes_dropped=dropped,
+            truncated=dropped > 0,
         )
-        atomic_write_bytes(
-            self.paths.summary_json, summary.model_dump_json(indent=2).encode() + b"\n"
-        )
+        data = summary.model_dump_json(indent=2).encode() + b"\n"
+        deadline = time.monotonic() + SUMMARY_RETRY_S
+        while True:
+            try:
+                atomic_write_bytes(self.paths.summary_json, data)
+                return
+            except OSError as e:
+                if time.monotonic() >= deadline:
+                    logger.error("summary.json not written after %g s: %s", SUMMARY_RETRY_S, e)
+                    return
+                logger.warning("summary.json not written yet (retrying): %s", e)
+                await asyncio.sleep(0.2)
 
     def _evaluator_log(self, line: str) -> None:
-        with self.paths.log("evaluator").open("a", encoding="utf-8") as f:
-            f.write(f"{utc_timestamp(datetime.now(UTC))} {line}\n")
+        try:
+            with self.paths.log("evaluator").open("a", encoding="utf-8") as f:
+                f.write(f"{utc_timestamp(datetime.now(UTC))} {line}\n")
+        except OSError as e:
+            logger.warning("evaluator log not written: %s", e)
 
 
 def _forced_reason(reason: str) -> ForcedReason:

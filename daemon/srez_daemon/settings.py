@@ -13,6 +13,12 @@ Environment (DESIGN.md §4-§7):
 * ``SREZ_AGENT_CMD``: the agent command as a JSON list (default ``python -m srez_daemon.agent``).
 * ``SREZ_AGENT_TIME_LIMIT_S``: the agent's wall-time limit; provider cooldown does not count.
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
+* ``SREZ_NOTES_MAX_BYTES`` (default 64 MiB), ``SREZ_NOTES_MAX_COUNT`` (default 10,000): caps on
+  the agent's notes (``POST /dialog``) in one run, in bytes of dialog lines and in notes. The first
+  note past either is refused (413 ``payload_too_large`` / 429 ``too_many_notes``), one
+  ``notes_dropped`` entry is written, and every later note is refused the same way; tool calls go
+  on. ``SREZ_NOTE_MAX_BYTES`` (default 1 MiB, the readers' line limit): the largest note's line; a
+  larger note alone is refused with 413. With the step budget this bounds ``dialog.jsonl``.
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
 """
@@ -33,6 +39,9 @@ DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
 MAX_SOCKET_PATH: Final = 107  # sun_path holds 108 bytes with the terminating NUL
 DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
+NOTES_MAX_BYTES: Final = 64 << 20
+NOTES_MAX_COUNT: Final = 10_000
+NOTE_MAX_BYTES: Final = 1 << 20  # protocol.dialog.MAX_LINE_BYTES: a longer line is unreadable
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +119,9 @@ class DaemonSettings:
     keep: bool = False
     heartbeat_s: float = 15.0
     agent_user: str | None = None
+    notes_max_bytes: int = NOTES_MAX_BYTES
+    notes_max_count: int = NOTES_MAX_COUNT
+    note_max_bytes: int = NOTE_MAX_BYTES
 
     @property
     def paths(self) -> RunPaths:
@@ -194,4 +206,9 @@ class DaemonSettings:
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
+            notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES) or 0),
+            notes_max_count=int(number("SREZ_NOTES_MAX_COUNT", NOTES_MAX_COUNT) or 0),
+            note_max_bytes=int(
+                min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256) or 0, NOTE_MAX_BYTES)
+            ),
         )
