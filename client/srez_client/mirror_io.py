@@ -22,6 +22,7 @@ from typing import Final
 from srez_client.errors import MirrorError
 from srez_client.mirror_plan import (
     DEFAULT_LIMITS,
+    RECORD_FILES,
     FileRecord,
     MirrorLimits,
     MirrorPlan,
@@ -31,6 +32,7 @@ from srez_client.mirror_plan import (
     SourceEntry,
     bad_name,
     entry_type,
+    file_cap,
 )
 from srez_client.sanitize import escape_bytes
 
@@ -283,18 +285,20 @@ def _copy_file(
     if isinstance(src, str):
         state.skipped.append(Skipped(entry.parts, entry.type, src))
         return
-    cap = min(limits.max_file_bytes, state.budget)
+    own_cap = file_cap(entry.parts, limits)
+    # the run's record is copied whatever the total budget (mirror_plan.RECORD_FILES)
+    cap = own_cap if entry.parts in RECORD_FILES else min(own_cap, state.budget)
     try:
         written = write_new_file(level.dst, name, lambda n: os.read(src, n), cap)
     finally:
         os.close(src)
     if written is None:  # it grew past a cap since the listing: dropped
-        reason: SkipReason = "too_large" if cap == limits.max_file_bytes else "total_cap"
+        reason: SkipReason = "too_large" if cap == own_cap else "total_cap"
         state.skipped.append(Skipped(entry.parts, entry.type, reason))
         state.truncated = True
         return
     size, sha256 = written
-    state.budget -= size
+    state.budget = max(0, state.budget - size)
     path = escape_bytes(b"/".join(entry.parts))
     state.files.append(FileRecord(path=path, size=size, sha256=sha256))
 

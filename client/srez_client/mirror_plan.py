@@ -5,6 +5,12 @@ The listing (:class:`SourceEntry`, one per ``lstat`` result, parents before chil
 folders and regular files with a single link are copied; symlinks, hardlinked files, FIFOs,
 sockets, devices, bad names and the mirror's own reserved names are skipped and recorded; the caps
 of :class:`MirrorLimits` are applied to the listed sizes (SECURITY.md A5, A6).
+
+The run's record, ``archive/dialog.jsonl`` and ``archive/transcript.jsonl``
+(:data:`RECORD_FILES`), is never dropped by the per-file, file-count or total caps: the daemon
+bounds it (caps on the agent's notes, the step budget), and a mirror without it would lose the
+tool record. Only :attr:`MirrorLimits.max_record_bytes`, far above anything the daemon writes,
+stops a forged one.
 """
 
 from __future__ import annotations
@@ -48,6 +54,9 @@ COPY_OUT_RESERVED: Final = frozenset({(MIRROR_JSON,), CONTAINER_LOG})
 """Paths a run folder may not provide itself when a backend copies it out."""
 MIRROR_RESERVED: Final = frozenset({(MIRROR_JSON,)})
 """Paths :func:`srez_client.mirror.mirror_run` writes itself."""
+RECORD_FILES: Final = frozenset({(b"archive", b"dialog.jsonl"), (b"archive", b"transcript.jsonl")})
+"""The run's record: copied whatever the per-file, file-count and total caps (up to
+:attr:`MirrorLimits.max_record_bytes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,9 @@ class MirrorLimits:
     """Bytes copied at most, in all."""
     max_file_bytes: int = 100 << 20
     """Largest file copied."""
+    max_record_bytes: int = 4 << 30
+    """Largest :data:`RECORD_FILES` file copied: the daemon's caps keep a real dialog far below
+    (64 MiB of notes plus the tool record); only a forged one can pass it."""
     max_depth: int = 64
     """Folders deeper than this are not entered (each open level holds a descriptor)."""
     max_name_bytes: int = 255
@@ -183,6 +195,12 @@ def entry_type(mode: int, nlink: int) -> EntryType:
     return "unknown"
 
 
+def file_cap(parts: tuple[bytes, ...], limits: MirrorLimits) -> int:
+    """The most bytes of one file copied: :attr:`~MirrorLimits.max_record_bytes` for the run's
+    record (:data:`RECORD_FILES`), :attr:`~MirrorLimits.max_file_bytes` for anything else."""
+    return limits.max_record_bytes if parts in RECORD_FILES else limits.max_file_bytes
+
+
 def bad_name(name: bytes, limits: MirrorLimits) -> bool:
     """Whether a component cannot be a name in the mirror (``/``, NUL, ``.``, ``..``, too long)."""
     return (
@@ -225,7 +243,7 @@ def plan_entries(
         reason = _skip_reason(entry, limits, reserved)
         if reason is None and parts[:-1] not in kept_dirs:
             reason = "bad_parent"
-        if reason is None and entry.type == "file":
+        if reason is None and entry.type == "file" and parts not in RECORD_FILES:
             if files >= limits.max_files:
                 reason = "file_cap"
             elif total + entry.size > limits.max_total_bytes:
@@ -261,6 +279,6 @@ def _skip_reason(
         case "dir":
             return "too_deep" if len(entry.parts) > limits.max_depth else None
         case "file":
-            return "too_large" if entry.size > limits.max_file_bytes else None
+            return "too_large" if entry.size > file_cap(entry.parts, limits) else None
         case _:
             return "special"

@@ -34,11 +34,13 @@ from typing import Final, Literal
 from srez_client.mirror_plan import (
     COPY_OUT_RESERVED,
     DEFAULT_LIMITS,
+    RECORD_FILES,
     EntryType,
     MirrorLimits,
     Skipped,
     SkipReason,
     bad_name,
+    file_cap,
 )
 
 MAX_PATH_BYTES: Final = 4096
@@ -217,8 +219,10 @@ class TarPlanner:
             case "dir":
                 return "too_deep" if len(parts) > self.limits.max_depth else None
             case "file":
-                if member.size > self.limits.max_file_bytes:
+                if member.size > file_cap(parts, self.limits):
                     return "too_large"
+                if parts in RECORD_FILES:  # the run's record: whatever the other caps
+                    return None
                 if self.files >= self.limits.max_files:
                     return "file_cap"
                 if self.total_bytes + member.size > self.limits.max_total_bytes:

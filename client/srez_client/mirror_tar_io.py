@@ -33,6 +33,7 @@ from srez_client.mirror_io import O_DIR, open_dir_nofollow, write_new_file
 from srez_client.mirror_plan import (
     CONTAINER_LOG,
     DEFAULT_LIMITS,
+    RECORD_FILES,
     FileRecord,
     MirrorLimits,
     MirrorReport,
@@ -196,13 +197,16 @@ def _write_members(
             if source is None:  # isreg() members always have data; be strict anyway
                 writer.skipped.append(Skipped(decision.parts, "file", "unreadable"))
                 continue
+            # the run's record is copied whatever the total budget (mirror_plan.RECORD_FILES)
+            record = decision.parts in RECORD_FILES
+            cap = decision.size if record else min(decision.size, budget)
             with source:
-                written = write_new_file(parent, name, source.read, min(decision.size, budget))
+                written = write_new_file(parent, name, source.read, cap)
             if written is None:  # the member held more than its header said
                 writer.skipped.append(Skipped(decision.parts, "file", "changed"))
                 continue
             size, sha256 = written
-            budget -= size
+            budget = max(0, budget - size)
             path = escape_bytes(b"/".join(decision.parts))
             writer.files.append(FileRecord(path=path, size=size, sha256=sha256))
     except (tarfile.TarError, EOFError) as e:  # a broken stream: keep what was complete

@@ -494,3 +494,36 @@ def kill_when_copied(folder: Path, files: int, child: subprocess.Popen[str]) -> 
                     if sum(1 for _ in (partial / "archive").iterdir()) >= files:
                         return
         time.sleep(0.001)
+
+
+def test_plan_keeps_the_run_record_whatever_the_file_and_total_caps() -> None:
+    limits = MirrorLimits(max_file_bytes=1 << 20, max_total_bytes=2 << 20, max_files=3)
+    entries = [
+        SourceEntry((b"archive",), "dir"),
+        SourceEntry((b"archive", b"dialog.jsonl"), "file", size=300 << 20),
+        SourceEntry((b"archive", b"transcript.jsonl"), "file", size=5 << 20),
+        SourceEntry((b"big.log",), "file", size=1 << 20),
+        SourceEntry((b"forged",), "dir"),
+        SourceEntry((b"forged", b"dialog.jsonl"), "file", size=300 << 20),
+    ]
+    plan = plan_entries(entries, limits)
+    kept = {b"/".join(e.parts) for e in plan.entries}
+    assert {b"archive/dialog.jsonl", b"archive/transcript.jsonl"} <= kept
+    assert {(b"/".join(s.parts), s.reason) for s in plan.skipped} == {
+        (b"big.log", "total_cap"),
+        (b"forged/dialog.jsonl", "too_large"),
+    }
+    huge = plan_entries([entries[0], SourceEntry(entries[1].parts, "file", size=5 << 30)], limits)
+    assert [s.reason for s in huge.skipped] == ["too_large"]  # only a forged record passes 4 GiB
+
+
+def test_mirror_copies_a_dialog_over_the_per_file_cap(tmp_path: Path) -> None:
+    src = tmp_path / "run"
+    (src / "archive").mkdir(parents=True)
+    dialog = b'{"seq":0}\n' * 30_000
+    (src / "archive" / "dialog.jsonl").write_bytes(dialog)
+    (src / "other.log").write_bytes(b"y" * 300_000)
+    limits = MirrorLimits(max_file_bytes=100_000)
+    copy_tree(src, tmp_path / "out", limits=limits)
+    assert (tmp_path / "out" / "archive" / "dialog.jsonl").read_bytes() == dialog
+    assert not (tmp_path / "out" / "other.log").exists()
