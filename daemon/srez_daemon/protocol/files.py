@@ -102,3 +102,7 @@ class RunSummary(BaseModel):
     price is unknown (an unpriced model; a budget must then assume the worst)."""
     tokens: TokenCount = TokenCount()
     """Tokens the agent's model used in the run (input and output totals)."""
+    graded_by: Literal["host"] | None = None
+    """``host`` when the launcher graded the run from its transcript because the run's daemon
+    died before grading (``srez regrade``, :mod:`srez_client.regrade`); None when the run graded
+    itself (its daemon, or the inline backend)."""
