@@ -10,6 +10,7 @@ inside a run.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -145,13 +146,22 @@ def transcript_lines(folder: Path) -> int:
     return path.read_text().count("\n") if path.is_file() else 0
 
 
+def has_lines(folder: Path, count: int) -> bool:
+    return transcript_lines(folder) == count
+
+
+def daemon_gone(folder: Path) -> bool:
+    record = record_of(folder)
+    return not is_alive(record.pid, record.pid_start)
+
+
 def record_of(folder: Path) -> LocalRecord:
     return LocalRecord.model_validate_json((folder / "record.json").read_bytes())
 
 
 def processes_running(needle: str) -> list[tuple[int, int | None]]:
     """(pid, start time) of the live processes whose command line holds ``needle``."""
-    found = []
+    found: list[tuple[int, int | None]] = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -276,7 +286,7 @@ def test_a_killed_clients_local_runs_are_recovered_and_rm_refuses_unmirrored_one
     assert len(refused.stderr.splitlines()) == 1 and "not mirrored" in refused.stderr
     assert "--force" in refused.stderr and found[0].is_dir()
     for run in found:
-        until(lambda run=run: not is_alive(record_of(run).pid, record_of(run).pid_start), 60)
+        until(functools.partial(daemon_gone, run), 60, "the daemon's exit")
     assert not list(results.glob("*/*/*/*"))
     listing = srez(env, "runs", "list", "--all")
     assert listing.returncode == 0, listing.stderr
@@ -301,7 +311,7 @@ def test_srez_mirror_recovers_a_local_run(
     proc, run = run_in_agent_phase(env, state, results, reaper, 2)
     proc.kill()
     proc.communicate()
-    until(lambda: not is_alive(record_of(run).pid, record_of(run).pid_start), 60)
+    until(functools.partial(daemon_gone, run), 60, "the daemon's exit")
     mirrored = srez(env, "mirror", run.name[:22])
     assert mirrored.returncode == 0, mirrored
     assert mirrored.stdout.startswith(f"{run.name}: mirrored to "), mirrored.stdout
@@ -336,7 +346,7 @@ def test_ctrl_c_of_a_local_eval_stops_mirrors_and_reports_its_runs(
     until(lambda: len(live_runs(state)) == 2, what="two runs")
     runs = live_runs(state)
     for run in runs:
-        until(lambda run=run: transcript_lines(run) == 2, what="their agents at work")
+        until(functools.partial(has_lines, run, 2), what="their agents at work")
     daemons = [(record_of(r).pid, record_of(r).pid_start) for r in runs]
     reaper.extend((pid or 0, started) for pid, started in daemons)
     agents = processes_running(str(agent_script))
