@@ -312,12 +312,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     grades: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
     if args.backend != "inline":
-        grades, runs = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
-        return _print_eval(args, grades, runs)
+        done = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
+        _print_eval(args, done.grades, done.rows)
+        return 130 if done.interrupted else 0
+    try:
+        _eval_inline(jobs, args.results, grades, runs)
+    except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
+        sys.stderr.write(f"srez: interrupted after {len(runs)} of {len(jobs)} runs\n")
+        _print_eval(args, grades, runs)
+        return 130
+    return _print_eval(args, grades, runs)
+
+
+def _eval_inline(
+    jobs: list[tuple[str, Task, int]],
+    results: Path,
+    grades: list[dict[str, object]],
+    runs: list[dict[str, object]],
+) -> None:
+    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
     with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
         for spec, task, seed in jobs:
             bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-            run = run_inline(task, spec, seed, args.results)
+            run = run_inline(task, spec, seed, results)
             grade = run.grade.model_dump(mode="json", by_alias=True)
             grades.append(grade)
             runs.append(
@@ -333,7 +350,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
             if run.error:
                 bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
             bar.update()
-    return _print_eval(args, grades, runs)
 
 
 def _print_eval(

@@ -24,6 +24,7 @@ from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, L
 from srez_client.backends.base import get_backend as make_backend
 from srez_client.errors import ClientError, RunNotFoundError, UsageError
 from srez_client.models_catalog import valid_slug
+from srez_client.recover import is_mirrored, mirror_owned_stopped, results_folder
 from srez_client.report import render_table
 from srez_client.results import RUN_ID_RE
 from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
@@ -76,6 +77,12 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
         p = runs_sub.add_parser(name, parents=[where], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+        if name == "rm":
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="delete a run that is not mirrored (its files exist nowhere else)",
+            )
     logs = runs_sub.add_parser("logs", parents=[where], help="a run's output or daemon logs")
     logs.add_argument("run", metavar="RUN")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing new output")
@@ -270,7 +277,10 @@ def _print_outcome(outcome: RunOutcome) -> None:
         print(
             f"status:   {s.status}, end {s.end_reason or '-'}, {s.steps or 0} steps, {s.duration_s:.1f} s"
         )
-        print(f"grade:    reward {reward}, resolved {yes[s.resolved]}, passed {yes[s.passed]}")
+        host = ", graded by the host from its transcript" if s.graded_by == "host" else ""
+        print(
+            f"grade:    reward {reward}, resolved {yes[s.resolved]}, passed {yes[s.passed]}{host}"
+        )
         if s.error:
             print(f"error:    {sanitize(s.error)}")
     print(f"results:  {outcome.results_dir}")
@@ -284,9 +294,15 @@ async def _find(backend: Backend, run: str) -> RunHandle:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """``srez runs list``; on docker it first mirrors the stopped runs of this state that are not
-    mirrored yet (a run whose ``srez run`` was killed is recovered by the next ``srez runs``)."""
+    """``srez runs list``; on docker and local it first mirrors the stopped runs of this state
+    that are not mirrored yet (a run whose ``srez run`` or ``srez eval`` was killed is recovered
+    by the next ``srez runs list``)."""
     backend = backend_of(args)
+    if backend.name == "local":
+        scratch = scratch_dir(_state(backend))
+        for outcome in asyncio.run(mirror_owned_stopped(backend, scratch)):
+            if outcome.outcome in ("mirrored", "failed", "refused"):
+                _say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
     if backend.name == "docker":
         from srez_client.backends.docker import DockerBackend
         from srez_client.mirror_watch import mirror_ours_stopped
@@ -309,10 +325,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
             r.status,
             "yes" if r.finished else "no",
             "yes" if r.owned else "NO",
+            "yes" if backend.writes_results or is_mirrored(r) else "no",
         ]
         for r in runs
     ]
-    print(render_table(["run", "task", "agent", "model", "status", "finished", "ours"], rows))
+    headers = ["run", "task", "agent", "model", "status", "finished", "ours", "mirrored"]
+    print(render_table(headers, rows))
     return 0
 
 
@@ -342,8 +360,21 @@ def cmd_runs_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_rm(args: argparse.Namespace) -> int:
-    """``srez runs rm RUN`` (idempotent; results are kept)."""
-    return _gone_ok(args, lambda b, h: b.remove(h), "removed")
+    """``srez runs rm RUN [--force]`` (idempotent; results are kept). A run that is not mirrored
+    is refused without ``--force``: its state holds the only copy of its files."""
+
+    async def remove(backend: Backend, handle: RunHandle) -> None:
+        acting = handle.owned or args.any  # else the backend refuses: not ours
+        if acting and not (args.force or backend.writes_results or is_mirrored(handle)):
+            try:
+                where = f" into {results_folder(handle)}"
+            except ClientError:
+                where = ""
+            msg = f"run {handle.run_id} is not mirrored{where}: its state is the only copy of its files; 'srez mirror {handle.run_id}' copies them, 'srez runs rm --force' deletes them"
+            raise UsageError(msg)
+        await backend.remove(handle)
+
+    return _gone_ok(args, remove, "removed")
 
 
 def cmd_runs_url(args: argparse.Namespace) -> int:

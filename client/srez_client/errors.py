@@ -38,6 +38,11 @@ class MirrorError(ClientError, OSError):
     """A run folder cannot be mirrored into ``results/`` (unreadable source, bad names)."""
 
 
+class RegradeError(ClientError):
+    """A run cannot be graded on the host: no transcript, an unknown task, or a transcript that
+    does not replay line for line (:mod:`srez_client.regrade`)."""
+
+
 class BackendError(ClientError):
     """A backend cannot do what was asked (the daemon did not start, the state is unreadable)."""
 

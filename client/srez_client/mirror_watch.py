@@ -7,7 +7,9 @@ container finishes on its own, stops, and is mirrored from its labels. Per conta
 * a run whose results folder exists is skipped: mirroring is idempotent, and an existing run
   folder is never replaced (SECURITY.md A10: a replayed run id changes nothing);
 * a container this state launched (owner, nonce and container id match) is copied out with
-  :meth:`~srez_client.backends.docker.DockerBackend.copy_out` into its ``srez.results`` folder;
+  :meth:`~srez_client.backends.docker.DockerBackend.copy_out` into its ``srez.results`` folder
+  (a run its daemon left without a grade is graded from its transcript first,
+  :mod:`srez_client.regrade`);
   with ``remove`` it is removed once its run folder exists (mirrored now or before);
 * any other container is mirrored read-only (never paused, stopped or removed), and only when its
   labels are well-formed names and its ``srez.results`` is the results root given here: a label
@@ -26,33 +28,22 @@ import logging
 import secrets
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from srez_client.backends.base import RunHandle
 from srez_client.backends.docker import DockerBackend
 from srez_client.backends.docker_state import label_problem
 from srez_client.errors import ClientError, ResultsError, RunNotFoundError
 from srez_client.mirror import mirror_run
+from srez_client.recover import MirrorOutcome as MirrorOutcome  # re-exported
+from srez_client.recover import Outcome as Outcome  # re-exported
+from srez_client.regrade import regrade_copy
 from srez_client.results import run_path
 from srez_client.runs import manifest_for
 
 logger = logging.getLogger(__name__)
-
-Outcome = Literal["mirrored", "skipped", "refused", "failed"]
-"""``failed``: copying or writing went wrong (the run can be mirrored again later)."""
-
-
-@dataclass(frozen=True, slots=True)
-class MirrorOutcome:
-    """What happened to one run."""
-
-    run_id: str
-    outcome: Outcome
-    detail: str
-    """The results folder, or why."""
 
 
 async def mirror_stopped(
@@ -98,6 +89,7 @@ async def mirror_stopped(
             await backend.copy_out(handle, copied)
         else:
             await backend.copy_out_read_only(handle, copied)
+        await asyncio.to_thread(regrade_copy, copied, run_id)
         manifest = manifest_for(handle, copied)
         path = await asyncio.to_thread(mirror_run, copied, root, manifest)
     except RunNotFoundError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,6 +175,12 @@ class RunFolder:
     def open_dialog(self, *, clock: Clock = system_clock) -> DialogWriter:
         """Create ``archive/dialog.jsonl`` and return its writer."""
         return DialogWriter(self.path(DIALOG_PATH), clock=clock)
+
+    def discard(self) -> None:
+        """Delete the partial folder of a run that will not complete (interrupted, failed);
+        nothing once :meth:`complete` has renamed it."""
+        if not self._completed:
+            shutil.rmtree(self.partial_dir, ignore_errors=True)
 
     def complete(self) -> Path:
         """Rename the partial folder to its final name, durably.

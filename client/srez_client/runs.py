@@ -27,6 +27,7 @@ from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import BackendError
 from srez_client.mirror import mirror_run
 from srez_client.mirror_io import read_small_file
+from srez_client.regrade import regrade_copy
 from srez_client.results import run_path
 from srez_daemon.protocol import RunManifest, RunSummary
 
@@ -87,6 +88,9 @@ def manifest_for(handle: RunHandle, copied: Path | None) -> RunManifest:
 async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
     """Mirror a run into its results root (label ``srez.results``); returns the results folder.
 
+    A run its daemon left without ``result.json`` is graded by the host from its transcript
+    before the mirror (:func:`srez_client.regrade.regrade_copy`).
+
     Backends that write results themselves (``inline``) need no copy: their folder is returned.
 
     Raises:
@@ -100,6 +104,7 @@ async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
     copied = scratch / f".copy-{handle.run_id}-{secrets.token_hex(4)}"
     try:
         await backend.copy_out(handle, copied)
+        await asyncio.to_thread(regrade_copy, copied, handle.run_id)
         manifest = manifest_for(handle, copied)
         return await asyncio.to_thread(mirror_run, copied, root, manifest)
     finally:

@@ -66,7 +66,7 @@ async def test_concurrent_rm_from_separate_processes_all_exit_0(tmp_path: Path) 
         await asyncio.create_subprocess_exec(
             str(SREZ),
             "runs",
-            "stop" if i % 2 else "rm",
+            *(["stop"] if i % 2 else ["rm", "--force"]),  # never mirrored: rm needs --force
             run_id,
             env=env,
             stdout=subprocess.PIPE,

@@ -12,7 +12,8 @@ out of this process; the ``local`` backend runs them with the same results layou
 Nothing is lost when the agent fails: if ``act`` raises, the episode is ended with
 ``force_submit("agent_exit")``, graded as it stands, the dialog ends with ``session_failed`` and
 ``summary.json`` has status ``error``. When the agent keeps acting, the environment ends the
-episode itself once the step budget is used.
+episode itself once the step budget is used. An interrupted run (Ctrl-C: ``KeyboardInterrupt``)
+leaves nothing: its ``.<run-id>.partial`` folder is deleted before the interrupt goes on.
 
 :class:`~srez_client.backends.inline_backend.InlineBackend` puts :func:`run_inline` behind the
 common backend interface.
@@ -32,6 +33,7 @@ from typing import Final
 import orjson
 from pydantic import JsonValue
 
+from srez_client.errors import ResultsError
 from srez_client.report import GradeView
 from srez_client.results import RandomBytes, RunFolder, new_run_id, run_path
 from srez_daemon.protocol import (
@@ -126,59 +128,65 @@ def run_inline(
     started = clock()
     run_id = new_run_id(started, random_bytes)
     folder = RunFolder.create(run_path(results_root, task.id, model, agent.name, run_id))
-    manifest = RunManifest(
-        run_id=run_id,
-        task_id=task.id,
-        agent=agent.name,
-        agent_spec=agent_spec,
-        model=model,
-        backend=BACKEND,
-        run_seed=run_seed,
-        srez_version=srez_version(),
-        started_at=utc_timestamp(started),
-    ).model_copy(update=task.provenance())
-    folder.write_json("run.json", manifest)
-    with folder.open_dialog(clock=clock) as dialog:
-        dialog.append(
-            lambda seq, ts: SessionStarted(
-                seq=seq, ts=ts, agent=agent.name, model=model, task_id=task.id, run_id=run_id
+    try:
+        manifest = RunManifest(
+            run_id=run_id,
+            task_id=task.id,
+            agent=agent.name,
+            agent_spec=agent_spec,
+            model=model,
+            backend=BACKEND,
+            run_seed=run_seed,
+            srez_version=srez_version(),
+            started_at=utc_timestamp(started),
+        ).model_copy(update=task.provenance())
+        folder.write_json("run.json", manifest)
+        with folder.open_dialog(clock=clock) as dialog:
+            dialog.append(
+                lambda seq, ts: SessionStarted(
+                    seq=seq, ts=ts, agent=agent.name, model=model, task_id=task.id, run_id=run_id
+                )
             )
+            text = prompt.get("text")
+            dialog.append(lambda seq, ts: TaskPrompt(seq=seq, ts=ts, text=str(text)))
+            turns, error = _play(env, agent, prompt, dialog, timer, task.max_steps)
+            duration = round(timer() - start, 6)
+            end = SessionFailed if error else SessionCompleted
+            dialog.append(
+                lambda seq, ts: end(seq=seq, ts=ts, turns=turns, duration_s=duration, error=error)
+            )
+        grade = env.grade()
+        grade_json = grade.to_json()
+        folder.write_bytes("result.json", grade_json)
+        folder.write_bytes("final.patch", grade.diff.encode())
+        folder.write_bytes("reference.patch", grade.reference_patch.encode())
+        transcript = "".join(f"{line}\n" for line in env.transcript)
+        folder.write_bytes(Path("archive") / "transcript.jsonl", transcript.encode())
+        view = GradeView.model_validate_json(grade_json)
+        summary = RunSummary(
+            run_id=run_id,
+            task_id=task.id,
+            agent=agent.name,
+            model=model,
+            status="error" if error else "ok",
+            reward=view.reward.total,
+            resolved=view.resolved,
+            passed=view.passed,
+            steps=view.steps,
+            end_reason=view.metrics.end_reason,
+            duration_s=round(timer() - start, 6),
+            finished_at=utc_timestamp(clock()),
+            error=error,
         )
-        text = prompt.get("text")
-        dialog.append(lambda seq, ts: TaskPrompt(seq=seq, ts=ts, text=str(text)))
-        turns, error = _play(env, agent, prompt, dialog, timer, task.max_steps)
-        duration = round(timer() - start, 6)
-        end = SessionFailed if error else SessionCompleted
-        dialog.append(
-            lambda seq, ts: end(seq=seq, ts=ts, turns=turns, duration_s=duration, error=error)
-        )
-    grade = env.grade()
-    grade_json = grade.to_json()
-    folder.write_bytes("result.json", grade_json)
-    folder.write_bytes("final.patch", grade.diff.encode())
-    folder.write_bytes("reference.patch", grade.reference_patch.encode())
-    transcript = "".join(f"{line}\n" for line in env.transcript)
-    folder.write_bytes(Path("archive") / "transcript.jsonl", transcript.encode())
-    view = GradeView.model_validate_json(grade_json)
-    summary = RunSummary(
-        run_id=run_id,
-        task_id=task.id,
-        agent=agent.name,
-        model=model,
-        status="error" if error else "ok",
-        reward=view.reward.total,
-        resolved=view.resolved,
-        passed=view.passed,
-        steps=view.steps,
-        end_reason=view.metrics.end_reason,
-        duration_s=round(timer() - start, 6),
-        finished_at=utc_timestamp(clock()),
-        error=error,
-    )
-    folder.write_json("summary.json", summary)
-    run_dir = folder.complete()
-    logger.info("run %s: %s on %s, reward %.3f", run_id, agent.name, task.id, view.reward.total)
-    return InlineRun(run_id=run_id, run_dir=run_dir, grade=grade, summary=summary)
+        folder.write_json("summary.json", summary)
+        run_dir = folder.complete()
+        logger.info("run %s: %s on %s, reward %.3f", run_id, agent.name, task.id, view.reward.total)
+        return InlineRun(run_id=run_id, run_dir=run_dir, grade=grade, summary=summary)
+    except ResultsError:  # the final folder appeared meanwhile: the partial one is kept, and said
+        raise
+    except BaseException:  # Ctrl-C included: no half-written run folder is left behind
+        folder.discard()
+        raise
 
 
 def _play(

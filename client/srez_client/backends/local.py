@@ -21,6 +21,12 @@ token act only on runs whose labels carry this user's uid and the nonce of this 
 daemon's process group, SIGKILL after 10 s; ``remove`` stops, then renames the live folder aside
 (atomic: one of many concurrent callers wins) and deletes it. Both are idempotent and never touch
 ``results/``.
+
+A daemon killed with ``kill -9`` cannot kill its agent, which runs in its own session. Whatever
+the sandbox, the backend does it: ``stop``, ``remove`` and ``copy_out`` of a run whose daemon is
+gone first SIGKILL every process of this user whose environment names the run's agent socket
+(``SREZ_AGENT_SOCKET=<path>``, unique to the run; the agent and whatever it started carry it),
+with the process groups they lead. So the mirror of a run copies files that no longer change.
 """
 
 from __future__ import annotations
@@ -57,7 +63,14 @@ from srez_client.backends.local_files import (
     prepare_folder,
     read_endpoint,
 )
-from srez_client.backends.process import is_alive, spawn_session, start_time, tail_text, terminate
+from srez_client.backends.process import (
+    is_alive,
+    kill_orphans,
+    spawn_session,
+    start_time,
+    tail_text,
+    terminate,
+)
 from srez_client.backends.state import (
     Ledger,
     OwnedRun,
@@ -329,11 +342,27 @@ class LocalBackend(Backend):
         )
 
     async def stop(self, run: RunHandle) -> None:
-        """SIGTERM the daemon's group, SIGKILL after the grace; nothing if it is gone."""
+        """SIGTERM the daemon's group, SIGKILL after the grace, then kill an agent it left
+        behind; nothing if all are gone."""
         record = self._owned(run)
         if record is None or record.pid is None:
             return
         await terminate(record.pid, record.pid_start, self.stop_grace_s)
+        await self._reap(record)
+
+    async def _reap(self, record: LocalRecord) -> None:
+        """Kill what a dead daemon left running (its agent above all); see the module docs."""
+        if is_alive(record.pid, record.pid_start):
+            return
+        socket = agent_socket_path(self.live / record.run_id)
+        killed = await asyncio.to_thread(kill_orphans, "SREZ_AGENT_SOCKET", str(socket))
+        if killed:
+            logger.warning(
+                "run %s: its daemon is gone; killed %d process(es) it left running: %s",
+                record.run_id,
+                len(killed),
+                " ".join(map(str, killed)),
+            )
 
     async def remove(self, run: RunHandle) -> None:
         """Stop the run, then delete ``live/<run-id>`` and its ledger entry (not its results)."""
@@ -344,6 +373,7 @@ class LocalBackend(Backend):
             return
         if record.pid is not None:
             await terminate(record.pid, record.pid_start, self.stop_grace_s)
+        await self._reap(record)
         trash = self.live / f".removing-{run.run_id}-{secrets.token_hex(4)}"
         try:
             # one of many concurrent callers wins the rename; the others find the run gone
@@ -377,8 +407,10 @@ class LocalBackend(Backend):
                 await asyncio.sleep(0.1)
 
     async def copy_out(self, run: RunHandle, dest: Path) -> Path:
-        """Copy ``live/<run-id>/run`` into ``dest`` safely, plus ``logs/container.log``."""
-        self._require(run)
+        """Copy ``live/<run-id>/run`` into ``dest`` safely, plus ``logs/container.log`` (once an
+        agent left by a dead daemon is killed)."""
+        record = self._require(run)
+        await self._reap(record)
         folder = self.live / run.run_id
         if not (folder / "run").is_dir():
             raise not_found(BACKEND, run.run_id)

@@ -158,3 +158,45 @@ def tail_text(path: Path, limit: int = 2000) -> str:
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip()
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Pids of this user's processes whose environment holds ``name=value`` exactly.
+
+    Read from ``/proc/<pid>/environ`` (readable for one's own processes only); ``[]`` where
+    ``/proc`` is not available. Used to find the agent of a run whose daemon is gone: the daemon
+    gives its agent ``SREZ_AGENT_SOCKET=<the run's socket path>``, a path unique to the run.
+    """
+    if not _has_proc():
+        return []
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_orphans(name: str, value: str) -> list[int]:
+    """SIGKILL every process found by :func:`processes_with_env`, with the process group each one
+    leads (an agent runs in its own session: its children are in its group).
+
+    Returns:
+        The pids found.
+    """
+    pids = processes_with_env(name, value)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+    return pids

@@ -108,3 +108,7 @@ class RunSummary(BaseModel):
     truncated: bool = False
     """Whether the dialog is missing anything the agent sent: True when ``notes_dropped`` > 0.
     The tool record is never dropped."""
+    graded_by: Literal["host"] | None = None
+    """``host`` when the launcher graded the run from its transcript because the run's daemon
+    died before grading (``srez regrade``, :mod:`srez_client.regrade`); None when the run graded
+    itself (its daemon, or the inline backend)."""
