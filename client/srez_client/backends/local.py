@@ -64,6 +64,7 @@ from srez_client.backends.local_files import (
     read_endpoint,
 )
 from srez_client.backends.local_sandbox import (
+    NO_ISOLATION,
     Isolation,
     SandboxMode,
     absolute_command,
@@ -219,7 +220,9 @@ class LocalBackend(Backend):
         await self._wait_ready(folder, record)
         return self._handle(record)
 
-    def _environment(self, folder: Path, spec: LaunchSpec, isolation: Isolation) -> dict[str, str]:
+    def _environment(
+        self, folder: Path, spec: LaunchSpec, isolation: Isolation = NO_ISOLATION
+    ) -> dict[str, str]:
         env = passed_environment(os.environ)
         if "SREZ_AGENT_CMD" in env:
             env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())

@@ -40,6 +40,9 @@ class Isolation:
     why: str = ""
 
 
+NO_ISOLATION: Final = Isolation("none")
+
+
 def sandbox_mode(value: str | None) -> SandboxMode:
     """``SREZ_SANDBOX`` (or the backend's argument) as a mode; empty or None is ``auto``."""
     mode = (value or "").strip() or "auto"
