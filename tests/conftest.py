@@ -1,7 +1,8 @@
 """Suite-wide rules: docker-marked tests skip only when no Docker engine answers, and fail
 instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); tmux-marked
-tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; and the
-``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
+tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; tests that
+take the ``bwrap`` fixture skip only when bubblewrap cannot make a sandbox here, and fail instead
+when ``REQUIRE_BWRAP=1``; and the ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _tmux_problem() -> str | None:
     return None if shutil.which("tmux") else "tmux is not installed"
+
+
+@functools.cache
+def _bwrap_problem() -> str | None:
+    from srez_client.backends.local_sandbox import bwrap_problem
+    from srez_daemon.sandbox import find_bwrap
+
+    found = find_bwrap(os.environ)
+    return "bubblewrap is not installed" if found is None else bwrap_problem(found)
+
+
+@pytest.fixture(scope="session")
+def bwrap() -> None:
+    """Skips the test when bubblewrap cannot make a sandbox here (fails with REQUIRE_BWRAP=1)."""
+    problem = _bwrap_problem()
+    if problem is None:
+        return
+    if os.environ.get("REQUIRE_BWRAP") == "1":
+        pytest.fail(f"REQUIRE_BWRAP=1 but {problem}")
+    pytest.skip(problem)
 
 
 @pytest.fixture(scope="module")

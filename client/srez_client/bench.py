@@ -1,6 +1,7 @@
 """``make bench``: performance figures, printed as one JSON object: ``env`` (below), ``daemon``
 (:mod:`bench_daemon`), ``backends`` (:mod:`bench_docker`), ``llm`` (:mod:`bench_llm`),
-``managed`` (:mod:`bench_managed`) and ``tui`` (:mod:`bench_tui`).
+``managed`` (:mod:`bench_managed`), ``tui`` (:mod:`bench_tui`) and ``sandbox``
+(:mod:`bench_sandbox`: what the ``local`` backend's bubblewrap sandbox adds to an agent's start).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -143,6 +144,7 @@ def main() -> None:
     from srez_client.bench_docker import docker_figures
     from srez_client.bench_llm import llm_figures
     from srez_client.bench_managed import bench_managed
+    from srez_client.bench_sandbox import sandbox_figures
     from srez_client.bench_tui import bench_tui
 
     figures = {
@@ -153,6 +155,7 @@ def main() -> None:
         "llm": llm_figures(),
         "managed": bench_managed(),
         "tui": bench_tui(),
+        "sandbox": asyncio.run(sandbox_figures()),
     }
     print(json.dumps(figures, indent=2))
 

@@ -61,6 +61,7 @@ from srez_daemon.protocol.api import (
     RunState,
     TokenTotals,
 )
+from srez_daemon.sandbox import Sandbox, build_sandbox
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.storage import DialogWriter, SpaceReserve, atomic_write_bytes, utc_timestamp
 from srez_daemon.supervisor import AgentProcess, AgentUser, agent_environment
@@ -218,7 +219,9 @@ class RunController(AgentPort):
                 "SREZ_MODEL": self.manifest.model,
             },
         )
-        self.agent = AgentProcess(self.settings.agent_argv, env, self.paths.log("agent"))
+        self.agent = AgentProcess(
+            self.settings.agent_argv, env, self.paths.log("agent"), sandbox=self._sandbox()
+        )
         try:
             cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
             await self.agent.start(cwd, self._agent_user)
@@ -230,6 +233,20 @@ class RunController(AgentPort):
         spawn(self._watch_agent(), name="watch-agent")
         if self.settings.agent_time_limit_s is not None:
             spawn(self._watch_time_limit(self.settings.agent_time_limit_s), name="time-limit")
+
+    def _sandbox(self) -> Sandbox | None:
+        """The agent's bubblewrap sandbox when the settings ask for one (``local``)."""
+        if self.settings.bwrap is None:
+            return None
+        return build_sandbox(
+            self.settings.bwrap,
+            socket=self.settings.socket_path,
+            command=self.settings.agent_argv,
+            agent_spec=self.manifest.agent_spec,
+            model=self.manifest.model,
+            environ=self._environ,
+            hide=(self.paths.root, self.settings.token_file, *self.settings.sandbox_hide),
+        )
 
     async def _serve_agent_socket(self) -> None:
         path = self.settings.socket_path

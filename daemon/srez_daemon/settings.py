@@ -21,6 +21,13 @@ Environment (DESIGN.md §4-§7):
   larger note alone is refused with 413. With the step budget this bounds ``dialog.jsonl``.
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
+* ``SREZ_SANDBOX``: ``bubblewrap`` runs the agent in a bubblewrap sandbox
+  (:mod:`srez_daemon.sandbox`; the ``local`` backend sets it when ``bwrap`` works), ``none`` or
+  unset does not. ``SREZ_BWRAP`` names the ``bwrap`` program (default: found on ``PATH``); with
+  ``bubblewrap`` and no ``bwrap`` the daemon refuses to start rather than run the agent bare.
+* ``SREZ_SANDBOX_HIDE``: more host paths the sandboxed agent must not see (``os.pathsep``
+  separated; the ``local`` backend passes ``$SREZ_STATE``), besides the task files, the run folder
+  and the token file, which are always hidden.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from pathlib import Path
 from typing import Final, Self
 
 from srez_daemon.errors import SettingsError
+from srez_daemon.sandbox import find_bwrap
 
 DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
@@ -122,6 +130,10 @@ class DaemonSettings:
     notes_max_bytes: int = NOTES_MAX_BYTES
     notes_max_count: int = NOTES_MAX_COUNT
     note_max_bytes: int = NOTE_MAX_BYTES
+    bwrap: Path | None = None
+    """The ``bwrap`` program when the agent runs in a sandbox (``SREZ_SANDBOX=bubblewrap``)."""
+    sandbox_hide: tuple[Path, ...] = ()
+    """More host paths the sandboxed agent must not see (``SREZ_SANDBOX_HIDE``)."""
 
     @property
     def paths(self) -> RunPaths:
@@ -194,6 +206,10 @@ class DaemonSettings:
             )
             raise SettingsError(msg)
         return cls(
+            bwrap=_bwrap(environ),
+            sandbox_hide=tuple(
+                Path(p) for p in environ.get("SREZ_SANDBOX_HIDE", "").split(os.pathsep) if p.strip()
+            ),
             run_dir=run_dir,
             token_file=required("SREZ_TOKEN_FILE"),
             host=environ.get("SREZ_HOST", "").strip() or "127.0.0.1",
@@ -212,3 +228,23 @@ class DaemonSettings:
                 min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256) or 0, NOTE_MAX_BYTES)
             ),
         )
+
+
+def _bwrap(environ: Mapping[str, str]) -> Path | None:
+    """The ``bwrap`` program ``SREZ_SANDBOX`` asks for, or None when it asks for no sandbox."""
+    mode = environ.get("SREZ_SANDBOX", "").strip() or "none"
+    if mode == "none":
+        return None
+    if mode != "bubblewrap":
+        msg = f"SREZ_SANDBOX={mode!r} must be bubblewrap or none"
+        raise SettingsError(msg)
+    named = environ.get("SREZ_BWRAP", "").strip()
+    found = Path(named) if named else find_bwrap(environ)
+    if found is None or not found.is_absolute() or not os.access(found, os.X_OK):
+        msg = (
+            f"SREZ_SANDBOX=bubblewrap but {named or 'no bwrap on PATH'} is not an executable"
+            " absolute path; install bubblewrap (apt-get install bubblewrap) or set"
+            " SREZ_SANDBOX=none to run the agent without isolation"
+        )
+        raise SettingsError(msg)
+    return found

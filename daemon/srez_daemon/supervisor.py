@@ -8,6 +8,11 @@ credentials and endpoints (``OPENAI_API_KEY``, ``ANTHROPIC_API_BASE``, ``OLLAMA_
 ``AZURE_API_VERSION`` ...). A baseline run gets none of them. It runs in a new
 session so the daemon can kill its whole process group (and anything that escaped with ``setsid``,
 found by a descendant scan) before anything private is read (DESIGN.md §2).
+
+On ``local`` the agent runs in a bubblewrap :class:`~srez_daemon.sandbox.Sandbox`: the process
+started is ``bwrap``, the agent is inside its PID namespace, and :meth:`AgentProcess.kill` kills
+the namespace's init first, which kills everything inside. Every kill then waits until each
+process it signalled is gone, so nothing of the agent runs once the agent phase is over.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_daemon.errors import RunSetupError
+from srez_daemon.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +104,19 @@ class AgentUser:
 class AgentProcess:
     """One agent process and the tree it spawns."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        *,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
         self.log_path = log_path
+        self.sandbox = sandbox
+        """The agent's bubblewrap sandbox, or None: the agent runs as a plain process."""
         self._proc: asyncio.subprocess.Process | None = None
         self._descendants: set[int] = set()
         self._uid: int | None = None
@@ -112,16 +127,22 @@ class AgentProcess:
 
     async def start(self, cwd: Path, user: AgentUser | None = None) -> None:
         """Starts the agent with its output appended to ``logs/agent.log``; as ``user`` when
-        given (the daemon is root in a container, the agent is not)."""
+        given (the daemon is root in a container, the agent is not). In a sandbox, ``cwd`` is
+        ignored: the agent starts in its scratch folder."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         env = dict(self.env)
+        argv = self.argv
         if user is not None:
             env["HOME"] = user.home
             self._uid = user.uid
+        if self.sandbox is not None:
+            env = self.sandbox.environment(env)
+            argv = self.sandbox.argv(argv)
+            cwd = Path("/")
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self.argv,
+                *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -168,15 +189,32 @@ class AgentProcess:
                 found.add(proc.pid)
         return found
 
+    def _sandbox_init(self) -> set[int]:
+        """The sandbox's init (pid 1 of its PID namespace): ``bwrap``'s child."""
+        if self._proc is None or self.sandbox is None:
+            return set()
+        import psutil
+
+        try:
+            return {c.pid for c in psutil.Process(self._proc.pid).children()}
+        except psutil.Error:
+            return set()
+
     async def kill(self) -> None:
-        """Kills the agent's process group and every descendant seen; idempotent."""
+        """Kills the sandbox's init (and with it everything in the sandbox), the agent's process
+        group and every descendant seen, then waits until each is gone; idempotent."""
         if self._proc is None:
             return
+        inits = self._sandbox_init()
+        for init in inits:  # first: the kernel then kills every process of the namespace
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(init, signal.SIGKILL)
         self.remember_descendants()
         pid = self._proc.pid
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        for child in sorted(self._descendants | self._same_user()):
+        signalled = self._descendants | self._same_user() | inits
+        for child in sorted(signalled):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGKILL)
         if self._proc.returncode is None:
@@ -185,3 +223,27 @@ class AgentProcess:
                     await self._proc.wait()
             except TimeoutError:
                 logger.error("agent pid %s did not die after SIGKILL", pid)
+        await _wait_gone(signalled, 5.0)
+
+
+async def _wait_gone(pids: set[int], timeout_s: float) -> None:
+    """Waits until none of ``pids`` runs (a zombie has stopped running); logs what is left."""
+    if not pids:
+        return
+    import psutil
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    left = set(pids)
+    while True:
+        for pid in list(left):
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    left.discard(pid)
+            except psutil.Error:
+                left.discard(pid)
+        if not left or loop.time() >= deadline:
+            break
+        await asyncio.sleep(0.002)
+    if left:
+        logger.error("agent processes %s still run after SIGKILL", sorted(left))

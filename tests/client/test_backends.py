@@ -120,6 +120,9 @@ async def test_local_daemon_gets_no_token_and_no_provider_keys(
             "SREZ_PORT",
             "SREZ_ENDPOINT_FILE",
             "SREZ_AGENT_SOCKET",
+            "SREZ_SANDBOX",  # the agent's sandbox: bubblewrap or none,
+            "SREZ_BWRAP",  # the bwrap program,
+            "SREZ_SANDBOX_HIDE",  # and $SREZ_STATE, hidden from the agent
         }
         assert names <= allowed
         token_file = tmp_path / "state" / "live" / handle.run_id / "token"

@@ -124,6 +124,7 @@ def plan_launch(
         run_seed=spec.run_seed,
         srez_version=version,
         started_at=created,
+        isolation="container",
     ).model_copy(update=dict(provenance or {}))
     labels = make_labels(
         run_id=run_id,

@@ -9,6 +9,12 @@ State of a run, in ``$SREZ_STATE/live/<run-id>/`` (folders 0700):
 * ``endpoint.json``: ``{"host", "port", "pid"}``, written by the daemon once it listens;
 * ``daemon.out``: the daemon's stdout and stderr (``logs/container.log`` in the mirror).
 
+The agent runs in a bubblewrap sandbox when ``bwrap`` works here (:mod:`.local_sandbox`,
+:mod:`srez_daemon.sandbox`): it sees no task file, no token and nothing of ``$SREZ_STATE``, and
+nothing it started outlives its phase. Without one, every launch says so on stderr and
+``run.json`` records ``isolation: "none"``. A relative file in ``SREZ_AGENT_CMD`` is made absolute
+against the launcher's working folder.
+
 The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
 and the ``SREZ_*`` settings of the run; never the token (a file). A run with a model (an LLM
 agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this environment, the
@@ -62,6 +68,15 @@ from srez_client.backends.local_files import (
     copy_out_folder,
     prepare_folder,
     read_endpoint,
+)
+from srez_client.backends.local_sandbox import (
+    NO_ISOLATION,
+    Isolation,
+    SandboxMode,
+    absolute_command,
+    choose_isolation,
+    sandbox_mode,
+    warning,
 )
 from srez_client.backends.process import (
     is_alive,
@@ -122,6 +137,8 @@ class LocalBackend(Backend):
         daemon_argv: The daemon command (default ``python -m srez_daemon`` of this interpreter).
         ready_timeout_s: How long a launch waits for the daemon to answer ``/api/health``.
         stop_grace_s: How long ``stop`` waits after SIGTERM before SIGKILL.
+        sandbox: ``auto``, ``bubblewrap`` or ``none`` (:mod:`.local_sandbox`); default
+            ``$SREZ_SANDBOX``, else ``auto``.
     """
 
     name: ClassVar[str] = BACKEND
@@ -134,6 +151,7 @@ class LocalBackend(Backend):
         daemon_argv: Sequence[str] | None = None,
         ready_timeout_s: float = 10.0,
         stop_grace_s: float = 10.0,
+        sandbox: SandboxMode | None = None,
     ) -> None:
         self.state_dir = state_dir
         """The client's state folder."""
@@ -145,6 +163,8 @@ class LocalBackend(Backend):
         self.daemon_argv = tuple(daemon_argv or (sys.executable, "-m", "srez_daemon"))
         self.ready_timeout_s = ready_timeout_s
         self.stop_grace_s = stop_grace_s
+        self.sandbox: SandboxMode = sandbox_mode(sandbox or os.environ.get("SREZ_SANDBOX"))
+        """How runs' agents are isolated (checked again at each launch)."""
 
     # ------------------------------------------------------------------ launch
 
@@ -156,6 +176,7 @@ class LocalBackend(Backend):
         if agent.name == "llm" and spec.model in ("", "none"):
             msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
             raise UsageError(msg)
+        isolation = await asyncio.to_thread(choose_isolation, self.sandbox, os.environ)
         now = datetime.now(UTC)
         run_id = new_run_id(now)
         run_path(spec.results_root, task.id, spec.model, agent.name, run_id)  # names are safe
@@ -174,6 +195,7 @@ class LocalBackend(Backend):
             run_seed=spec.run_seed,
             srez_version=version,
             started_at=utc_timestamp(now),
+            isolation=isolation.kind,
         ).model_copy(update=task.provenance())
         labels = make_labels(
             run_id=run_id,
@@ -195,7 +217,10 @@ class LocalBackend(Backend):
             run_id=run_id, labels=labels, manifest=manifest, keep=spec.keep, created_at=created
         )
         await asyncio.to_thread(prepare_folder, folder, record)
-        env = self._environment(folder, spec)
+        env = self._environment(folder, spec, isolation)
+        if isolation.kind == "none":
+            sys.stderr.write(warning(run_id, isolation) + "\n")
+            sys.stderr.flush()
         argv = [*self.daemon_argv, *(["--keep"] if spec.keep else [])]
         try:
             pid = spawn_session(argv, env, folder / "daemon.out")
@@ -208,8 +233,20 @@ class LocalBackend(Backend):
         await self._wait_ready(folder, record)
         return self._handle(record)
 
-    def _environment(self, folder: Path, spec: LaunchSpec) -> dict[str, str]:
+    def _environment(
+        self, folder: Path, spec: LaunchSpec, isolation: Isolation = NO_ISOLATION
+    ) -> dict[str, str]:
         env = passed_environment(os.environ)
+        if "SREZ_AGENT_CMD" in env:
+            env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
+        if isolation.bwrap is not None:
+            env.update(
+                SREZ_SANDBOX="bubblewrap",
+                SREZ_BWRAP=str(isolation.bwrap),
+                SREZ_SANDBOX_HIDE=str(self.state_dir.resolve()),
+            )
+        else:
+            env["SREZ_SANDBOX"] = "none"
         env.update(
             SREZ_RUN_DIR=str((folder / "run").resolve()),
             SREZ_TOKEN_FILE=str((folder / "token").resolve()),

@@ -52,6 +52,12 @@ class RunManifest(BaseModel):
     task_set_seed: int | None = None
     """The seed of the task set the task was generated in: with ``world_generator`` it
     reproduces the set (a held-out set's seed stays private)."""
+    isolation: Literal["none", "bubblewrap", "container"] | None = None
+    """How the agent was kept from the harness: ``container`` (``docker``: its own container and
+    user), ``bubblewrap`` (``local``: a bubblewrap sandbox that shows it no task file, token or run
+    folder and kills everything it started when its phase ends), ``none`` (a plain process of the
+    launching user, which can read and write what that user can); None in a ``run.json`` written
+    before this was recorded, or by a backend that does not say (``inline``)."""
 
 
 class RunSummary(BaseModel):

@@ -1,0 +1,268 @@
+"""The agent's bubblewrap sandbox on the ``local`` backend (DESIGN.md §13 "Local isolation").
+
+On ``local`` the daemon and the agent are one user on one machine. Without a sandbox, the agent
+can read the task files from the installed package, the run's token and the live run folder,
+append to ``archive/dialog.jsonl``, and leave a ``setsid`` + double-forked process behind that
+rewrites ``result.json`` once the run is graded. With :class:`Sandbox`, the agent runs under
+``bwrap`` in new PID, mount, IPC, UTS and user namespaces (``--unshare-all``), with no
+capabilities, no further user namespaces, ``--die-with-parent`` and ``--new-session``. It sees:
+
+* read-only: the system's programs and libraries (``/usr``, ``/bin``, ``/lib*``), the few files
+  of ``/etc`` that name resolution, TLS and the dynamic loader read (:data:`ETC_ENTRIES`), the
+  interpreter (``sys.prefix``, ``sys.base_prefix``), every folder on the daemon's ``sys.path``
+  but its working folder, the ``srez_env`` and ``srez_daemon`` packages, the files named in the
+  agent's command line and a replay agent's file;
+* hidden even there (an empty read-only folder over them, :func:`hidden_paths`): the task files
+  (every ``srez_env/tasks`` folder on ``sys.path``), the task generator (``srez_env/generator``,
+  which writes the canonical task files), the run folder, the token file, the agent socket's
+  folder and whatever the launcher adds (``SREZ_SANDBOX_HIDE``: the ``local`` backend passes
+  ``$SREZ_STATE``);
+* writable: the agent socket (at :data:`SOCKET`) and a private scratch tmpfs at :data:`SCRATCH`,
+  its ``HOME``, ``TMPDIR`` and working folder, gone with the sandbox;
+* its own ``/proc`` (only its own processes) and a minimal ``/dev``;
+* the network only when the run names a model (an LLM agent calls its provider, as on the host;
+  ``--share-net``): a baseline or replay run has a network namespace of its own with nothing in
+  it.
+
+The sandbox is one process tree under bwrap's own init (pid 1 of the new PID namespace): when the
+agent's main process exits, or when the daemon kills that init at the end of the agent phase, the
+kernel kills every process inside, whatever it did (``setsid``, double forks). ``--die-with-parent``
+does the same if the daemon dies.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+SOCKET: Final = Path("/run/srez/agent.sock")
+"""Where the agent socket is inside the sandbox."""
+SCRATCH: Final = Path("/tmp")  # noqa: S108 - a private tmpfs inside the sandbox
+"""The agent's private, writable scratch folder inside the sandbox (a tmpfs)."""
+HOSTNAME: Final = "srez-agent"
+SYSTEM_DIRS: Final = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""Shown read-only (or re-created as the same symbolic link, on merged-/usr systems)."""
+ETC_ENTRIES: Final = (
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "crypto-policies",
+    "gai.conf",
+    "group",
+    "host.conf",
+    "hosts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "nsswitch.conf",
+    "passwd",
+    "pki",
+    "protocols",
+    "resolv.conf",
+    "services",
+    "ssl",
+    "timezone",
+)
+"""What the agent sees of ``/etc``: name resolution, TLS certificates, the loader, user names
+(and ``/etc/python3*``, a system Python's own configuration)."""
+NAMESPACE_OPTIONS: Final = (
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--cap-drop",
+    "ALL",
+    "--die-with-parent",
+    "--new-session",
+)
+"""New user, mount, PID, IPC, UTS, cgroup and network namespaces; no capabilities; no nested user
+namespace (so no way to unlock the mounts that hide things); killed with its parent; a session of
+its own (no ``TIOCSTI`` into a terminal)."""
+
+
+def namespace_options(*, network: bool) -> list[str]:
+    """bwrap's namespace options; ``network`` keeps the host's network (``--share-net``)."""
+    return [*NAMESPACE_OPTIONS, *(["--share-net"] if network else [])]
+
+
+def find_bwrap(environ: Mapping[str, str]) -> Path | None:
+    """``bwrap`` on the ``PATH`` of ``environ``, or None."""
+    found = shutil.which("bwrap", path=environ.get("PATH") or os.defpath)
+    return Path(found) if found else None
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """How one agent is sandboxed; :meth:`argv` is the whole ``bwrap`` command line.
+
+    Paths are host paths; each read-only one is shown at the same place inside, so an
+    interpreter, ``sys.path`` and the agent's command line work unchanged.
+    """
+
+    bwrap: Path
+    """The ``bwrap`` executable."""
+    socket: Path
+    """The agent socket on the host (bound writable at :data:`SOCKET`)."""
+    read_only: tuple[Path, ...] = ()
+    """Host paths shown read-only, besides the system's (:data:`SYSTEM_DIRS`, ``/etc``)."""
+    hidden: tuple[Path, ...] = ()
+    """Host paths never shown, even inside a read-only path."""
+    network: bool = False
+    """Keep the host's network (a run with a model); otherwise an empty network namespace."""
+    system: tuple[str, ...] = field(default=SYSTEM_DIRS)
+    etc: tuple[str, ...] = field(default=ETC_ENTRIES)
+
+    def argv(self, command: Sequence[str]) -> list[str]:
+        """The ``bwrap`` command line that runs ``command`` in the sandbox."""
+        out = [str(self.bwrap), *namespace_options(network=self.network)]
+        out += ["--hostname", HOSTNAME]
+        shown: list[tuple[Path, Path]] = []  # (place inside, resolved host path)
+        for name in self.system:
+            path = Path(name)
+            if path.is_symlink():
+                out += ["--symlink", str(path.readlink()), name]
+            elif path.is_dir():
+                out += ["--ro-bind", name, name]
+                shown.append((path, _resolved(path)))
+        python_etc = sorted(p.name for p in Path("/etc").glob("python3*"))  # Debian's site config
+        for name in (*self.etc, *python_etc):
+            path = Path("/etc") / name
+            if path.exists():
+                out += ["--ro-bind", str(path), str(path)]
+                shown.append((path, _resolved(path)))
+        out += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", str(SCRATCH)]
+        hidden = sorted({_resolved(p) for p in self.hidden})
+        for path in self._binds(shown, hidden):
+            out += ["--ro-bind", str(path), str(path)]
+            shown.append((path, _resolved(path)))
+        for secret in hidden:  # over everything shown: an empty read-only folder or file
+            for inside, host in shown:
+                if _within(secret, host):
+                    target = str(inside / secret.relative_to(host))
+                    if secret.is_dir():
+                        out += ["--tmpfs", target, "--remount-ro", target]
+                    elif secret.exists():
+                        out += ["--ro-bind", "/dev/null", target]
+        out += ["--bind", str(self.socket), str(SOCKET), "--chdir", str(SCRATCH), "--"]
+        return [*out, *command]
+
+    def _binds(self, shown: list[tuple[Path, Path]], hidden: list[Path]) -> list[Path]:
+        """The read-only paths to bind: existing, not hidden, not inside one already shown."""
+        places = {inside for inside, _ in shown}
+        chosen: list[Path] = []
+        for path in sorted({Path(os.path.abspath(p)) for p in self.read_only}):  # noqa: PTH100
+            host = _resolved(path)
+            if path == Path("/") or not path.exists() or any(_within(host, h) for h in hidden):
+                continue
+            if path in places or any(parent in places for parent in path.parents):
+                continue
+            if any(parent in chosen for parent in path.parents):
+                continue
+            chosen.append(path)
+        return chosen
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The agent's environment inside: the socket's place, the scratch folder as home."""
+        inside = dict(env)
+        inside.update(
+            SREZ_AGENT_SOCKET=str(SOCKET), HOME=str(SCRATCH), TMPDIR=str(SCRATCH), PWD=str(SCRATCH)
+        )
+        return inside
+
+
+def code_paths(cwd: Path | None = None) -> list[Path]:
+    """The interpreter and the project's code: ``sys.prefix`` and friends, every existing folder
+    on ``sys.path`` except the working folder (``python -m`` puts it first; it is wherever the
+    launcher ran), and the ``srez_env`` and ``srez_daemon`` packages (an editable install maps
+    them without a ``sys.path`` entry)."""
+    import srez_daemon
+    import srez_env
+
+    here = _resolved(cwd or Path.cwd())
+    found = [
+        Path(p)
+        for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+        if p  # pragma: no branch
+    ]
+    found.append(Path(sys.executable).parent)
+    for entry in sys.path:
+        if entry and Path(entry).is_dir() and _resolved(Path(entry)) != here:
+            found.append(Path(entry))
+    found += [Path(srez_env.__file__).parent, Path(srez_daemon.__file__).parent]
+    return found
+
+
+def task_secret_paths() -> list[Path]:
+    """Every ``srez_env/tasks`` (task files: ground truth, reference fix) and ``srez_env/generator``
+    (it writes the canonical task files) folder reachable from ``sys.path`` or the imported
+    package."""
+    import srez_env
+
+    roots = [Path(srez_env.__file__).parent]
+    roots += [Path(entry) / "srez_env" for entry in sys.path if entry]
+    return [
+        root / name
+        for root in dict.fromkeys(roots)
+        for name in ("tasks", "generator")
+        if (root / name).is_dir()
+    ]
+
+
+def command_files(command: Sequence[str], environ: Mapping[str, str]) -> list[Path]:
+    """Files the agent's command names by absolute path, and its program when found on ``PATH``
+    outside the system folders: shown read-only so the command runs as it would outside."""
+    found: list[Path] = []
+    if command:
+        program = shutil.which(command[0], path=environ.get("PATH") or os.defpath)
+        if program:
+            found.append(Path(program))
+    found += [Path(arg) for arg in command if arg.startswith("/") and Path(arg).is_file()]
+    return found
+
+
+def replay_file(agent_spec: str) -> list[Path]:
+    """The file of a ``replay:PATH`` agent (absolute: the launcher made it so)."""
+    if agent_spec.startswith("replay:"):
+        path = Path(agent_spec.removeprefix("replay:"))
+        if path.is_absolute():
+            return [path]
+    return []
+
+
+def build_sandbox(
+    bwrap: Path,
+    *,
+    socket: Path,
+    command: Sequence[str],
+    agent_spec: str,
+    model: str,
+    environ: Mapping[str, str],
+    hide: Iterable[Path] = (),
+) -> Sandbox:
+    """The sandbox of one agent: what it is shown and what is hidden (module docstring)."""
+    read_only = [*code_paths(), *command_files(command, environ), *replay_file(agent_spec)]
+    hidden = [*task_secret_paths(), *hide, socket.parent]
+    return Sandbox(
+        bwrap=bwrap,
+        socket=socket,
+        read_only=tuple(read_only),
+        hidden=tuple(hidden),
+        network=model not in ("", "none"),
+    )
