@@ -159,14 +159,18 @@ def record_of(folder: Path) -> LocalRecord:
     return LocalRecord.model_validate_json((folder / "record.json").read_bytes())
 
 
-def processes_running(needle: str) -> list[tuple[int, int | None]]:
-    """(pid, start time) of the live processes whose command line holds ``needle``."""
+def processes_running(needle: str, *, sandboxes: bool = False) -> list[tuple[int, int | None]]:
+    """(pid, start time) of the live processes whose command line holds ``needle``; the
+    bubblewrap processes that hold a sandboxed agent count only with ``sandboxes``."""
     found: list[tuple[int, int | None]] = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
+                continue
+            program = Path(cmdline.split(b"\0", 1)[0].decode(errors="replace")).name
+            if not sandboxes and program == "bwrap":
                 continue
             if needle.encode() in cmdline and int(entry.name) != os.getpid():
                 started = start_time(int(entry.name))
@@ -213,14 +217,24 @@ def run_in_agent_phase(
 # ---------------------------------------------------------------------- a daemon killed with -9
 
 
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
 def test_kill9_of_a_daemon_mid_run_yields_the_grade_a_stop_gives_and_kills_its_agent(
-    tmp_path: Path, agent_script: Path, reaper: list[tuple[int, int | None]]
+    tmp_path: Path,
+    agent_script: Path,
+    reaper: list[tuple[int, int | None]],
+    sandbox: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    if sandbox == "bubblewrap":
+        request.getfixturevalue("bwrap")  # skips without bubblewrap, fails if REQUIRE_BWRAP=1
+    # Both ways an orphan dies: with the sandbox (--die-with-parent) and without it (the
+    # backend kills the agent its dead daemon left).
     state, results = tmp_path / "state", tmp_path / "results"
-    env = environ(state, agent_script, calls=3)
+    env = {**environ(state, agent_script, calls=3), "SREZ_SANDBOX": sandbox}
     # the run whose daemon is killed with -9 while its agent sleeps after 3 calls
     proc, run = run_in_agent_phase(env, state, results, reaper, 3)
     agents = processes_running(str(agent_script))
+    sandboxes = processes_running(str(agent_script), sandboxes=True)
     assert len(agents) == 1, agents
     daemon = record_of(run).pid
     assert daemon is not None
@@ -228,7 +242,7 @@ def test_kill9_of_a_daemon_mid_run_yields_the_grade_a_stop_gives_and_kills_its_a
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err  # status error: the harness failed, the run is graded
     assert "graded by the host from its transcript" in out
-    assert not [p for p in agents if is_alive(*p)], "the orphaned agent still runs"
+    assert not [p for p in sandboxes if is_alive(*p)], "the orphaned agent still runs"
     killed = results_of(results, run.name)
     summary = json.loads((killed / "summary.json").read_text())
     assert (summary["graded_by"], summary["status"], summary["error_kind"]) == (
@@ -350,13 +364,14 @@ def test_ctrl_c_of_a_local_eval_stops_mirrors_and_reports_its_runs(
     daemons = [(record_of(r).pid, record_of(r).pid_start) for r in runs]
     reaper.extend((pid or 0, started) for pid, started in daemons)
     agents = processes_running(str(agent_script))
+    sandboxes = processes_running(str(agent_script), sandboxes=True)
     assert len(agents) == 2, agents
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert not [d for d in daemons if is_alive(*d)], "a daemon still runs"
-    assert not [a for a in agents if is_alive(*a)], "an agent still runs"
+    assert not [a for a in sandboxes if is_alive(*a)], "an agent still runs"
     assert live_runs(state) == []  # mirrored, then removed
     for run in runs:
         folder = results_of(results, run.name)
