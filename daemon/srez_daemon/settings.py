@@ -11,7 +11,15 @@ Environment (DESIGN.md §4-§7):
 * ``SREZ_ENDPOINT_FILE``: where to write ``{"host", "port", "pid"}`` once listening (for ``local``).
 * ``SREZ_AGENT_SOCKET``: the agent's unix socket (default ``<run dir>/agent.sock``).
 * ``SREZ_AGENT_CMD``: the agent command as a JSON list (default ``python -m srez_daemon.agent``).
-* ``SREZ_AGENT_TIME_LIMIT_S``: the agent's wall-time limit; provider cooldown does not count.
+  A run whose ``run.json`` names a ``cmd:NAME`` agent runs the ``agent_cmd`` recorded there
+  instead. Any command but the default is a custom agent: never handed the oracle, its exit
+  claims and provider waits not attested (:mod:`srez_daemon.attest`).
+* ``SREZ_AGENT_TIME_LIMIT_S``: the agent's time limit. Attested provider waits do not count
+  (:mod:`srez_daemon.agent_clock`), within ``SREZ_PROVIDER_WAIT_CAP_S`` per note (default 120)
+  and ``SREZ_PROVIDER_WAIT_RUN_CAP_S`` per run (default 600).
+* ``SREZ_AGENT_WALL_CAP_S``: the hard wall-clock cap of the agent phase, which ends it whatever
+  was excluded; default, with a time limit, 3 x the limit + the per-run wait cap (none without a
+  time limit, unless set).
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
@@ -20,6 +28,7 @@ Environment (DESIGN.md §4-§7):
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -33,6 +42,12 @@ DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
 MAX_SOCKET_PATH: Final = 107  # sun_path holds 108 bytes with the terminating NUL
 DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
+PROVIDER_WAIT_CAP_S: Final = 120.0
+"""The most one ``provider_error`` note can exclude from the agent's time (default)."""
+PROVIDER_WAIT_RUN_CAP_S: Final = 600.0
+"""The most a whole run's provider waits can exclude from the agent's time (default)."""
+WALL_CAP_LIMITS: Final = 3.0
+"""The default hard wall cap is this many time limits plus the per-run wait cap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +120,10 @@ class DaemonSettings:
     agent_socket: Path | None = None
     agent_argv: tuple[str, ...] = DEFAULT_AGENT_ARGV
     agent_time_limit_s: float | None = None
+    provider_wait_cap_s: float = PROVIDER_WAIT_CAP_S
+    provider_wait_run_cap_s: float = PROVIDER_WAIT_RUN_CAP_S
+    agent_wall_cap_s: float | None = None
+    """The hard wall-clock cap as set; :attr:`wall_cap_s` is the one that applies."""
     pty_idle_s: float = 300.0
     max_sessions: int = 8
     keep: bool = False
@@ -118,6 +137,16 @@ class DaemonSettings:
     @property
     def socket_path(self) -> Path:
         return self.agent_socket or self.run_dir / "agent.sock"
+
+    @property
+    def wall_cap_s(self) -> float | None:
+        """The agent phase's hard wall-clock cap: as set, else 3 x the time limit + the per-run
+        wait cap, else none (no time limit)."""
+        if self.agent_wall_cap_s is not None:
+            return self.agent_wall_cap_s
+        if self.agent_time_limit_s is None:
+            return None
+        return WALL_CAP_LIMITS * self.agent_time_limit_s + self.provider_wait_run_cap_s
 
     @property
     def agent_is_builtin(self) -> bool:
@@ -145,8 +174,10 @@ class DaemonSettings:
             try:
                 value = float(raw)
             except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
                 msg = f"{name}={raw!r} is not a number"
-                raise SettingsError(msg) from None
+                raise SettingsError(msg)
             if value < low:
                 msg = f"{name}={raw!r} must be at least {low:g}"
                 raise SettingsError(msg)
@@ -190,8 +221,17 @@ class DaemonSettings:
             agent_socket=Path(socket) if socket else None,
             agent_argv=argv,
             agent_time_limit_s=number("SREZ_AGENT_TIME_LIMIT_S", None, low=1.0),
+            provider_wait_cap_s=_or(number("SREZ_PROVIDER_WAIT_CAP_S", None), PROVIDER_WAIT_CAP_S),
+            provider_wait_run_cap_s=_or(
+                number("SREZ_PROVIDER_WAIT_RUN_CAP_S", None), PROVIDER_WAIT_RUN_CAP_S
+            ),
+            agent_wall_cap_s=number("SREZ_AGENT_WALL_CAP_S", None, low=1.0),
             pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0) or 300.0,
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
         )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
