@@ -4,7 +4,9 @@ How a command runs, and the decisions where the design is silent:
 
 * argv is executed directly (no shell), in a new session (``start_new_session``) so its process
   group can be killed as one, with stdin on ``/dev/null`` and the cwd in the run folder (a
-  relative ``cwd`` is relative to it). A cwd that is not a directory is a 400.
+  relative ``cwd`` is relative to it). The cwd must resolve inside the run folder: a ``..``
+  component, an absolute path elsewhere, or a symlink that leads out is a 400, as is a cwd that
+  is not a directory. The command runs in the resolved folder (its links followed once, here).
 * An argv[0] that cannot be run is a result, not an error, as in a shell: exit code 127 when it is
   not found, 126 when it is found but cannot be executed, the OS message in stderr.
 * stdout and stderr are read concurrently by a subprocess protocol. The first 1 MiB of each is
@@ -214,7 +216,21 @@ class ExecService:
             self._limiter.release()
 
     def _cwd(self, cwd: str | None) -> Path:
-        path = self._settings.run_dir if cwd is None else self._settings.run_dir / cwd
+        root = self._settings.run_dir.resolve()
+        if cwd is None:
+            path = root
+        else:
+            if ".." in Path(cwd).parts:
+                msg = f"cwd {cwd!r} must not contain '..': it is a folder inside the run"
+                raise ApiError(code="bad_request", message=msg)
+            try:
+                path = (root / cwd).resolve()  # an absolute cwd replaces root here
+            except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
+                msg = f"cwd {cwd!r} cannot be resolved: {e}"
+                raise ApiError(code="bad_request", message=msg) from None
+            if not path.is_relative_to(root):
+                msg = f"cwd {cwd!r} is outside the run folder (links followed)"
+                raise ApiError(code="bad_request", message=msg)
         if not path.is_dir():
             msg = f"cwd {cwd!r} is not a directory in the run"
             raise ApiError(code="bad_request", message=msg)
