@@ -21,6 +21,10 @@ Environment (DESIGN.md §4-§7):
   was excluded; default, with a time limit, 3 x the limit + the per-run wait cap (none without a
   time limit, unless set).
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
+* ``SREZ_EXEC_ALLOW``: a JSON list of the programs exec may run (argv[0], exactly); any other is a
+  403, and so is the pty unless its shell is listed. Unset (the default): any program. For a
+  daemon whose API is fuzzed or shown to people who must not run commands (the schemathesis
+  test allows ``["true", "echo"]``).
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
 """
@@ -129,6 +133,12 @@ class DaemonSettings:
     keep: bool = False
     heartbeat_s: float = 15.0
     agent_user: str | None = None
+    exec_allow: tuple[str, ...] | None = None
+    """The programs exec and the pty may run (None: any)."""
+
+    def may_run(self, program: str) -> bool:
+        """Whether exec (or the pty) may run ``program`` (``SREZ_EXEC_ALLOW``)."""
+        return self.exec_allow is None or program in self.exec_allow
 
     @property
     def paths(self) -> RunPaths:
@@ -230,7 +240,22 @@ class DaemonSettings:
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
+            exec_allow=_string_list(environ, "SREZ_EXEC_ALLOW"),
         )
+
+
+def _string_list(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not (isinstance(parsed, list) and all(isinstance(a, str) and a for a in parsed)):
+        msg = f'{name} must be a JSON list of program names, e.g. ["true", "echo"]'
+        raise SettingsError(msg)
+    return tuple(parsed)
 
 
 def _or(value: float | None, default: float) -> float:

@@ -25,6 +25,7 @@ How a command runs, and the decisions where the design is silent:
   while the first still runs waits for it, and reusing an id for a different body is a 409.
   Only completed results are remembered: a 4xx or 429 does not pin the id.
 * At most ``max_sessions`` execs and ptys run at once (one ``SessionLimiter``); over it, 429.
+* With ``SREZ_EXEC_ALLOW`` set, an argv[0] that is not listed is a 403 (nothing runs).
 
 Nothing here blocks the event loop: the process is spawned by the loop, and the ``/proc`` sweeps
 run in a worker thread.
@@ -206,6 +207,10 @@ class ExecService:
                 del self._replies[request_id]
 
     async def _run_limited(self, exec_request: ExecRequest) -> ExecResult:
+        program = exec_request.argv[0]
+        if not self._settings.may_run(program):
+            msg = f"this daemon runs only {', '.join(self._settings.exec_allow or ())} (SREZ_EXEC_ALLOW), not {program!r}"
+            raise ApiError(code="forbidden", message=msg)
         cwd = self._cwd(exec_request.cwd)
         if not self._limiter.try_acquire():
             msg = f"{self._limiter.limit} exec/pty sessions are already running; retry later"

@@ -120,6 +120,9 @@ class PtyService:
         )
         try:
             cols, rows = _size(request.query)
+            if not self._settings.may_run(self._shell()[0]):
+                msg = f"this daemon runs only {', '.join(self._settings.exec_allow or ())} (SREZ_EXEC_ALLOW): no shell"
+                raise ApiError(code="forbidden", message=msg)
             if not ws.can_prepare(request).ok:
                 raise ApiError(code="bad_request", message="/api/pty expects a WebSocket upgrade")
             if not self._limiter.try_acquire():
