@@ -6,7 +6,7 @@ on the simulator and records it), POST /dialog (notes for the dialog), POST /sub
 
 This one is deliberately naive: it reads the alerts, looks at the logs of every alerting service,
 says what it saw, declares "none" and submits. Replace `decide` with your own policy.
-Run it through the daemon with:  SREZ_AGENT_CMD='["python3", "examples/byo_agent.py"]'
+Run it with:  srez run --task sre-001 --agent cmd:byo --agent-cmd 'python3 examples/byo_agent.py'
 """
 
 import http.client

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from srez_client.agent_command import agent_command, parse_option
 from srez_client.api import DaemonClient
 from srez_client.attach import attach_plain
 from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, LaunchSpec, RunHandle
@@ -33,6 +34,7 @@ from srez_client.sanitize import sanitize, sanitize_line
 from srez_client.terminal import pty_session
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
+from srez_env.agents import CUSTOM_PREFIX
 from srez_env.agents.llm import LLM_SPECS
 
 logger = logging.getLogger(__name__)
@@ -49,9 +51,20 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
     run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
     run.add_argument(
-        "--agent", required=True, help="scripted, heuristic, random, replay:FILE, llm, llm-json"
+        "--agent",
+        required=True,
+        help="scripted, heuristic, random, replay:FILE, llm, llm-json, or cmd:NAME (your own)",
     )
-    run.add_argument("--model", metavar="SLUG", help="litellm model slug, for --agent llm/llm-json")
+    run.add_argument(
+        "--agent-cmd",
+        metavar="CMD",
+        help="the command of a cmd:NAME agent, e.g. 'python3 my_agent.py' (default: SREZ_AGENT_CMD)",
+    )
+    run.add_argument(
+        "--model",
+        metavar="SLUG",
+        help="litellm model slug: for --agent llm/llm-json; optional for cmd:NAME",
+    )
     run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
     run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
     run.add_argument(
@@ -146,9 +159,15 @@ def model_for(agents: list[str], model: str | None) -> str:
     """The model of runs of ``agents``: ``--model`` is required by the LLM agents and refused
     without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
     wants = [a for a in agents if a in LLM_SPECS]
+    if model is not None and agents and all(a.startswith(CUSTOM_PREFIX) for a in agents):
+        # a custom agent may call a model: the slug names its results folder
+        if not valid_slug(model):
+            msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
+            raise UsageError(msg)
+        return model
     if not wants:
         if model is not None:
-            msg = f"--model {model!r} is only for --agent llm or llm-json"
+            msg = f"--model {model!r} is only for --agent llm, llm-json or cmd:NAME"
             raise UsageError(msg)
         return "none"
     if model is None:
@@ -163,15 +182,23 @@ def model_for(agents: list[str], model: str | None) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
     backend = backend_of(args)
+    option = None if args.agent_cmd is None else parse_option(args.agent_cmd)
+    agent_cmd = agent_command(
+        args.agent, option, os.environ
+    )  # refuses SREZ_AGENT_CMD for baselines
     spec = LaunchSpec(
         task_id=args.task,
         agent_spec=args.agent,
+        agent_cmd=agent_cmd,
         model=model_for([args.agent], args.model),
         run_seed=args.seed,
         keep=args.keep or args.keep_container,
         time_limit_s=args.timeout,
         results_root=args.results,
     )
+    if agent_cmd is not None and backend.name != "local":
+        msg = f"--agent {args.agent} (a custom command) runs on --backend local only, not {backend.name}"
+        raise UsageError(msg)
     check_backend(backend, spec)
     return _run_async(lambda: _run(backend, spec, args.timeout, keep_container=args.keep_container))
 

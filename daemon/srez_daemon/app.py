@@ -25,7 +25,7 @@ from aiohttp import web
 from srez_daemon.aio import spawn
 from srez_daemon.auth import load_token, make_auth_middleware
 from srez_daemon.errors import RunSetupError
-from srez_daemon.http import ApiError, error_response, http_error_response
+from srez_daemon.http import ApiError, error_response, http_error_response, method_not_allowed
 from srez_daemon.probe import srez_version, terminal_available
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.wire_version import PROTOCOL_VERSION
@@ -115,10 +115,11 @@ class RunHost:
         handler = self.runtime.handlers.get((method, request.path))
         if handler is not None:
             return await handler(request)
-        if any(path == request.path for _m, path in self.runtime.handlers):
-            return error_response(
-                "method_not_allowed", f"{request.method} is not allowed on {request.path}"
-            )
+        allowed = {m for m, path in self.runtime.handlers if path == request.path}
+        if request.path == "/api/health":  # served by its own route, before this one
+            allowed.add("GET")
+        if allowed:
+            return method_not_allowed(request.method, request.path, allowed)
         return error_response("not_found", f"no route {request.path}")
 
     async def _load(self) -> None:

@@ -1,4 +1,7 @@
-"""Whose failure an agent's exit is: provider and harness failures count only when attested.
+"""What the harness believes of an agent: its exit's error kind, and its provider waits.
+
+Provider and harness failures count only when attested (:func:`judge_exit`); provider waits are
+excluded from the agent's time only when attested (:func:`provider_waits_attested`).
 
 A run's ``error_kind`` decides what a managed run does with it: ``provider`` is re-run and never
 scored, ``harness`` is not scored (and re-run with ``--retry-failed``), ``agent`` is the agent's
@@ -67,3 +70,20 @@ def judge_exit(code: int, *, builtin_agent: bool, agent_spec: str) -> ExitJudgem
     if attested:
         return ExitJudgement(claim)
     return ExitJudgement("agent", claimed=claim)
+
+
+def provider_waits_attested(*, builtin_agent: bool, agent_spec: str) -> bool:
+    """Whether the agent's ``provider_error`` notes may exclude time from its clock.
+
+    The same rule as a ``provider`` exit: only the built-in LLM agents (the daemon's own
+    ``srez-agent`` running ``llm`` or ``llm-json``) post notes the harness trusts, because their
+    waits come from the provider's answers through code the harness runs. Even then a wait is
+    excluded only as far as the daemon observed it and within caps (:mod:`srez_daemon.agent_clock`).
+    A custom command's notes are recorded and exclude nothing: a note is free to post, so trusting
+    one would let any agent stop its own clock.
+
+    Args:
+        builtin_agent: Whether the agent process is the daemon's own ``srez-agent``.
+        agent_spec: The run's agent spec (``run.json``'s ``agent_spec``).
+    """
+    return builtin_agent and agent_spec in LLM_SPECS

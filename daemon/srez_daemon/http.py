@@ -7,6 +7,7 @@ traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 
 import orjson
@@ -43,10 +44,22 @@ def json_response(model: BaseModel, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type=JSON)
 
 
-def error_response(code: ErrorCode, message: str) -> web.Response:
+def error_response(
+    code: ErrorCode, message: str, headers: Mapping[str, str] | None = None
+) -> web.Response:
     """The error body (``protocol.api.ErrorResponse``) with the status that goes with the code."""
     body = orjson.dumps({"error": {"code": code, "message": message}})
-    return web.Response(body=body, status=STATUS[code], content_type=JSON)
+    return web.Response(body=body, status=STATUS[code], content_type=JSON, headers=headers)
+
+
+def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> web.Response:
+    """A 405 with the ``Allow`` header RFC 9110 requires (HEAD wherever GET is)."""
+    methods = {m for m in allowed if m}
+    if "GET" in methods:
+        methods.add("HEAD")
+    allow = ", ".join(sorted(methods))
+    message = f"{method} is not allowed on {path} (allowed: {allow})"
+    return error_response("method_not_allowed", message, {"Allow": allow})
 
 
 def http_error_response(request: web.Request, error: web.HTTPException) -> web.Response:
@@ -56,7 +69,8 @@ def http_error_response(request: web.Request, error: web.HTTPException) -> web.R
     if error.status == 404:
         code = "not_found"
     elif error.status == 405:
-        code = "method_not_allowed"
+        allowed = error.headers.get("Allow", "")
+        return method_not_allowed(request.method, request.path, allowed.replace(" ", "").split(","))
     elif error.status == 413:
         code = "payload_too_large"
     return error_response(code, f"{request.method} {request.path}: {error.reason}")

@@ -1,4 +1,9 @@
-"""The OpenAPI 3.1 document of the public API, generated from the wire models (DESIGN.md §4)."""
+"""The OpenAPI 3.1 document of the public API, generated from the wire models (DESIGN.md §4).
+
+It is held to the server by a schemathesis run against a live daemon
+(``tests/daemon/test_openapi_conformance.py``): every status, header and body the server sends
+must be one the document describes, and what the document forbids the server must refuse.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from srez_daemon.protocol.api import (
 )
 
 REF: Final = "#/components/schemas/{model}"
+MAX_OFFSET: Final = 10**18 - 1
+"""The largest dialog offset the server accepts (18 digits)."""
 MODELS: Final[tuple[type[BaseModel], ...]] = (
     DialogPage,
     ErrorResponse,
@@ -79,14 +86,18 @@ def _op(
         op["responses"]["401"] = _error("missing or wrong token")
     else:
         op["security"] = []
-    op["responses"]["403"] = _error("foreign Host or Origin")
+    op["responses"].setdefault("403", _error("foreign Host or Origin"))
     return op
 
 
 def openapi_document(version: str) -> dict[str, Any]:
     """The whole document: paths, the bearer scheme and the component schemas."""
     _, defs = models_json_schema([(m, "serialization") for m in MODELS], ref_template=REF)
-    offset = _query("offset", {"type": "integer", "minimum": 0}, "byte offset to read from")
+    offset = _query(
+        "offset",
+        {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+        "byte offset to read from",
+    )
     paths: dict[str, Any] = {
         "/api/health": {
             "get": _op(
@@ -167,7 +178,10 @@ def openapi_document(version: str) -> dict[str, Any]:
         "/api/logs": {
             "get": _op(
                 "A log as chunked text, following it when asked",
-                {"200": _text("text/plain", "the log"), "400": _error("unknown log name")},
+                {
+                    "200": _text("text/plain", "the log"),
+                    "400": _error("unknown log name, or a follow value not listed"),
+                },
                 params=[
                     _query(
                         "name",
@@ -176,8 +190,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                     ),
                     _query(
                         "follow",
-                        {"type": "string", "enum": ["0", "1"]},
-                        "keep streaming until the run ends",
+                        {"type": "string", "enum": ["0", "1", "false", "true"]},
+                        "1 or true: keep streaming new text until the run ends (at once when it"
+                        " has); 0 or false (the default): what is written now",
                     ),
                 ],
             )
@@ -187,7 +202,12 @@ def openapi_document(version: str) -> dict[str, Any]:
                 "Run a command in the run (output capped at 1 MiB per stream)",
                 {
                     "200": _json(ExecResult, "finished or timed out"),
-                    "400": _error("bad request"),
+                    "400": _error("bad request (a cwd outside the run folder included)"),
+                    "403": _error(
+                        "foreign Host or Origin, or a program SREZ_EXEC_ALLOW does not list"
+                    ),
+                    "409": _error("the X-Request-ID was already used for a different request"),
+                    "413": _error("the body is too large"),
                     "429": _error("too many sessions"),
                 },
                 params=[
@@ -195,8 +215,9 @@ def openapi_document(version: str) -> dict[str, Any]:
                         "name": "X-Request-ID",
                         "in": "header",
                         "required": False,
-                        "schema": {"type": "string", "maxLength": 128},
-                        "description": "a retried request with the same id returns the first answer",
+                        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,128}$"},
+                        "description": "a retried request with the same id and body returns the"
+                        " first answer; the same id with another body is a 409",
                     }
                 ],
                 body=ExecRequest,
@@ -208,6 +229,7 @@ def openapi_document(version: str) -> dict[str, Any]:
                 {
                     "101": {"description": "switching protocols"},
                     "400": _error("not a WebSocket request or bad size"),
+                    "403": _error("foreign Host or Origin, or no shell (SREZ_EXEC_ALLOW)"),
                     "429": _error("too many sessions"),
                 },
                 params=[

@@ -34,6 +34,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 DIFF_TYPE: Final = "text/x-diff"
 LOG_NAMES: Final = ("agent", "evaluator", "daemon")
 FOLLOW_POLL_S: Final = 0.2
+FOLLOW_VALUES: Final = ("0", "1", "false", "true")
+"""What ``/api/logs?follow=`` accepts (anything else is a 400)."""
 
 
 class PublicRoutes:
@@ -115,7 +117,13 @@ class PublicRoutes:
                 code="bad_request",
                 message=f"name must be one of {', '.join(LOG_NAMES)}, not {name!r}",
             )
-        follow = request.query.get("follow", "0") in ("1", "true")
+        raw_follow = request.query.get("follow", "0")
+        if raw_follow not in FOLLOW_VALUES:
+            raise ApiError(
+                code="bad_request",
+                message=f"follow must be one of {', '.join(FOLLOW_VALUES)}, not {raw_follow!r}",
+            )
+        follow = raw_follow in ("1", "true")
         path = self.run.paths.log(name)
         response = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
         response.enable_chunked_encoding()

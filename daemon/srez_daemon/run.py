@@ -1,11 +1,18 @@
 """The run controller: owns the phases ``starting -> agent -> sealed -> grading -> done | error``.
 
-The agent phase ends when the agent submits, exits, uses its step budget, or reaches its time
-limit. Time the agent reports waiting on its model provider does not count against that limit:
-every ``provider_error`` note adds its ``retry_in_s`` to ``state.cooldown_s``, backoffs as well as
-cooldowns (a backoff is as much the provider's time as a cooldown; counting only cooldowns would
-charge an agent for a provider's bad minute, PEERS.md §3 item 9). The failed request itself (up to
-its timeout) still counts: the agent chose to wait for it.
+The agent phase ends when the agent submits, exits, uses its step budget, reaches its time
+limit, or reaches the hard wall-clock cap (``DaemonSettings.wall_cap_s``), which holds whatever
+was excluded. Time the built-in LLM agents wait on their model provider does not count against the
+limit, backoffs as well as cooldowns (a backoff is as much the provider's time as a cooldown;
+counting only cooldowns would charge an agent for a provider's bad minute, PEERS.md §3 item 9),
+but only as the daemon observed it and within caps (:mod:`srez_daemon.agent_clock`);
+``state.cooldown_s`` is the time excluded so far. A custom command's ``provider_error`` notes
+exclude nothing. The failed request itself (up to its timeout) still counts: the agent chose to
+wait for it.
+
+The agent process is the daemon's own ``srez-agent`` unless ``SREZ_AGENT_CMD`` names another, or
+``run.json`` names a custom agent (``agent_spec`` ``cmd:NAME``, its command in ``agent_cmd``).
+Only the built-in agent running ``scripted`` is handed the task file (the oracle).
 
 Why a run failed is recorded as ``error_kind`` in ``summary.json`` and ``result.json``. What an
 agent's exit counts as is decided by :func:`srez_daemon.attest.judge_exit`: exit code 75 is
@@ -39,11 +46,12 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import ValidationError
 
+from srez_daemon.agent_clock import AgentClock
 from srez_daemon.agent_socket import AgentPort, create_agent_app
 from srez_daemon.aio import spawn
 from srez_daemon.attest import EXIT_CONFIG as EXIT_CONFIG  # re-exported
 from srez_daemon.attest import EXIT_PROVIDER as EXIT_PROVIDER  # re-exported
-from srez_daemon.attest import judge_exit
+from srez_daemon.attest import judge_exit, provider_waits_attested
 from srez_daemon.episode import Episode, ErrorKind, NoteLimits, Outcome
 from srez_daemon.errors import NoteRefused, RecordError, RunSetupError
 from srez_daemon.http import ApiError
@@ -77,6 +85,8 @@ RESERVE_BYTES = 1 << 20
 """Disk space held back for the files that end a run (patches, grade, summary)."""
 SUMMARY_RETRY_S = 5.0
 """How long writing ``summary.json`` is retried when the disk refuses it."""
+CUSTOM_PREFIX = "cmd:"
+"""Agent specs of custom agent commands: ``cmd:NAME``."""
 
 
 def load_manifest(path: Path) -> RunManifest:
@@ -102,10 +112,21 @@ class RunController(AgentPort):
         publish: Publish = lambda _frame: None,
         environ: dict[str, str] | None = None,
         files_of: Callable[[], list[FileChange]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.paths = settings.paths
         self.manifest = load_manifest(self.paths.run_json)
+        self.agent_argv, self.agent_is_builtin = agent_command(self.manifest, settings)
+        self._now = clock
+        self.agent_clock = AgentClock(
+            attested=provider_waits_attested(
+                builtin_agent=self.agent_is_builtin, agent_spec=self.manifest.agent_spec
+            ),
+            note_cap_s=settings.provider_wait_cap_s,
+            run_cap_s=settings.provider_wait_run_cap_s,
+        )
+        """Provider waits excluded from the agent's time limit."""
         try:
             self.task = load_tasks([self.manifest.task_id])[0]
         except TaskError as e:
@@ -113,7 +134,7 @@ class RunController(AgentPort):
         self._publish = publish
         self._environ = environ or {}
         self._files_of = files_of
-        self._clock_started = time.monotonic()
+        self._clock_started = clock()
         self.state = RunState(
             run_id=self.manifest.run_id,
             phase="starting",
@@ -208,7 +229,7 @@ class RunController(AgentPort):
         )
         self.episode.start()
         await self._serve_agent_socket()
-        self._agent_started = time.monotonic()
+        self._agent_started = self._now()
         self._set_phase("agent", agent_started_at=utc_timestamp(datetime.now(UTC)))
         env = agent_environment(
             self._environ,
@@ -220,7 +241,7 @@ class RunController(AgentPort):
             },
         )
         self.agent = AgentProcess(
-            self.settings.agent_argv, env, self.paths.log("agent"), sandbox=self._sandbox()
+            self.agent_argv, env, self.paths.log("agent"), sandbox=self._sandbox()
         )
         try:
             cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
@@ -231,8 +252,9 @@ class RunController(AgentPort):
             )
             return
         spawn(self._watch_agent(), name="watch-agent")
-        if self.settings.agent_time_limit_s is not None:
-            spawn(self._watch_time_limit(self.settings.agent_time_limit_s), name="time-limit")
+        limit, wall = self.settings.agent_time_limit_s, self.settings.wall_cap_s
+        if limit is not None or wall is not None:
+            spawn(self._watch_time_limit(limit, wall), name="time-limit")
 
     def _sandbox(self) -> Sandbox | None:
         """The agent's bubblewrap sandbox when the settings ask for one (``local``)."""
@@ -261,9 +283,10 @@ class RunController(AgentPort):
     # ------------------------------------------------------------------ the agent's side
     def agent_task(self) -> AgentTask:
         episode = self._episode()
-        oracle = (
-            self.task.model_dump(mode="json") if self.manifest.agent_spec == "scripted" else None
-        )
+        # the oracle is for the built-in scripted expert alone: a custom command asking for
+        # "scripted" would otherwise read the ground truth
+        is_oracle = self.manifest.agent_spec == "scripted" and self.agent_is_builtin
+        oracle = self.task.model_dump(mode="json") if is_oracle else None
         return AgentTask(
             task_id=self.task.id,
             run_id=self.manifest.run_id,
@@ -274,6 +297,7 @@ class RunController(AgentPort):
         )
 
     async def agent_call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.agent_clock.activity(self._now())  # an open provider wait ends here, as observed
         async with self._calls:  # one call at a time, in the order they arrive
             self._require_agent_phase()
             episode = self._episode()
@@ -298,6 +322,7 @@ class RunController(AgentPort):
             raise ApiError(code=e.code, message=e.message) from e
         except RecordError as e:
             raise self._storage_failed(e) from e
+        now = self._now()
         changes: dict[str, Any] = {}
         if note.type == "usage":
             tokens = episode.tokens
@@ -305,13 +330,15 @@ class RunController(AgentPort):
                 "tokens": TokenTotals(input=tokens.input, output=tokens.output),
                 "cost_usd": episode.cost_usd or 0.0,  # the live figure: 0 when unpriced
             }
-        elif note.type == "provider_error":
+        if note.type == "provider_error":
             self._provider_error = str(note.fields.get("message", ""))
-            wait = note.fields.get("retry_in_s")
-            if (
-                isinstance(wait, int | float) and wait > 0
-            ):  # every provider wait, not only cooldowns
-                changes = {"cooldown_s": self.state.cooldown_s + float(wait)}
+            # every provider wait, not only cooldowns; believed only as attested and observed
+            self.agent_clock.note(note.fields.get("retry_in_s"), now)
+        else:
+            self.agent_clock.activity(now)
+        excluded = round(self.agent_clock.excluded_s(now), 3)
+        if excluded != self.state.cooldown_s:
+            changes["cooldown_s"] = excluded
         if changes:
             self._update(**changes)
 
@@ -374,7 +401,7 @@ class RunController(AgentPort):
             outcome: Outcome = "completed" if code == 0 else "failed"
             verdict = judge_exit(
                 code,
-                builtin_agent=self.settings.agent_is_builtin,
+                builtin_agent=self.agent_is_builtin,
                 agent_spec=self.manifest.agent_spec,
             )
             error = None if code == 0 else f"the agent exited with code {code}"
@@ -398,18 +425,24 @@ class RunController(AgentPort):
                 claimed_error_kind=verdict.claimed,
             )
 
-    async def _watch_time_limit(self, limit_s: float) -> None:
+    async def _watch_time_limit(self, limit_s: float | None, wall_s: float | None) -> None:
+        """Ends the agent phase at its time limit (attested provider waits excluded) or at the
+        hard wall-clock cap (nothing excluded), whichever comes first."""
         while self.phase == "agent":
-            used = time.monotonic() - self._agent_started - self.state.cooldown_s
-            if used >= limit_s:
-                await self.end_agent_phase(
-                    "time_limit",
-                    "timed_out",
-                    f"the agent reached its {limit_s:g} s limit",
-                    error_kind="agent",
-                )
+            now = self._now()
+            elapsed = now - self._agent_started
+            left = [] if wall_s is None else [wall_s - elapsed]
+            if limit_s is not None:
+                left.append(limit_s - (elapsed - self.agent_clock.excluded_s(now)))
+            if min(left) <= 0:
+                if limit_s is not None and left[-1] <= 0:
+                    why = f"the agent reached its {limit_s:g} s limit"
+                else:
+                    why = f"the agent phase reached its hard wall-clock cap of {wall_s:g} s"
+                self._update(cooldown_s=round(self.agent_clock.excluded_s(now), 3))
+                await self.end_agent_phase("time_limit", "timed_out", why, error_kind="agent")
                 return
-            await asyncio.sleep(min(1.0, limit_s - used))
+            await asyncio.sleep(min(1.0, max(0.01, min(left))))
 
     async def end_agent_phase(
         self,
@@ -545,7 +578,7 @@ class RunController(AgentPort):
             passed=passed,
             steps=steps,
             end_reason=self.state.end_reason,
-            duration_s=round(time.monotonic() - self._clock_started, 3),
+            duration_s=round(self._now() - self._clock_started, 3),
             finished_at=utc_timestamp(datetime.now(UTC)),
             error=error,
             error_kind=self.error_kind if error else None,
@@ -574,6 +607,26 @@ class RunController(AgentPort):
                 f.write(f"{utc_timestamp(datetime.now(UTC))} {line}\n")
         except OSError as e:
             logger.warning("evaluator log not written: %s", e)
+
+
+def agent_command(manifest: RunManifest, settings: DaemonSettings) -> tuple[tuple[str, ...], bool]:
+    """The agent's command line, and whether it is the built-in ``srez-agent``.
+
+    A ``cmd:NAME`` run runs the ``agent_cmd`` its ``run.json`` records (else the daemon's own
+    ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command; any other spec
+    runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
+    """
+    spec = manifest.agent_spec
+    if spec.startswith(CUSTOM_PREFIX):
+        argv = manifest.agent_cmd or (None if settings.agent_is_builtin else settings.agent_argv)
+        if not argv:
+            msg = f"run.json names the custom agent {spec!r} but records no agent_cmd to run"
+            raise RunSetupError(msg)
+        return tuple(argv), False
+    if manifest.agent_cmd is not None:
+        msg = f"run.json records an agent_cmd for agent {spec!r}: a custom command runs as cmd:NAME"
+        raise RunSetupError(msg)
+    return settings.agent_argv, settings.agent_is_builtin
 
 
 def _forced_reason(reason: str) -> ForcedReason:

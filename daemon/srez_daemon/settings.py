@@ -11,7 +11,15 @@ Environment (DESIGN.md §4-§7):
 * ``SREZ_ENDPOINT_FILE``: where to write ``{"host", "port", "pid"}`` once listening (for ``local``).
 * ``SREZ_AGENT_SOCKET``: the agent's unix socket (default ``<run dir>/agent.sock``).
 * ``SREZ_AGENT_CMD``: the agent command as a JSON list (default ``python -m srez_daemon.agent``).
-* ``SREZ_AGENT_TIME_LIMIT_S``: the agent's wall-time limit; provider cooldown does not count.
+  A run whose ``run.json`` names a ``cmd:NAME`` agent runs the ``agent_cmd`` recorded there
+  instead. Any command but the default is a custom agent: never handed the oracle, its exit
+  claims and provider waits not attested (:mod:`srez_daemon.attest`).
+* ``SREZ_AGENT_TIME_LIMIT_S``: the agent's time limit. Attested provider waits do not count
+  (:mod:`srez_daemon.agent_clock`), within ``SREZ_PROVIDER_WAIT_CAP_S`` per note (default 120)
+  and ``SREZ_PROVIDER_WAIT_RUN_CAP_S`` per run (default 600).
+* ``SREZ_AGENT_WALL_CAP_S``: the hard wall-clock cap of the agent phase, which ends it whatever
+  was excluded; default, with a time limit, 3 x the limit + the per-run wait cap (none without a
+  time limit, unless set).
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
 * ``SREZ_NOTES_MAX_BYTES`` (default 64 MiB), ``SREZ_NOTES_MAX_COUNT`` (default 10,000): caps on
   the agent's notes (``POST /dialog``) in one run, in bytes of dialog lines and in notes. The first
@@ -19,6 +27,10 @@ Environment (DESIGN.md §4-§7):
   ``notes_dropped`` entry is written, and every later note is refused the same way; tool calls go
   on. ``SREZ_NOTE_MAX_BYTES`` (default 1 MiB, the readers' line limit): the largest note's line; a
   larger note alone is refused with 413. With the step budget this bounds ``dialog.jsonl``.
+* ``SREZ_EXEC_ALLOW``: a JSON list of the programs exec may run (argv[0], exactly); any other is a
+  403, and so is the pty unless its shell is listed. Unset (the default): any program. For a
+  daemon whose API is fuzzed or shown to people who must not run commands (the schemathesis
+  test allows ``["true", "echo"]``).
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
 * ``SREZ_SANDBOX``: ``bubblewrap`` runs the agent in a bubblewrap sandbox
@@ -33,6 +45,7 @@ Environment (DESIGN.md §4-§7):
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -50,6 +63,12 @@ DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
 NOTES_MAX_BYTES: Final = 64 << 20
 NOTES_MAX_COUNT: Final = 10_000
 NOTE_MAX_BYTES: Final = 1 << 20  # protocol.dialog.MAX_LINE_BYTES: a longer line is unreadable
+PROVIDER_WAIT_CAP_S: Final = 120.0
+"""The most one ``provider_error`` note can exclude from the agent's time (default)."""
+PROVIDER_WAIT_RUN_CAP_S: Final = 600.0
+"""The most a whole run's provider waits can exclude from the agent's time (default)."""
+WALL_CAP_LIMITS: Final = 3.0
+"""The default hard wall cap is this many time limits plus the per-run wait cap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +141,10 @@ class DaemonSettings:
     agent_socket: Path | None = None
     agent_argv: tuple[str, ...] = DEFAULT_AGENT_ARGV
     agent_time_limit_s: float | None = None
+    provider_wait_cap_s: float = PROVIDER_WAIT_CAP_S
+    provider_wait_run_cap_s: float = PROVIDER_WAIT_RUN_CAP_S
+    agent_wall_cap_s: float | None = None
+    """The hard wall-clock cap as set; :attr:`wall_cap_s` is the one that applies."""
     pty_idle_s: float = 300.0
     max_sessions: int = 8
     keep: bool = False
@@ -134,6 +157,12 @@ class DaemonSettings:
     """The ``bwrap`` program when the agent runs in a sandbox (``SREZ_SANDBOX=bubblewrap``)."""
     sandbox_hide: tuple[Path, ...] = ()
     """More host paths the sandboxed agent must not see (``SREZ_SANDBOX_HIDE``)."""
+    exec_allow: tuple[str, ...] | None = None
+    """The programs exec and the pty may run (None: any)."""
+
+    def may_run(self, program: str) -> bool:
+        """Whether exec (or the pty) may run ``program`` (``SREZ_EXEC_ALLOW``)."""
+        return self.exec_allow is None or program in self.exec_allow
 
     @property
     def paths(self) -> RunPaths:
@@ -142,6 +171,16 @@ class DaemonSettings:
     @property
     def socket_path(self) -> Path:
         return self.agent_socket or self.run_dir / "agent.sock"
+
+    @property
+    def wall_cap_s(self) -> float | None:
+        """The agent phase's hard wall-clock cap: as set, else 3 x the time limit + the per-run
+        wait cap, else none (no time limit)."""
+        if self.agent_wall_cap_s is not None:
+            return self.agent_wall_cap_s
+        if self.agent_time_limit_s is None:
+            return None
+        return WALL_CAP_LIMITS * self.agent_time_limit_s + self.provider_wait_run_cap_s
 
     @property
     def agent_is_builtin(self) -> bool:
@@ -169,8 +208,10 @@ class DaemonSettings:
             try:
                 value = float(raw)
             except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
                 msg = f"{name}={raw!r} is not a number"
-                raise SettingsError(msg) from None
+                raise SettingsError(msg)
             if value < low:
                 msg = f"{name}={raw!r} must be at least {low:g}"
                 raise SettingsError(msg)
@@ -218,6 +259,11 @@ class DaemonSettings:
             agent_socket=Path(socket) if socket else None,
             agent_argv=argv,
             agent_time_limit_s=number("SREZ_AGENT_TIME_LIMIT_S", None, low=1.0),
+            provider_wait_cap_s=_or(number("SREZ_PROVIDER_WAIT_CAP_S", None), PROVIDER_WAIT_CAP_S),
+            provider_wait_run_cap_s=_or(
+                number("SREZ_PROVIDER_WAIT_RUN_CAP_S", None), PROVIDER_WAIT_RUN_CAP_S
+            ),
+            agent_wall_cap_s=number("SREZ_AGENT_WALL_CAP_S", None, low=1.0),
             pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0) or 300.0,
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
             keep=keep,
@@ -227,6 +273,7 @@ class DaemonSettings:
             note_max_bytes=int(
                 min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256) or 0, NOTE_MAX_BYTES)
             ),
+            exec_allow=_string_list(environ, "SREZ_EXEC_ALLOW"),
         )
 
 
@@ -248,3 +295,21 @@ def _bwrap(environ: Mapping[str, str]) -> Path | None:
         )
         raise SettingsError(msg)
     return found
+
+
+def _string_list(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    if not (isinstance(parsed, list) and all(isinstance(a, str) and a for a in parsed)):
+        msg = f'{name} must be a JSON list of program names, e.g. ["true", "echo"]'
+        raise SettingsError(msg)
+    return tuple(parsed)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value

@@ -74,13 +74,15 @@ def done_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 @pytest.fixture
-def agent_phase_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Daemon]:
+def agent_phase_run(tmp_path: Path) -> Iterator[Daemon]:
     """A run stuck in its agent phase: its agent never talks to the daemon."""
-    monkeypatch.setenv("SREZ_AGENT_CMD", '["/bin/sleep", "60"]')
+    sleeper = spec_for(tmp_path / "results", agent="cmd:sleeper").model_copy(
+        update={"agent_cmd": ("/bin/sleep", "60")}
+    )
 
     async def go() -> Daemon:
         backend = LocalBackend(tmp_path / "state")
-        handle = await backend.launch(spec_for(tmp_path / "results"))
+        handle = await backend.launch(sleeper)
         return Daemon(
             await backend.endpoint(handle),
             await backend.token(handle),

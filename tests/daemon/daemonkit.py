@@ -80,16 +80,23 @@ def request(
 
 
 def prepare(
-    root: Path, *, task_id: str = "sre-007", agent_spec: str = "scripted", token: str | None = None
+    root: Path,
+    *,
+    task_id: str = "sre-007",
+    agent_spec: str = "scripted",
+    token: str | None = None,
+    recorded_cmd: Sequence[str] | None = None,
 ) -> tuple[Path, Path]:
-    """Writes a run folder with run.json and a token file; returns (run_dir, token_file)."""
+    """Writes a run folder with run.json and a token file; returns (run_dir, token_file).
+    ``recorded_cmd`` is run.json's ``agent_cmd`` (a ``cmd:NAME`` agent's command)."""
     run_dir = root / "run"
     run_dir.mkdir(parents=True)
     manifest = RunManifest(
         run_id=RUN_ID,
         task_id=task_id,
-        agent=agent_spec.split(":")[0],
+        agent=agent_spec.removeprefix("cmd:").split(":")[0],
         agent_spec=agent_spec,
+        agent_cmd=None if recorded_cmd is None else tuple(recorded_cmd),
         model="none",
         backend="local",
         run_seed=0,
@@ -131,9 +138,13 @@ def live_daemon(
     agent_cmd: Sequence[str] | None = None,
     keep: bool = True,
     env: Mapping[str, str] | None = None,
+    recorded_cmd: Sequence[str] | None = None,
 ) -> Iterator[Daemon]:
-    """Starts ``srez-daemon`` in its own session and stops it (SIGTERM, then SIGKILL) after."""
-    run_dir, token_file = prepare(root, task_id=task_id, agent_spec=agent_spec)
+    """Starts ``srez-daemon`` in its own session and stops it (SIGTERM, then SIGKILL) after.
+    ``agent_cmd`` is the daemon's ``SREZ_AGENT_CMD``; ``recorded_cmd`` run.json's ``agent_cmd``."""
+    run_dir, token_file = prepare(
+        root, task_id=task_id, agent_spec=agent_spec, recorded_cmd=recorded_cmd
+    )
     endpoint = root / "endpoint.json"
     extra = dict(env or {})
     if agent_cmd is not None:

@@ -133,6 +133,24 @@ async def test_exec_runs_in_the_run_folder(make_harness: MakeHarness, tmp_path: 
     assert (await resp.json())["stdout"] == f"{tmp_path / 'sub'}\n"
 
 
+async def test_exec_cwd_must_resolve_inside_the_run_folder(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    """Issue 11 item 9: ``cwd`` escaped the run folder, though the docs say it is inside."""
+    h = await make_harness()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "out").symlink_to("/tmp")
+    (tmp_path / "sub" / "up").symlink_to(tmp_path.parent)
+    (tmp_path / "in").symlink_to(tmp_path / "sub")
+    for cwd in ("..", "sub/../..", "/tmp", "/", "out", "sub/up", "sub/..", "a\x00b"):
+        resp = await h.client.post("/api/exec", json={"argv": ["pwd"], "timeout_s": 5, "cwd": cwd})
+        body = await resp.json()
+        assert resp.status == 400 and body["error"]["code"] == "bad_request", (cwd, body)
+    for cwd, where in (("in", tmp_path / "sub"), (str(tmp_path / "sub"), tmp_path / "sub")):
+        resp = await h.client.post("/api/exec", json={"argv": ["pwd"], "timeout_s": 5, "cwd": cwd})
+        assert (await resp.json())["stdout"] == f"{where.resolve()}\n", cwd
+
+
 async def test_exec_output_flood_is_capped(make_harness: MakeHarness) -> None:
     """SECURITY test 32, scaled: 20 MB of output -> 1 MiB kept, RSS +<10 MiB, no survivor."""
     h = await make_harness()

@@ -297,3 +297,54 @@ async def test_pty_and_exec_share_one_cap(aiohttp_client: AiohttpClient, tmp_pat
     async with client.ws_connect("/api/pty"):
         assert (await client.post("/api/exec", json=exec_body)).status == 429
     assert (await client.post("/api/exec", json=exec_body)).status == 200
+
+
+SETSID_CLIENT = """
+import asyncio, sys
+import aiohttp
+
+async def main(url):
+    session = aiohttp.ClientSession()
+    ws = await session.ws_connect(url)
+    # a child in a session of its own; one that also forks away from the shell; and one that
+    # forks away and drops its environment (the session cookie with it)
+    await ws.send_bytes(
+        b"setsid sleep 5151.7 & setsid -f sleep 5151.7; (setsid env -i /bin/sleep 5151.7 &);"
+        b" echo started\\n"
+    )
+    seen = b""
+    while b"started" not in seen.replace(b"echo started", b""):
+        seen += (await ws.receive()).data
+    print("sent", flush=True)
+    await asyncio.sleep(3600)  # until killed: no close frame, the connection just drops
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_pty_setsid_children_are_gone_after_the_connection_drops(
+    make_harness: MakeHarness,
+) -> None:
+    """Issue 11 item 9: a pty's setsid child survived a dropped connection. The client is
+    SIGKILLed (no close frame) and the idle timeout is far away: the drop alone ends it all."""
+    h = await make_harness(pty_idle_s=300)
+    client = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        SETSID_CLIENT,
+        str(h.client.make_url("/api/pty")),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert client.stdout is not None
+    try:
+        async with asyncio.timeout(20):
+            assert await client.stdout.readline() == b"sent\n"
+        await wait_for(lambda: len(marked("5151.7")) == 3, 6)
+        sessions = {p.pid: os.getsid(p.pid) for p in marked("5151.7")}
+        assert len(set(sessions.values())) == 3  # each in a session of its own
+    finally:
+        client.kill()
+        async with asyncio.timeout(5):
+            await client.wait()
+    gone = await wait_for(lambda: not marked("5151.7") and h.limiter.in_use == 0, 5)
+    print(f"pty dropped: the 3 setsid children gone {gone:.3f} s after the client was killed")

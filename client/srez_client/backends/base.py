@@ -64,7 +64,11 @@ class LaunchSpec(BaseModel):
     task_id: str
     """Task id, e.g. ``sre-007``."""
     agent_spec: str
-    """``scripted``, ``heuristic``, ``random``, ``replay:PATH``, ``llm`` or ``llm-json``."""
+    """``scripted``, ``heuristic``, ``random``, ``replay:PATH``, ``llm``, ``llm-json`` or
+    ``cmd:NAME`` (a custom agent command, :mod:`srez_client.agent_command`)."""
+    agent_cmd: tuple[str, ...] | None = None
+    """The command of a ``cmd:NAME`` agent (None: ``SREZ_AGENT_CMD`` at launch); only for
+    ``cmd:`` specs."""
     model: str = "none"
     """Model slug (``none`` for the baselines)."""
     run_seed: int = 0

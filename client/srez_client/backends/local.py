@@ -53,6 +53,7 @@ from typing import ClassVar, Final
 import aiohttp
 from pydantic import ValidationError
 
+from srez_client.agent_command import agent_command
 from srez_client.backends.base import (
     Backend,
     LaunchSpec,
@@ -99,7 +100,7 @@ from srez_client.results import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest
 from srez_daemon.storage import atomic_write_json, utc_timestamp
 from srez_daemon.supervisor import model_variables
-from srez_env.agents import make_agent
+from srez_env.agents import custom_agent_name, make_agent
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -121,11 +122,16 @@ PASS_ENV: Final = (
     "PYTHONUTF8",
     "PYTHONDONTWRITEBYTECODE",
     "VIRTUAL_ENV",
-    "SREZ_AGENT_CMD",
     "SREZ_PTY_IDLE_S",
     "SREZ_MAX_SESSIONS",
+    "SREZ_EXEC_ALLOW",
+    "SREZ_PROVIDER_WAIT_CAP_S",
+    "SREZ_PROVIDER_WAIT_RUN_CAP_S",
+    "SREZ_AGENT_WALL_CAP_S",
 )
-"""Variables passed through to the daemon (when set); nothing else of this environment is."""
+"""Variables passed through to the daemon (when set); nothing else of this environment is.
+``SREZ_AGENT_CMD`` is not among them: a custom command reaches the daemon through ``run.json``
+(``agent_cmd`` of a ``cmd:NAME`` run), where it is recorded."""
 
 
 class LocalBackend(Backend):
@@ -172,14 +178,16 @@ class LocalBackend(Backend):
         """Write the run's state, spawn its daemon and wait until it answers ``/api/health``."""
         (task,) = load_tasks([spec.task_id])
         agent_spec = _absolute_replay(spec.agent_spec)
-        agent = make_agent(agent_spec, task, spec.run_seed)  # fails fast on a bad agent
-        if agent.name == "llm" and spec.model in ("", "none"):
+        agent_cmd = agent_command(agent_spec, spec.agent_cmd, os.environ)
+        # fails fast on a bad agent; a custom command is named by its spec
+        name = custom_agent_name(agent_spec) or make_agent(agent_spec, task, spec.run_seed).name
+        if name == "llm" and spec.model in ("", "none"):
             msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
             raise UsageError(msg)
         isolation = await asyncio.to_thread(choose_isolation, self.sandbox, os.environ)
         now = datetime.now(UTC)
         run_id = new_run_id(now)
-        run_path(spec.results_root, task.id, spec.model, agent.name, run_id)  # names are safe
+        run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
         folder = self.live / run_id
         private_dir(self.live)
         folder.mkdir(mode=0o700)
@@ -188,8 +196,9 @@ class LocalBackend(Backend):
         manifest = RunManifest(
             run_id=run_id,
             task_id=task.id,
-            agent=agent.name,
+            agent=name,
             agent_spec=agent_spec,
+            agent_cmd=agent_cmd,
             model=spec.model,
             backend=BACKEND,
             run_seed=spec.run_seed,
@@ -201,7 +210,7 @@ class LocalBackend(Backend):
             run_id=run_id,
             task_id=task.id,
             model=spec.model,
-            agent=agent.name,
+            agent=name,
             results_root=spec.results_root.resolve(),
             nonce=nonce,
             owner=os.getuid(),

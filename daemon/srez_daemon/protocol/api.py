@@ -160,6 +160,8 @@ class ExecRequest(_Wire):
     argv: list[str] = Field(min_length=1)
     timeout_s: float = Field(gt=0, le=3600)
     cwd: str | None = None
+    """A folder inside the run folder: relative to it, or absolute inside it (default: the run
+    folder). ``..``, a path elsewhere and a link that leads out are refused with a 400."""
 
 
 class ExecResult(_Wire):

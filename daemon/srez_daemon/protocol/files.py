@@ -31,7 +31,10 @@ class RunManifest(BaseModel):
     agent: str
     """Agent name as the results layout uses it."""
     agent_spec: str
-    """The agent as requested (``scripted``, ``replay:PATH`` ...)."""
+    """The agent as requested (``scripted``, ``replay:PATH``, ``cmd:NAME`` ...)."""
+    agent_cmd: tuple[str, ...] | None = None
+    """The command line of a custom agent (``agent_spec`` ``cmd:NAME``, ``agent`` NAME), as run;
+    None for the built-in agents."""
     model: str
     """Model slug as given (``none`` for the baselines)."""
     backend: str

@@ -4,7 +4,9 @@ How a command runs, and the decisions where the design is silent:
 
 * argv is executed directly (no shell), in a new session (``start_new_session``) so its process
   group can be killed as one, with stdin on ``/dev/null`` and the cwd in the run folder (a
-  relative ``cwd`` is relative to it). A cwd that is not a directory is a 400.
+  relative ``cwd`` is relative to it). The cwd must resolve inside the run folder: a ``..``
+  component, an absolute path elsewhere, or a symlink that leads out is a 400, as is a cwd that
+  is not a directory. The command runs in the resolved folder (its links followed once, here).
 * An argv[0] that cannot be run is a result, not an error, as in a shell: exit code 127 when it is
   not found, 126 when it is found but cannot be executed, the OS message in stderr.
 * stdout and stderr are read concurrently by a subprocess protocol. The first 1 MiB of each is
@@ -23,6 +25,7 @@ How a command runs, and the decisions where the design is silent:
   while the first still runs waits for it, and reusing an id for a different body is a 409.
   Only completed results are remembered: a 4xx or 429 does not pin the id.
 * At most ``max_sessions`` execs and ptys run at once (one ``SessionLimiter``); over it, 429.
+* With ``SREZ_EXEC_ALLOW`` set, an argv[0] that is not listed is a 403 (nothing runs).
 
 Nothing here blocks the event loop: the process is spawned by the loop, and the ``/proc`` sweeps
 run in a worker thread.
@@ -204,6 +207,10 @@ class ExecService:
                 del self._replies[request_id]
 
     async def _run_limited(self, exec_request: ExecRequest) -> ExecResult:
+        program = exec_request.argv[0]
+        if not self._settings.may_run(program):
+            msg = f"this daemon runs only {', '.join(self._settings.exec_allow or ())} (SREZ_EXEC_ALLOW), not {program!r}"
+            raise ApiError(code="forbidden", message=msg)
         cwd = self._cwd(exec_request.cwd)
         if not self._limiter.try_acquire():
             msg = f"{self._limiter.limit} exec/pty sessions are already running; retry later"
@@ -214,7 +221,21 @@ class ExecService:
             self._limiter.release()
 
     def _cwd(self, cwd: str | None) -> Path:
-        path = self._settings.run_dir if cwd is None else self._settings.run_dir / cwd
+        root = self._settings.run_dir.resolve()
+        if cwd is None:
+            path = root
+        else:
+            if ".." in Path(cwd).parts:
+                msg = f"cwd {cwd!r} must not contain '..': it is a folder inside the run"
+                raise ApiError(code="bad_request", message=msg)
+            try:
+                path = (root / cwd).resolve()  # an absolute cwd replaces root here
+            except (OSError, ValueError) as e:  # a NUL byte, a symlink loop
+                msg = f"cwd {cwd!r} cannot be resolved: {e}"
+                raise ApiError(code="bad_request", message=msg) from None
+            if not path.is_relative_to(root):
+                msg = f"cwd {cwd!r} is outside the run folder (links followed)"
+                raise ApiError(code="bad_request", message=msg)
         if not path.is_dir():
             msg = f"cwd {cwd!r} is not a directory in the run"
             raise ApiError(code="bad_request", message=msg)

@@ -13,9 +13,15 @@ A session (one exec, one pty) is found three ways, because each way misses somet
    ``nohup ... &`` from a shell that then exited). The idea is Jenkins' ``BUILD_ID`` process-tree
    killer.
 
-What none of them catches, a documented limit: a process that left the group, was re-parented and
-also dropped the cookie (``env -i``, or a program that builds its own environment), and a process
-whose environment the daemon may not read (another uid, when the daemon is not root). A fork bomb
+4. **Its terminal** (a pty session only). A process started from the shell holds the session's
+   pty slave open as its stdin, stdout or stderr, whatever else it changed: scanning every
+   process's open files for that device finds the escapee that left the group, was re-parented
+   *and* dropped the cookie (``setsid env -i cmd &``).
+
+What none of them catches, a documented limit: a process that left the group, was re-parented,
+dropped the cookie and closed the terminal (a full daemon: ``setsid env -i cmd </dev/null
+>/dev/null 2>&1 &``), and a process whose environment and files the daemon may not read (another
+uid, when the daemon is not root). A fork bomb
 can outrun the sweep's rounds; the container's ``pids.max`` is the defence there, not this module.
 
 Every function here is synchronous and does a little ``/proc`` I/O: call the scans through
@@ -158,12 +164,44 @@ def _environ(pid: int) -> bytes | None:
         return None
 
 
+def terminal_of(pid: int) -> str | None:
+    """The terminal ``pid``'s stdin is (``/dev/pts/N``), or None (not a terminal, no /proc)."""
+    try:
+        path = str((_PROC / str(pid) / "fd" / "0").readlink())
+    except OSError:
+        return None
+    return path if path.startswith("/dev/pts/") else None
+
+
+def terminal_holders(tty: str) -> list[psutil.Process]:
+    """Every live process (but this one) holding ``tty`` open on any file descriptor."""
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    for pid in psutil.pids():
+        if pid == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")  # noqa: PTH208 - hot loop, no Path objects
+        except OSError:
+            continue  # gone, or another uid's
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != tty:  # noqa: PTH115 - hot loop
+                    continue
+                found.append(psutil.Process(pid))
+            except (OSError, psutil.Error):
+                continue
+            break
+    return found
+
+
 def kill_session(
     pgid: int,
     cookie: str,
     tree: Iterable[psutil.Process] | None = None,
     *,
     born_after: int | None = None,
+    tty: str | None = None,
 ) -> int:
     """SIGKILLs a session: its group, its descendants, then every process with its cookie.
 
@@ -174,6 +212,7 @@ def kill_session(
             its hangup); by default they are listed here, before the group is killed, while
             the root still holds them.
         born_after: passed to ``tagged``: the root's pid, for a short session.
+        tty: the session's terminal (a pty's slave): whatever still holds it is killed too.
 
     Returns:
         How many processes were killed one by one (besides the group's signal).
@@ -183,6 +222,8 @@ def kill_session(
     killed = sum(_kill(p) for p in listed)
     for _ in range(SWEEP_ROUNDS):
         found = tagged(cookie, born_after=born_after)
+        if tty is not None:
+            found += terminal_holders(tty)
         if not found:
             break
         killed += sum(_kill(p) for p in found)

@@ -9,8 +9,9 @@ pty fails with EIO), after ``pty_idle_s`` seconds without input or output, or at
 Ending means, in this order: stop reading; SIGHUP (and SIGCONT) to the shell's process group and
 to the group of each of its descendants (an interactive shell gives every job its own group);
 up to ``HUP_GRACE_S`` for them to go; then SIGKILL to the group, to the descendants listed before
-the hangup and to every process carrying the session's cookie (``procs``: this catches what
-ignored the hangup or left the tree, ``nohup``/``setsid`` escapees included); reap the shell;
+the hangup, to every process carrying the session's cookie and to every process still holding
+the session's terminal (``procs``: this catches what ignored the hangup or left the tree,
+``nohup``/``setsid`` escapees included, also one that dropped the cookie); reap the shell;
 give back the session slot; close the pty in a worker thread; and only then answer the close,
 so when a client's ``close()`` returns, the session's processes are gone.
 
@@ -73,6 +74,8 @@ class _Session:
     last_activity: float
     stop: asyncio.Future[tuple[int, str]]
     """Set, first reason wins, when something other than the client ends the session."""
+    tty: str | None = None
+    """The pty's slave (``/dev/pts/N``): what still holds it when the session ends is killed."""
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     warned: bool = False
 
@@ -117,6 +120,9 @@ class PtyService:
         )
         try:
             cols, rows = _size(request.query)
+            if not self._settings.may_run(self._shell()[0]):
+                msg = f"this daemon runs only {', '.join(self._settings.exec_allow or ())} (SREZ_EXEC_ALLOW): no shell"
+                raise ApiError(code="forbidden", message=msg)
             if not ws.can_prepare(request).ok:
                 raise ApiError(code="bad_request", message="/api/pty expects a WebSocket upgrade")
             if not self._limiter.try_acquire():
@@ -166,7 +172,9 @@ class PtyService:
         cookie = procs.new_cookie()
         proc = await self._spawn(cols, rows, cookie)
         loop = asyncio.get_running_loop()
-        session = _Session(proc, ws, cookie, loop.time(), loop.create_future())
+        session = _Session(
+            proc, ws, cookie, loop.time(), loop.create_future(), tty=procs.terminal_of(proc.pid)
+        )
         self._sessions.add(session)
         return session
 
@@ -282,7 +290,7 @@ class PtyService:
         # a bigger one (a fork bomb) goes straight to SIGKILL once the shell is gone.
         watched = tree if len(tree) <= WATCH_MAX else []
         await _poll(lambda: not (_alive(s.proc) or _any_running(watched)), HUP_GRACE_S)
-        escaped = await asyncio.to_thread(procs.kill_session, s.pid, s.cookie, tree)
+        escaped = await asyncio.to_thread(procs.kill_session, s.pid, s.cookie, tree, tty=s.tty)
         await _poll(lambda: not _alive(s.proc), REAP_WAIT_S)
         try:
             await asyncio.to_thread(s.proc.close)

@@ -9,10 +9,16 @@ rejects them with its own error codes and counts the step).
 ``llm`` and ``llm-json`` are the LLM agent (:mod:`srez_env.agents.llm`); it needs a model client,
 which only the agent process has (``srez-agent``). Built without one, it is a spec check only:
 its first ``act`` raises :class:`~srez_env.agents.llm.LLMConfigError`.
+
+``cmd:NAME`` is a custom agent command (bring your own agent): a process of its own that speaks
+the agent socket, so nothing here can build it; :func:`custom_agent_name` checks the spec. NAME
+is the agent's name in the results layout (``results/<task>/<model>/<NAME>/``), so it may not be
+the name of a built-in agent: a custom command is never filed as a baseline.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +29,14 @@ from srez_env.task import Task
 if TYPE_CHECKING:
     from srez_env.agents.llm import ModelClient, Note
 
-AGENT_KINDS = ("scripted", "heuristic", "random", "replay:FILE", "llm", "llm-json")
+AGENT_KINDS = ("scripted", "heuristic", "random", "replay:FILE", "llm", "llm-json", "cmd:NAME")
+CUSTOM_PREFIX = "cmd:"
+"""Spec prefix of a custom agent command: ``cmd:NAME``."""
+BUILTIN_AGENT_NAMES = frozenset(
+    {"scripted", "heuristic", "random", "replay", "llm", "llm-json", "memorised", "policy"}
+)
+"""Names the built-in agents file their runs under; no custom agent may take one."""
+_CUSTOM_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 
 
 class Agent(Protocol):
@@ -38,6 +51,25 @@ class Agent(Protocol):
 
 class AgentSpecError(EnvError, ValueError):
     """An agent spec names no known agent."""
+
+
+def custom_agent_name(spec: str) -> str | None:
+    """NAME of a ``cmd:NAME`` spec (None for any other spec).
+
+    Raises:
+        AgentSpecError: If NAME is not 1 to 40 of ``a-z 0-9 . _ -`` starting with a letter or
+            digit, or is the name of a built-in agent.
+    """
+    if not spec.startswith(CUSTOM_PREFIX):
+        return None
+    name = spec.removeprefix(CUSTOM_PREFIX)
+    if not _CUSTOM_NAME.fullmatch(name):
+        msg = f"custom agent name {name!r}: use 1 to 40 of a-z 0-9 . _ - (e.g. cmd:my-agent)"
+        raise AgentSpecError(msg)
+    if name in BUILTIN_AGENT_NAMES:
+        msg = f"custom agent name {name!r} is a built-in agent's: a custom command files its runs under a name of its own (e.g. cmd:my-{name})"
+        raise AgentSpecError(msg)
+    return name
 
 
 def make_agent(spec: str, task: Task, run_seed: int = 0) -> Agent:
@@ -86,5 +118,8 @@ def build_agent(
             return LLMAgent(unbound, UnboundClient())
         settings = LLMSettings.from_env(environ, spec=spec)
         return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
+    if custom_agent_name(spec) is not None:
+        msg = f"{spec!r} is a custom agent command: it runs as its own process (--backend local), not in this one"
+        raise AgentSpecError(msg)
     msg = f"unknown agent {spec!r} (known: {', '.join(AGENT_KINDS)})"
     raise AgentSpecError(msg)

@@ -1,8 +1,10 @@
 """Helpers for the managed-run tests: the real ``srez`` CLI and runner as subprocesses.
 
 Every test gets its own ``$SREZ_STATE`` and results root under ``tmp_path``. A slow agent (for a
-task in flight) is the real ``srez-agent`` started after a sleep, through ``SREZ_AGENT_CMD``,
-which the ``local`` backend passes to its daemons.
+task in flight) is the real ``srez-agent``, still the built-in agent (a custom command would be
+an agent of its own, ``cmd:NAME``, and never the oracle), that sleeps before it starts: a
+``sitecustomize`` module on ``PYTHONPATH``, which the ``local`` backend passes to its daemons and
+they to their agents, sleeps in the one process that has ``SREZ_AGENT_SPEC`` (the agent).
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-SLOW_AGENT = """\
-import runpy, sys, time
-time.sleep({seconds!r})
-sys.argv = ["srez-agent"]
-runpy.run_module("srez_daemon.agent", run_name="__main__")
+SLOW_START = """\
+import os, time
+if os.environ.get("SREZ_AGENT_SPEC"):  # the agent process alone has it
+    time.sleep({seconds!r})
 """
 
 
@@ -88,12 +89,14 @@ class Kit:
     def slow(self, seconds: float) -> dict[str, str]:
         """Environment for runs whose agent sleeps ``seconds`` first (``local`` backend).
 
-        The delay is written into the script: the daemon gives its agent only a short list of
-        variables, so an environment variable would never reach it.
+        The delay is written into the module: the daemon gives its agent only a short list of
+        variables (``PYTHONPATH`` among them), so a variable of its own would never reach it.
         """
-        script = self.tmp / f"slow_agent_{seconds:g}.py"
-        script.write_text(SLOW_AGENT.format(seconds=seconds))
-        return {"SREZ_AGENT_CMD": json.dumps([sys.executable, str(script)])}
+        site = self.tmp / f"slow_start_{seconds:g}"
+        site.mkdir(exist_ok=True)
+        (site / "sitecustomize.py").write_text(SLOW_START.format(seconds=seconds))
+        path = os.pathsep.join(p for p in (str(site), self.env.get("PYTHONPATH", "")) if p)
+        return {"PYTHONPATH": path}
 
     def output(self, name: str, target: str) -> dict[str, dict[str, object]]:
         """The target's checkpoint records by task ({} before the first)."""

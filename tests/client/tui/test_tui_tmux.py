@@ -1,7 +1,7 @@
 """The real program in a real terminal (tmux): ``srez attach`` on a live ``local`` run.
 
-The run's agent is the heuristic expert slowed to one action per 0.4 s (a wrapper given as
-``SREZ_AGENT_CMD``), launched with ``keep`` so its daemon serves after the run. The test watches
+The run's agent is the heuristic expert slowed to one action per 0.4 s (a wrapper run as the
+custom agent ``cmd:slow-heuristic``), launched with ``keep`` so its daemon serves after the run. The test watches
 entries arrive live, opens Changes (the reference appears by itself) and Evaluation Result once
 the run ends, then detaches with "Detach + Stop" and checks the run stopped.
 """
@@ -9,7 +9,6 @@ the run ends, then detaches with "Detach + Stop" and checks the run stopped.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import subprocess
 import sys
@@ -38,6 +37,8 @@ class Slow:
         time.sleep(0.4)
         return self.agent.act(observation)
 
+import os
+os.environ["SREZ_AGENT_SPEC"] = "heuristic"  # the daemon says cmd:slow-heuristic
 main.build_agent = lambda *a, **k: Slow(build(*a, **k))
 main.main()
 """
@@ -71,15 +72,18 @@ class Tmux:
 async def launch_slow_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_id: str
 ) -> tuple[LocalBackend, RunHandle]:
-    """A live local run of the heuristic agent, slowed down so a viewer sees entries arrive;
+    """A live local run of the heuristic agent (``cmd:slow-heuristic``), slowed down so a viewer sees entries arrive;
     its state in ``tmp_path/state`` (also ``$SREZ_STATE``), kept serving after it finishes."""
     agent = tmp_path / "slow_agent.py"
     agent.write_text(SLOW_AGENT)
     monkeypatch.setenv("SREZ_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("SREZ_AGENT_CMD", json.dumps([sys.executable, str(agent)]))
     backend = LocalBackend(tmp_path / "state")
     spec = LaunchSpec(
-        task_id=task_id, agent_spec="heuristic", keep=True, results_root=tmp_path / "results"
+        task_id=task_id,
+        agent_spec="cmd:slow-heuristic",
+        agent_cmd=(sys.executable, str(agent)),
+        keep=True,
+        results_root=tmp_path / "results",
     )
     return backend, await backend.launch(spec)
 
@@ -96,7 +100,7 @@ async def test_attach_watches_a_live_run_then_detach_and_stop(
         first = await tmux.wait(r"Live · entry #\d+")
         seen = int(re.search(r"Live · entry #(\d+)", first).group(1))  # type: ignore[union-attr]
         later = await tmux.wait(r"Tool call: get_\w+")
-        assert "sre-001 (easy)" in later and "agent heuristic" in later
+        assert "sre-001 (easy)" in later and "agent slow-heuristic" in later
         await tmux.wait(r"Session complete", limit_s=15)
         final = int(re.search(r"entry #(\d+)", tmux.screen()).group(1))  # type: ignore[union-attr]
         assert final > seen  # entries arrived while we watched
@@ -133,7 +137,7 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
         await tmux.wait(r"ctrl r runs")
         tmux("send-keys", "-t", "tui", "C-v")  # the run attached at start, behind the dashboard
         first = await tmux.wait(r"Live · entry #\d+")
-        assert "sre-002" in first and "agent heuristic" in first and "Run viewer" in first
+        assert "sre-002" in first and "agent slow-heuristic" in first and "Run viewer" in first
         await tmux.wait(r"Session complete", limit_s=20)
         tmux("send-keys", "-t", "tui", "1")
         changes = await tmux.wait(r"Similarity to the reference")
