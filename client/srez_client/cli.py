@@ -42,7 +42,7 @@ from srez_client.report import (
     runs_table,
 )
 from srez_daemon.protocol import dialog_json_schema
-from srez_env.agents import make_agent
+from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 from srez_env.task import Task
@@ -303,8 +303,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     model = model_for(agents, args.model)
     for spec in agents:  # fail fast on an unknown agent or a malformed replay file
-        if spec not in LLM_SPECS:  # an LLM agent is built in its own process, with its model
-            make_agent(spec, tasks[0], 0)
+        # An LLM agent is built in its own process, with its model; a custom command (cmd:NAME)
+        # is its own process on a daemon backend (the inline backend refuses it below).
+        if spec in LLM_SPECS or (custom_agent_name(spec) and args.backend != "inline"):
+            continue
+        make_agent(spec, tasks[0], 0)
     if model != "none" and args.backend == "inline":
         msg = "the llm agents run on --backend local or docker (their own process), not inline"
         raise UsageError(msg)

@@ -263,7 +263,7 @@ class RunController(AgentPort):
         return build_sandbox(
             self.settings.bwrap,
             socket=self.settings.socket_path,
-            command=self.settings.agent_argv,
+            command=self.agent_argv,
             agent_spec=self.manifest.agent_spec,
             model=self.manifest.model,
             environ=self._environ,

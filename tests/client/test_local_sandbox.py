@@ -57,6 +57,17 @@ def kill_marked(mark: str) -> None:
             proc.kill()
 
 
+def agent_name(agent_cmd: list[str] | None) -> str:
+    return "cmd:custom" if agent_cmd else "heuristic"
+
+
+def results_of(tmp_path: Path, task: str, agent_cmd: list[str] | None) -> Path:
+    """The one run folder ``srez_run`` filed (custom commands under their own name)."""
+    name = agent_name(agent_cmd).removeprefix("cmd:")
+    (folder,) = (tmp_path / "results" / task / "none" / name).iterdir()
+    return folder
+
+
 def srez_run(
     tmp_path: Path, task: str, agent_cmd: list[str] | None, **env: str
 ) -> subprocess.CompletedProcess[str]:
@@ -67,7 +78,8 @@ def srez_run(
         **({"SREZ_AGENT_CMD": json.dumps(agent_cmd)} if agent_cmd else {}),
         **env,
     }
-    argv = [str(SREZ), "run", "--task", task, "--agent", "heuristic"]
+    # a custom command is an agent of its own (cmd:NAME); without one, the built-in heuristic
+    argv = [str(SREZ), "run", "--task", task, "--agent", agent_name(agent_cmd)]
     return subprocess.run(
         [*argv, "--results", str(tmp_path / "results")],
         capture_output=True,
@@ -99,11 +111,10 @@ def attack(
     mark = f"hostile-{uuid.uuid4().hex}"
     state = tmp_path / "state"
     try:
-        done = srez_run(
-            tmp_path, "sre-001", [sys.executable, str(HOSTILE), str(state), mark, "attack"]
-        )
+        hostile = [sys.executable, str(HOSTILE), str(state), mark, "attack"]
+        done = srez_run(tmp_path, "sre-001", hostile)
         survivors = [" ".join(p.cmdline()) for p in marked(mark)]
-        (folder,) = (tmp_path / "results" / "sre-001" / "none" / "heuristic").iterdir()
+        folder = results_of(tmp_path, "sre-001", hostile)
         report: dict[str, list[dict[str, object] | str]] = {}
         for line in (folder / "archive" / "dialog.jsonl").read_text().splitlines():
             entry = json.loads(line)
@@ -164,7 +175,7 @@ def test_without_bwrap_a_run_works_warns_and_records_isolation_none(tmp_path: Pa
     warnings = [line for line in done.stderr.splitlines() if "not isolated" in line]
     assert len(warnings) == 1 and "bwrap is not installed" in warnings[0]
     assert "apt-get install bubblewrap" in warnings[0] and "--backend docker" in warnings[0]
-    (folder,) = (tmp_path / "results" / "sre-001" / "none" / "heuristic").iterdir()
+    folder = results_of(tmp_path, "sre-001", None)
     assert json.loads((folder / "run.json").read_text())["isolation"] == "none"
     assert json.loads((folder / "summary.json").read_text())["status"] == "ok"
 
@@ -195,9 +206,10 @@ def test_replay_agent_reads_its_file_in_the_sandbox(tmp_path: Path, bwrap: None)
 def test_byo_agent_with_a_relative_path_runs_in_the_sandbox(tmp_path: Path, bwrap: None) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "byo_agent.py"
     (tmp_path / "my_agent.py").write_bytes(example.read_bytes())
-    done = srez_run(tmp_path, "sre-003", [sys.executable, "my_agent.py"], SREZ_SANDBOX="bubblewrap")
+    command = [sys.executable, "my_agent.py"]
+    done = srez_run(tmp_path, "sre-003", command, SREZ_SANDBOX="bubblewrap")
     assert done.returncode == 0, done.stderr[-2000:]
-    (folder,) = (tmp_path / "results" / "sre-003" / "none" / "heuristic").iterdir()
+    folder = results_of(tmp_path, "sre-003", command)
     assert "submitted at step" in (folder / "logs" / "agent.log").read_text()
 
 
@@ -210,7 +222,7 @@ def test_the_sandbox_dies_with_the_daemon(tmp_path: Path, bwrap: None) -> None:
         "SREZ_AGENT_CMD": json.dumps([sys.executable, str(HOSTILE), "/none", mark, "linger"]),
     }
     proc = subprocess.Popen(
-        [str(SREZ), "run", "--task", "sre-001", "--agent", "heuristic"]
+        [str(SREZ), "run", "--task", "sre-001", "--agent", "cmd:hostile"]
         + ["--results", str(tmp_path / "results")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=run_env, cwd=tmp_path,
     )  # fmt: skip

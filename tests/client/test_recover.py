@@ -204,7 +204,9 @@ def run_in_agent_phase(
 ) -> tuple[subprocess.Popen[str], Path]:
     """``srez run`` of sre-001 until its agent made ``calls`` calls (and now sleeps)."""
     before = set(live_runs(state))
-    proc = start(env, "run", "--task", "sre-001", "--agent", "scripted", "--results", str(results))
+    proc = start(
+        env, "run", "--task", "sre-001", "--agent", "cmd:sleepy", "--results", str(results)
+    )
     folder = until(lambda: [p for p in live_runs(state) if p not in before], what="a live run")
     assert isinstance(folder, list)
     run = folder[0]
@@ -354,7 +356,7 @@ def test_ctrl_c_of_a_local_eval_stops_mirrors_and_reports_its_runs(
     env = environ(state, agent_script, calls=2)
     tasks = "sre-001,sre-002,sre-003"
     proc = start(
-        env, "eval", "--backend", "local", "--parallel", "2", "--agent", "scripted",
+        env, "eval", "--backend", "local", "--parallel", "2", "--agent", "cmd:sleepy",
         "--tasks", tasks, "--results", str(results),
     )  # fmt: skip
     until(lambda: len(live_runs(state)) == 2, what="two runs")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import secrets
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -309,7 +310,7 @@ async def main(url):
     # a child in a session of its own; one that also forks away from the shell; and one that
     # forks away and drops its environment (the session cookie with it)
     await ws.send_bytes(
-        b"setsid sleep 5151.7 & setsid -f sleep 5151.7; (setsid env -i /bin/sleep 5151.7 &);"
+        b"setsid sleep MARK & setsid -f sleep MARK; (setsid env -i /bin/sleep MARK &);"
         b" echo started\\n"
     )
     seen = b""
@@ -328,10 +329,11 @@ async def test_pty_setsid_children_are_gone_after_the_connection_drops(
     """Issue 11 item 9: a pty's setsid child survived a dropped connection. The client is
     SIGKILLed (no close frame) and the idle timeout is far away: the drop alone ends it all."""
     h = await make_harness(pty_idle_s=300)
+    mark = f"5151.{os.getpid()}{secrets.randbelow(10**6)}"  # this test's own sleepers only
     client = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
-        SETSID_CLIENT,
+        SETSID_CLIENT.replace("MARK", mark),
         str(h.client.make_url("/api/pty")),
         stdout=asyncio.subprocess.PIPE,
     )
@@ -339,12 +341,12 @@ async def test_pty_setsid_children_are_gone_after_the_connection_drops(
     try:
         async with asyncio.timeout(20):
             assert await client.stdout.readline() == b"sent\n"
-        await wait_for(lambda: len(marked("5151.7")) == 3, 6)
-        sessions = {p.pid: os.getsid(p.pid) for p in marked("5151.7")}
+        await wait_for(lambda: len(marked(mark)) == 3, 6)
+        sessions = {p.pid: os.getsid(p.pid) for p in marked(mark)}
         assert len(set(sessions.values())) == 3  # each in a session of its own
     finally:
         client.kill()
         async with asyncio.timeout(5):
             await client.wait()
-    gone = await wait_for(lambda: not marked("5151.7") and h.limiter.in_use == 0, 5)
+    gone = await wait_for(lambda: not marked(mark) and h.limiter.in_use == 0, 5)
     print(f"pty dropped: the 3 setsid children gone {gone:.3f} s after the client was killed")
