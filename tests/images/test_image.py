@@ -263,7 +263,9 @@ def test_the_daemon_serves_a_run_with_the_agent_as_uid_1001(
             "/",
             _tar(
                 [
-                    ("srez/run.json", _run_json("sre-001", "scripted"), 0o644),
+                    # heuristic: a custom command never receives the oracle, so the probe
+                    # wraps an agent that plays from observations alone
+                    ("srez/run.json", _run_json("sre-001", "heuristic"), 0o644),
                     ("run/srez", None, 0o700),
                     ("run/srez/token", token.encode(), 0o400),
                 ]
