@@ -77,3 +77,31 @@ def test_simulation_never_reads_the_wall_clock_or_global_random() -> None:
             if calls := _banned_calls(path):
                 offenders[path.name] = calls
     assert offenders == {}
+
+
+def _daemon_modules_imported(path: Path) -> set[str]:
+    """The ``srez_daemon`` submodules a file imports (``srez_daemon.protocol.api`` -> protocol)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "srez_daemon" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_the_agent_process_imports_only_the_protocol_from_the_daemon() -> None:
+    # The agent runs in its sandbox with the daemon's code visible: what it imports of the daemon
+    # is the wire contract alone, never the episode, the recorder or the run's controller.
+    agent = ROOT / "daemon" / "srez_daemon" / "agent"
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_daemon_modules_imported(path) - {"protocol", "agent"})
+        for path in agent.rglob("*.py")
+        if _daemon_modules_imported(path) - {"protocol", "agent"}
+    }
+    assert offenders == {}

@@ -15,15 +15,10 @@ daemon (``local`` and ``docker``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 from srez_daemon.episode import ErrorKind
+from srez_daemon.protocol.agent import EXIT_CONFIG, EXIT_PROVIDER
 from srez_env.agents.llm import LLM_SPECS
-
-EXIT_PROVIDER: Final = 75
-"""``srez-agent``'s exit code when the model provider failed for good (``EX_TEMPFAIL``)."""
-EXIT_CONFIG: Final = 2
-"""``srez-agent``'s exit code when its configuration was refused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from srez_daemon.protocol import (
     ToolResult,
     Usage,
 )
+from srez_daemon.protocol.agent import RAW_REPLY_TOOL
 from srez_daemon.protocol.api import AgentNote
 from srez_daemon.settings import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUNT, RunPaths
 from srez_daemon.storage import DialogWriter, JsonlFile, atomic_write_bytes
@@ -56,11 +57,10 @@ from srez_env.world import topology as topo
 Outcome = Literal["completed", "failed", "timed_out"]
 Timer = Callable[[], float]
 ErrorKind = Literal["provider", "agent", "harness"]
-
-RAW_REPLY_TOOL: Final = "_reply"
-"""``POST /tools/_reply {"text": ...}``: a reply the agent could not turn into a call. The text
-goes to the environment as it is, which rejects it with its closed codes (``PARSE_ERROR``,
-``BAD_ARGS`` ...) and counts the step, so a malformed reply is recorded like any invalid call."""
+# ``POST /tools/_reply {"text": ...}`` (RAW_REPLY_TOOL): a reply the agent could not turn into a
+# call. The text goes to the environment as it is, which rejects it with its closed codes
+# (``PARSE_ERROR``, ``BAD_ARGS`` ...) and counts the step, so a malformed reply is recorded like
+# any invalid call.
 
 
 RESERVED_NOTE_FIELDS: Final = frozenset({"seq", "ts", "type"})

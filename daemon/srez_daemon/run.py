@@ -49,14 +49,14 @@ from pydantic import ValidationError
 from srez_daemon.agent_clock import AgentClock
 from srez_daemon.agent_socket import AgentPort, create_agent_app
 from srez_daemon.aio import spawn
-from srez_daemon.attest import EXIT_CONFIG as EXIT_CONFIG  # re-exported
-from srez_daemon.attest import EXIT_PROVIDER as EXIT_PROVIDER  # re-exported
 from srez_daemon.attest import judge_exit, provider_waits_attested
 from srez_daemon.episode import Episode, ErrorKind, NoteLimits, Outcome
 from srez_daemon.errors import NoteRefused, RecordError, RunSetupError
 from srez_daemon.http import ApiError
 from srez_daemon.probe import srez_version as srez_version  # re-exported
 from srez_daemon.protocol import RunManifest, RunSummary, TokenCount
+from srez_daemon.protocol.agent import EXIT_CONFIG as EXIT_CONFIG  # re-exported
+from srez_daemon.protocol.agent import EXIT_PROVIDER as EXIT_PROVIDER  # re-exported
 from srez_daemon.protocol.api import (
     AgentNote,
     AgentTask,

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from srez_daemon.attest import EXIT_CONFIG, EXIT_PROVIDER, ExitJudgement, judge_exit
+from srez_daemon.attest import ExitJudgement, judge_exit
+from srez_daemon.protocol.agent import EXIT_CONFIG, EXIT_PROVIDER
 from srez_daemon.settings import DEFAULT_AGENT_ARGV, DaemonSettings
 
 

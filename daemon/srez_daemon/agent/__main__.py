@@ -24,11 +24,11 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import aiohttp
 
-from srez_daemon.episode import RAW_REPLY_TOOL
+from srez_daemon.protocol.agent import EXIT_PROVIDER, RAW_REPLY_TOOL
 from srez_daemon.protocol.api import AgentTask
 from srez_env.agents import build_agent
 from srez_env.agents.llm import LLM_SPECS, LLMSettings, Note
@@ -38,8 +38,6 @@ from srez_env.task import Task
 
 logger = logging.getLogger("srez_daemon.agent")
 BASE = "http://agent"  # the host part is ignored on a unix socket
-EXIT_PROVIDER: Final = 75
-"""The model provider failed for good (``EX_TEMPFAIL``): the run ends with error_kind provider."""
 
 
 def route(action: dict[str, Any] | str) -> tuple[str, dict[str, Any]]:
