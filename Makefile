@@ -34,12 +34,12 @@ test-all: $(STAMP)
 	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check env daemon client tests
-	$(VENV)/bin/ruff format --check env daemon client tests
+	$(VENV)/bin/ruff check env daemon client bench tests
+	$(VENV)/bin/ruff format --check env daemon client bench tests
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)
-	$(PY) -m srez_client.bench
+	$(PY) -m bench
 
 # Regenerate the 40 task files and the golden patches/trajectories (review the diff!).
 tasks: $(STAMP)

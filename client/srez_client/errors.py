@@ -40,7 +40,7 @@ class MirrorError(ClientError, OSError):
 
 class RegradeError(ClientError):
     """A run cannot be graded on the host: no transcript, an unknown task, or a transcript that
-    does not replay line for line (:mod:`srez_client.regrade`)."""
+    does not replay line for line (:mod:`srez_client.results.regrade`)."""
 
 
 class BackendError(ClientError):

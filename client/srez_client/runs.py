@@ -25,10 +25,10 @@ from pydantic import ValidationError
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import BackendError
-from srez_client.mirror import mirror_run
-from srez_client.mirror_io import read_small_file
-from srez_client.regrade import regrade_copy
-from srez_client.results import run_path
+from srez_client.mirror.copier import mirror_run
+from srez_client.mirror.fs import read_small_file
+from srez_client.results.layout import run_path
+from srez_client.results.regrade import regrade_copy
 from srez_daemon.protocol import RunManifest, RunSummary
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
     """Mirror a run into its results root (label ``srez.results``); returns the results folder.
 
     A run its daemon left without ``result.json`` is graded by the host from its transcript
-    before the mirror (:func:`srez_client.regrade.regrade_copy`).
+    before the mirror (:func:`srez_client.results.regrade.regrade_copy`).
 
     Backends that write results themselves (``inline``) need no copy: their folder is returned.
 

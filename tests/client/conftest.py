@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from docker_kit import Engine, open_engine
 
-from srez_client.backends.docker import DockerBackend
+from srez_client.backends.docker.backend import DockerBackend
 
 
 @pytest.fixture(scope="session")

@@ -18,14 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import docker
 import pytest
 from docker.types import Mount
 
-from srez_client.backends.docker import DockerBackend, default_image
-from srez_client.backends.docker_state import DockerRecord, container_name, new_token, write_state
+import docker
+from srez_client.backends.docker.backend import DockerBackend, default_image
+from srez_client.backends.docker.state import DockerRecord, container_name, new_token, write_state
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce
-from srez_client.results import RUN_ID_RE, new_run_id
+from srez_client.results.layout import RUN_ID_RE, new_run_id
 from srez_daemon.storage import utc_timestamp
 
 SREZ = Path(sys.executable).parent / "srez"

@@ -21,9 +21,9 @@ import pytest
 from aiohttp import web
 from backend_contract import spec_for
 
-from srez_client.api import DaemonClient, ReconnectPolicy, pty_resize
-from srez_client.attach import attach_plain, render_frame
-from srez_client.backends.local import LocalBackend
+from srez_client.backends.local.backend import LocalBackend
+from srez_client.daemon_client.api import DaemonClient, ReconnectPolicy, pty_resize
+from srez_client.daemon_client.follow import attach_plain, render_frame
 from srez_client.errors import (
     DaemonAuthError,
     DaemonConflictError,

@@ -9,7 +9,7 @@ import pytest
 from backend_contract import NOT_APPLICABLE, run_contract, spec_for
 
 from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, get_backend
-from srez_client.backends.local import LocalBackend, passed_environment
+from srez_client.backends.local.backend import LocalBackend, passed_environment
 from srez_client.errors import BackendError, NoDaemonError, RunNotFoundError, UsageError
 from srez_client.runs import run_to_results
 from srez_env.errors import EnvError
@@ -152,7 +152,7 @@ async def test_local_launch_gives_up_on_a_silent_daemon_and_stops_it(tmp_path: P
 
 
 def test_local_replay_path_is_made_absolute(tmp_path: Path) -> None:
-    from srez_client.backends.local import _absolute_replay
+    from srez_client.backends.local.backend import _absolute_replay
 
     assert _absolute_replay("replay:x.jsonl") == f"replay:{Path('x.jsonl').resolve()}"
     assert _absolute_replay("scripted") == "scripted"

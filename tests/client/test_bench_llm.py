@@ -1,8 +1,8 @@
-"""``bench_llm`` measures a real agent turn through litellm against its stand-in provider."""
+"""``bench.llm`` measures a real agent turn through litellm against its stand-in provider."""
 
 from __future__ import annotations
 
-from srez_client.bench_llm import llm_figures
+from bench.llm import llm_figures
 
 
 def test_llm_figures_time_a_real_turn_beside_the_raw_request() -> None:

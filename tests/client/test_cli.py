@@ -13,8 +13,8 @@ import pytest
 from client_helpers import expert_actions
 
 from srez_client.cli import main
-from srez_client.play import INT_ARGS
-from srez_client.results import RUN_ID_RE
+from srez_client.cli.play import INT_ARGS
+from srez_client.results.layout import RUN_ID_RE
 from srez_daemon.protocol import (
     ErrorEntry,
     SessionCompleted,

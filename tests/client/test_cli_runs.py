@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from srez_client.attach import render_entry
+from srez_client.daemon_client.follow import render_entry
 from srez_daemon.protocol import Assistant, ToolCall, ToolResult
 
 SREZ = Path(sys.executable).parent / "srez"

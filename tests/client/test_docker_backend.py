@@ -24,10 +24,10 @@ from client_helpers import expert_actions
 from docker_kit import SREZ, Engine, fake_run, figure, sh, tree_digest, wait_state
 
 from srez_client.backends.base import LaunchSpec
-from srez_client.backends.docker import DockerBackend
+from srez_client.backends.docker.backend import DockerBackend
+from srez_client.backends.docker.watch import MirrorOutcome, mirror_stopped, watch
 from srez_client.errors import BackendError, NotOwnedError
-from srez_client.mirror_plan import MirrorLimits
-from srez_client.mirror_watch import MirrorOutcome, mirror_stopped, watch
+from srez_client.mirror.plan import MirrorLimits
 from srez_client.runs import run_to_results
 from srez_env.tasks import load_tasks
 

@@ -22,8 +22,8 @@ from docker_kit import Engine, figure
 
 from fakes.openai_server import FakeOpenAI, error, tool_call
 from srez_client.backends.base import LaunchSpec
-from srez_client.backends.docker import DockerBackend
-from srez_client.backends.docker_state import container_name
+from srez_client.backends.docker.backend import DockerBackend
+from srez_client.backends.docker.state import container_name
 from srez_client.runs import run_to_results
 from srez_env.tasks import load_tasks
 

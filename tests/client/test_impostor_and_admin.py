@@ -24,8 +24,8 @@ import pytest
 from aiohttp import web
 from backend_contract import spec_for
 
-from srez_client.api import DaemonClient
-from srez_client.backends.local import LocalBackend
+from srez_client.backends.local.backend import LocalBackend
+from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import DaemonAuthError
 from srez_client.runs import collect
 

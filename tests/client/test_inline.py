@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from srez_client.backends import inline
-from srez_client.backends.inline import describe_action, observation_text, run_inline
+from srez_client.backends.inline import recorder as inline
+from srez_client.backends.inline.recorder import describe_action, observation_text, run_inline
 from srez_daemon.protocol import (
     ErrorEntry,
     SessionCompleted,

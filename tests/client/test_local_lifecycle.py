@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from backend_contract import spec_for
 
-from srez_client.backends.local import LocalBackend
-from srez_client.backends.local_files import LocalRecord
+from srez_client.backends.local.backend import LocalBackend
+from srez_client.backends.local.files import LocalRecord
 from srez_client.backends.process import is_alive, start_time
 from srez_client.backends.state import Ledger, OwnedRun, make_labels
 from srez_client.errors import NotOwnedError

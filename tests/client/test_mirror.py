@@ -22,9 +22,9 @@ import orjson
 import pytest
 
 from srez_client.errors import MirrorError, ResultsError
-from srez_client.mirror import copy_tree, mirror_run, plan_mirror, read_record
-from srez_client.mirror_io import execute_plan
-from srez_client.mirror_plan import MirrorLimits, SourceEntry, plan_entries
+from srez_client.mirror.copier import copy_tree, mirror_run, plan_mirror, read_record
+from srez_client.mirror.fs import execute_plan
+from srez_client.mirror.plan import MirrorLimits, SourceEntry, plan_entries
 from srez_client.sanitize import escape_bytes, sanitize, unescape_bytes
 from srez_daemon.protocol import RunManifest
 
@@ -434,7 +434,7 @@ def test_copy_out_skips_reserved_names_and_the_mirror_keeps_its_record(tmp_path:
 MIRROR_CHILD = """
 import sys
 from pathlib import Path
-from srez_client.mirror import mirror_run
+from srez_client.mirror.copier import mirror_run
 from srez_daemon.protocol import RunManifest
 m = RunManifest.model_validate_json(sys.argv[3])
 print("go", flush=True)

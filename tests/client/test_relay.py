@@ -1,4 +1,4 @@
-"""The host model relay (``srez_client.relay``) in front of the fake OpenAI server, no Docker:
+"""The host model relay (``srez_client.relay.server``) in front of the fake OpenAI server, no Docker:
 the scoped token reaches the run's real model with the host's key, refusals are one-line JSON,
 provider errors keep their status and ``Retry-After``, and litellm loads on the first request."""
 
@@ -18,15 +18,15 @@ import orjson
 import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
-from srez_client.backends.docker_state import (
+from srez_client.backends.docker.state import (
     bridge_gateway,
     llm_settings,
     model_environment,
     relay_target,
 )
 from srez_client.errors import BackendError
-from srez_client.relay import MAX_BODY, MODEL_HEADER, ModelRelay, RelayGrant
-from srez_client.relay_wire import forwarded_params, host_secret_values, redact
+from srez_client.relay.server import MAX_BODY, MODEL_HEADER, ModelRelay, RelayGrant
+from srez_client.relay.wire import forwarded_params, host_secret_values, redact
 
 HOST_KEY = "sk-host-relay-test-0123456789"
 REAL_MODEL = "openai/real-model"
@@ -211,7 +211,7 @@ def test_litellm_is_imported_only_by_the_first_request(tmp_path: Path) -> None:
 import asyncio, sys
 import aiohttp
 from fakes.openai_server import FakeOpenAI, text
-from srez_client.relay import ModelRelay
+from srez_client.relay.server import ModelRelay
 
 async def main() -> None:
     with FakeOpenAI() as fake:

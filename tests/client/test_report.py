@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from srez_client.report import (
+from srez_client.results.report import (
     aggregate,
     aggregate_table,
     build_report,

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from srez_client.errors import ResultsError
-from srez_client.results import DIALOG_PATH, RUN_ID_RE, RunFolder, model_slug, new_run_id, run_path
+from srez_client.results.layout import (
+    DIALOG_PATH,
+    RUN_ID_RE,
+    RunFolder,
+    model_slug,
+    new_run_id,
+    run_path,
+)
 from srez_daemon.protocol import ErrorEntry, TaskPrompt, Thinking, iter_dialog
 from srez_daemon.storage import DialogWriter, atomic_write_bytes, atomic_write_json, utc_timestamp
 

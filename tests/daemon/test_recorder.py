@@ -22,7 +22,7 @@ import orjson
 import pytest
 from daemonkit import SLEEPER, daemon_env, live_daemon, prepare, request
 
-from srez_client.mirror import mirror_run
+from srez_client.mirror.copier import mirror_run
 from srez_daemon.protocol import RunManifest, iter_dialog
 from srez_daemon.run import RunController
 from srez_daemon.settings import DaemonSettings

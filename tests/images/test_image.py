@@ -27,8 +27,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import docker
 import pytest
+
+import docker
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "env" / "srez_env" / "tasks"

@@ -16,8 +16,8 @@ from srez_client.backends.base import (
     RunStatus,
     get_backend,
 )
-from srez_client.backends.inline import InlineRun, run_inline
-from srez_client.backends.inline_backend import InlineBackend
+from srez_client.backends.inline.backend import InlineBackend
+from srez_client.backends.inline.recorder import InlineRun, run_inline
 
 AVAILABLE_BACKENDS = BACKEND_NAMES
 """Backends the command line accepts."""

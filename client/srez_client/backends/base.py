@@ -296,15 +296,15 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
         UsageError: If there is no such backend.
     """
     if name == "inline":
-        from srez_client.backends.inline_backend import InlineBackend
+        from srez_client.backends.inline.backend import InlineBackend
 
         return InlineBackend(settings.state_dir)
     if name == "local":
-        from srez_client.backends.local import LocalBackend
+        from srez_client.backends.local.backend import LocalBackend
 
         return LocalBackend(settings.state_dir, any_owner=settings.any_owner)
     if name == "docker":
-        from srez_client.backends.docker import DockerBackend
+        from srez_client.backends.docker.backend import DockerBackend
 
         return DockerBackend(
             settings.state_dir,

@@ -20,7 +20,7 @@ from srez_client.managed.store import (
     load_run,
     runner_alive,
 )
-from srez_client.results import run_path
+from srez_client.results.layout import run_path
 from srez_daemon.storage import atomic_write_bytes
 
 

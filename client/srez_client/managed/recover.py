@@ -36,7 +36,7 @@ from srez_client.managed.plan import (
     started_after,
 )
 from srez_client.managed.store import ManagedPaths, load_checkpoint, save_checkpoint
-from srez_client.results import RUN_ID_RE, run_path
+from srez_client.results.layout import RUN_ID_RE, run_path
 from srez_client.runs import run_to_results, scratch_dir
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import urwid
 
 from srez_client.backends.base import Backend
 from srez_client.errors import ClientError
-from srez_client.runs_results import find_results
+from srez_client.results.finder import find_results
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.keys import action_for, help_lines
 from srez_client.tui.recent import remember

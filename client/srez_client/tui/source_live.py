@@ -15,15 +15,15 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
-from srez_client.api import LOG_NAMES, DaemonClient
 from srez_client.backends.base import Backend, RunHandle
+from srez_client.daemon_client.api import LOG_NAMES, DaemonClient
 from srez_client.errors import (
     ClientError,
     DaemonAuthError,
     DaemonConflictError,
     DaemonNotFoundError,
 )
-from srez_client.runs_results import find_results
+from srez_client.results.finder import find_results
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceEvent, SourceUnavailable
 from srez_client.tui.source_results import FinishedRunSource
 from srez_daemon.protocol import encode_entry

@@ -119,5 +119,5 @@ class RunSummary(BaseModel):
     The tool record is never dropped."""
     graded_by: Literal["host"] | None = None
     """``host`` when the launcher graded the run from its transcript because the run's daemon
-    died before grading (``srez regrade``, :mod:`srez_client.regrade`); None when the run graded
+    died before grading (``srez regrade``, :mod:`srez_client.results.regrade`); None when the run graded
     itself (its daemon, or the inline backend)."""

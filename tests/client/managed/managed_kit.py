@@ -142,7 +142,7 @@ def running_local_runs(state: Path) -> list[str]:
     """Run ids of ``local`` daemons still alive in ``state``."""
     import asyncio
 
-    from srez_client.backends.local import LocalBackend
+    from srez_client.backends.local.backend import LocalBackend
 
     handles = asyncio.run(LocalBackend(state).list())
     return [h.run_id for h in handles if h.status == "running"]

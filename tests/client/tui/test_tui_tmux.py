@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from srez_client.backends.base import LaunchSpec, RunHandle
-from srez_client.backends.local import LocalBackend
+from srez_client.backends.local.backend import LocalBackend
 
 pytestmark = [
     pytest.mark.tmux,

@@ -13,7 +13,7 @@ from aiohttp import web
 from tui_kit import FakeShell, MemoryBackend
 
 from srez_client.backends.base import LaunchSpec, RunHandle
-from srez_client.backends.local import LocalBackend
+from srez_client.backends.local.backend import LocalBackend
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.tui.widgets.launch_wizard import LaunchWizard
 from srez_client.tui.widgets.terminal_view import TerminalPanel

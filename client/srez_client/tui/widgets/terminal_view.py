@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import urwid
 
-from srez_client.api import pty_resize
+from srez_client.daemon_client.api import pty_resize
 from srez_client.errors import ClientError
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource, SourceUnavailable

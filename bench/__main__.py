@@ -1,0 +1,164 @@
+"""``make bench``: performance figures, printed as one JSON object: ``env`` (below), ``daemon``
+(:mod:`bench.daemon`), ``backends`` (:mod:`bench.docker`), ``llm`` (:mod:`bench.llm`),
+``managed`` (:mod:`bench.managed`), ``tui`` (:mod:`bench.tui`) and ``sandbox``
+(:mod:`bench.sandbox`: what the ``local`` backend's bubblewrap sandbox adds to an agent's start).
+
+Every figure is measured in this process and, where it makes sense, reported as a ratio against
+a reference measured in the same run (or the design target it must stay under), so a slow or busy
+machine moves both sides together:
+
+* ``step``: the median and p90 time of one ``SREEnv.step()`` over every step of the three
+  baselines on all 40 tasks, against the 1 ms target.
+* ``scripted_all_tasks``: the scripted expert on all 40 tasks inline (reset, steps, grade), from a
+  cold process state (no per-task history yet) and warm, against the 2 s target.
+* ``episodes_per_s``: whole episodes per second for each baseline (warm).
+* ``history_fork``: starting an episode by forking the per-task history computed once, against
+  rebuilding the 240 minutes of history for every episode (what the fork saves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from srez_env.agents import make_agent
+from srez_env.env import SREEnv
+from srez_env.grade import clear_reference_cache
+from srez_env.sim.scenario import build_world, clear_templates
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
+
+BASELINES = ("scripted", "heuristic", "random")
+STEP_TARGET_MS = 1.0
+SCRIPTED_TARGET_S = 2.0
+
+
+def _episode(task: Task, spec: str, step_times: list[float] | None = None) -> None:
+    env = SREEnv(task, agent=spec)
+    observation: Any = env.reset()
+    agent = make_agent(spec, task, 0)
+    while not env.done:
+        action = agent.act(observation)
+        started = time.perf_counter()
+        observation = env.step(action).observation
+        if step_times is not None:
+            step_times.append(time.perf_counter() - started)
+    env.grade()
+
+
+def _timed(fn: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def _sweep(tasks: list[Task], spec: str, step_times: list[float] | None = None) -> float:
+    def run() -> None:
+        for task in tasks:
+            _episode(task, spec, step_times)
+
+    return _timed(run)
+
+
+def measure() -> dict[str, Any]:
+    """Runs every measurement and returns the figures."""
+    tasks = load_tasks()
+    clear_templates()
+    clear_reference_cache()
+    cold = _sweep(tasks, "scripted")
+    warm = _sweep(tasks, "scripted")
+    step_times: list[float] = []
+    per_baseline = {spec: _sweep(tasks, spec, step_times) for spec in BASELINES}
+    step_ms = sorted(1000 * t for t in step_times)
+    median_ms = statistics.median(step_ms)
+    p90_ms = step_ms[int(0.9 * (len(step_ms) - 1))]
+
+    def fork_all() -> None:
+        for task in tasks:
+            SREEnv(task).reset()
+
+    def rebuild_all() -> None:
+        for task in tasks:
+            build_world(task).at(0).snapshot()
+
+    fork_s = min(_timed(fork_all) for _ in range(3))
+    rebuild_s = min(_timed(rebuild_all) for _ in range(3))
+    return {
+        "step": {
+            "median_ms": round(median_ms, 4),
+            "p90_ms": round(p90_ms, 4),
+            "steps_measured": len(step_ms),
+            "target_ms": STEP_TARGET_MS,
+            "median_vs_target": round(median_ms / STEP_TARGET_MS, 3),
+        },
+        "scripted_all_tasks": {
+            "tasks": len(tasks),
+            "cold_s": round(cold, 3),
+            "warm_s": round(warm, 3),
+            "target_s": SCRIPTED_TARGET_S,
+            "cold_vs_target": round(cold / SCRIPTED_TARGET_S, 3),
+        },
+        "episodes_per_s": {spec: round(len(tasks) / s, 1) for spec, s in per_baseline.items()},
+        "history_fork": {
+            "reset_ms_per_episode": round(1000 * fork_s / len(tasks), 3),
+            "rebuild_ms_per_episode": round(1000 * rebuild_s / len(tasks), 3),
+            "speedup": round(rebuild_s / fork_s, 1),
+        },
+    }
+
+
+GENERATE_TARGET_S: Final = 60.0
+"""Generating and verifying the 40 canonical tasks takes "well under a minute"."""
+
+
+def generator_figures() -> dict[str, Any]:
+    """Generating and verifying a 40-task set, against reading the 40 packaged files."""
+    from srez_env.generator import sets
+    from srez_env.generator.taskfiles import TASKS_DIR
+    from srez_env.tasks import load_task
+
+    start = time.perf_counter()
+    generated = sets.generate(31337, 40)
+    generate_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for path in sorted(TASKS_DIR.glob("sre-*.yaml")):
+        load_task(path)
+    load_s = time.perf_counter() - start
+    return {
+        "tasks": len(generated),
+        "generate_and_verify_s": round(generate_s, 2),
+        "load_packaged_s": round(load_s, 3),
+        "generate_vs_load": round(generate_s / load_s, 1),
+        "target_s": GENERATE_TARGET_S,
+        "generate_vs_target": round(generate_s / GENERATE_TARGET_S, 3),
+    }
+
+
+def main() -> None:
+    """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
+    from bench.daemon import daemon_figures
+    from bench.docker import docker_figures
+    from bench.llm import llm_figures
+    from bench.managed import bench_managed
+    from bench.sandbox import sandbox_figures
+    from bench.tui import bench_tui
+
+    figures = {
+        "env": measure(),
+        "generator": generator_figures(),
+        "daemon": asyncio.run(daemon_figures()),
+        "backends": asyncio.run(docker_figures()),
+        "llm": llm_figures(),
+        "managed": bench_managed(),
+        "tui": bench_tui(),
+        "sandbox": asyncio.run(sandbox_figures()),
+    }
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,494 @@
+"""The ``docker`` backend: one container per run from the run image (DESIGN.md §9).
+
+A run's container is created from ``srez-run:<version>`` with the labels of DESIGN.md §8, named
+``srez-<run-id>``, with ``--init``, 512 pids, 2 GiB of memory, its run folder ``/srez`` on an
+anonymous volume, and the daemon's port 4263 published on **127.0.0.1 only** on a port the engine
+picks. Before it starts, ``/srez/run.json`` and the token (``/run/srez/token``, 0400, root) are put
+into it as files: the token never goes through a label, the environment or the command line, and
+the client never reads it back from the container (its own copy is ``$SREZ_STATE/docker/<run-id>/
+token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set, and,
+for an LLM run, what its agent needs to reach its model:
+
+LLM runs (``llm``, ``llm-json``; SECURITY.md A12) reach their model through the host's model relay
+(:mod:`srez_client.backends.docker.models`): provider keys never enter a container; it is given
+the relay's URL and a scoped token of its own, a different secret from the daemon's (that one buys
+exec and a root shell, and never sits in the environment). The launching process must stay alive
+while an LLM run's agent works: the relay lives in it.
+
+Authority (SECURITY.md A10): containers are discovered by the label ``srez.run``; the client acts
+on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
+nonce and owner uid *and* its record names that very container (by id, pinned at creation), unless
+``any_owner`` is set. Two containers claiming one run id show as one: ours, else the newest.
+
+Copy-out (SECURITY.md A5, A6) reads the run folder as a tar stream only from a container whose
+processes cannot change it: a stopped one; a paused one; or a finished run kept serving
+(``--keep``), which is paused for the copy and thawed after. A running run that is not finished
+is refused. The stream is written by :mod:`srez_client.mirror.tar_fs` (regular files and folders
+only, capped by the tar headers' sizes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import codecs
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Final, NoReturn
+
+import aiohttp
+from pydantic import ValidationError
+
+import docker  # type: ignore[import-untyped]
+from srez_client.backends.base import (
+    LABEL_KEYS,
+    Backend,
+    LaunchSpec,
+    RunHandle,
+    not_found,
+    poll_until_finished,
+    read_token,
+)
+from srez_client.backends.docker import engine
+from srez_client.backends.docker.models import RunModels
+from srez_client.backends.docker.state import (
+    DockerRecord,
+    LaunchPlan,
+    SeenContainer,
+    agent_specs,
+    inputs_tar,
+    plan_launch,
+    published_port,
+    read_replay,
+    write_state,
+)
+from srez_client.backends.inline.recorder import srez_version
+from srez_client.backends.state import Ledger, is_owned
+from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
+from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
+from srez_client.relay.server import ModelRelay
+from srez_client.results.layout import RUN_ID_RE
+from srez_daemon.storage import atomic_write_json
+from srez_env.agents import make_agent
+from srez_env.agents.llm import LLM_SPECS
+from srez_env.tasks import load_tasks
+
+logger = logging.getLogger(__name__)
+
+BACKEND: Final = "docker"
+Inspected = tuple[SeenContainer, dict[str, Any]] | None
+"""A container and its attributes, or None when it is gone."""
+
+
+def default_image() -> str:
+    """The run image of this client's version: ``srez-run:<version>``."""
+    return f"srez-run:{srez_version()}"
+
+
+class DockerBackend(Backend):
+    """One container per run on a Docker engine; see the module docstring.
+
+    Args:
+        state_dir: The client's state folder (``$SREZ_STATE``).
+        image: The run image (default :func:`default_image`).
+        client_factory: Makes the SDK client (default ``docker.from_env``); called once, lazily.
+        any_owner: Act on containers this state did not launch.
+        extra_labels: More labels for the containers this backend creates (never one of §8's).
+        limits: The copy-out caps.
+        ready_timeout_s: How long a launch waits for ``/api/health`` to pass ``starting``.
+        stop_grace_s: How long ``stop`` waits after SIGTERM before SIGKILL.
+        mem_limit: Memory limit of a container.
+        pids_limit: Process limit of a container.
+    """
+
+    name: ClassVar[str] = BACKEND
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        image: str | None = None,
+        client_factory: Callable[[], Any] = docker.from_env,
+        any_owner: bool = False,
+        extra_labels: Mapping[str, str] | None = None,
+        limits: MirrorLimits = DEFAULT_LIMITS,
+        ready_timeout_s: float = 60.0,
+        stop_grace_s: float = 10.0,
+        mem_limit: str = "2g",
+        pids_limit: int = 512,
+    ) -> None:
+        self.state_dir = state_dir
+        """The client's state folder."""
+        self.folder = state_dir / "docker"
+        """One folder per run this state launched."""
+        self.ledger = Ledger(state_dir)
+        """Which runs this state launched."""
+        self.image = image or default_image()
+        self.any_owner = any_owner
+        self.extra_labels = {k: v for k, v in (extra_labels or {}).items() if k not in LABEL_KEYS}
+        self.limits = limits
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.mem_limit = mem_limit
+        self.pids_limit = pids_limit
+        self._factory = client_factory
+        self._client: engine.DockerClient | None = None
+        self._client_lock = asyncio.Lock()
+        self._finished_exited: set[str] = set()  # containers seen exited with summary.json
+        self.models = RunModels(lambda: self._call(engine.bridge_network))
+        """The model relay of this backend's LLM runs."""
+
+    # ------------------------------------------------------------------ the engine
+
+    async def client(self) -> engine.DockerClient:
+        """The SDK client (made on first use, in a thread).
+
+        Raises:
+            BackendError: If no engine answers.
+        """
+        async with self._client_lock:
+            if self._client is None:
+                self._client = await asyncio.to_thread(engine.connect, self._factory)
+            return self._client
+
+    def close(self) -> None:
+        """Close the model relay (every relay token stops working) and the SDK client's
+        connections (a later call makes new ones)."""
+        self.models.close()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    async def relay(self) -> ModelRelay:
+        """The model relay of this backend's LLM runs (:class:`RunModels`)."""
+        return await self.models.relay()
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(fn, await self.client(), *args, **kwargs)
+
+    # ------------------------------------------------------------------ launch
+
+    async def launch(self, spec: LaunchSpec) -> RunHandle:
+        """Create the container, put ``run.json`` and the token into it, start it, and wait until
+        ``/api/health`` reports the run past ``starting``. An LLM run is registered with the model
+        relay first (started now if it is the first), and its token revoked if the launch fails."""
+        (task,) = load_tasks([spec.task_id])
+        host_spec, agent_spec, replay_file = await asyncio.to_thread(agent_specs, spec.agent_spec)
+        agent = make_agent(host_spec, task, spec.run_seed)  # fails fast
+        replay = None if replay_file is None else await asyncio.to_thread(read_replay, replay_file)
+        await self.client()  # no engine: fail before any state is written
+        plan = plan_launch(
+            spec,
+            task_id=task.id,
+            agent=agent.name,
+            agent_spec=agent_spec,
+            image=self.image,
+            version=srez_version(),
+            uid=os.getuid(),
+            now=datetime.now(UTC),
+            provenance=task.provenance(),
+        )
+        run_id = plan.run_id
+        environment = dict(plan.environment)
+        if host_spec in LLM_SPECS and spec.model not in ("", "none"):
+            environment.update(await self.models.environment(spec, run_id))
+        try:
+            return await self._launch(spec, plan, environment, replay)
+        except BaseException:
+            self.models.revoke(run_id)
+            raise
+
+    async def _launch(
+        self,
+        spec: LaunchSpec,
+        plan: LaunchPlan,
+        environment: dict[str, str],
+        replay: bytes | None,
+    ) -> RunHandle:
+        """The launch once everything is decided: state, container, inputs, start, readiness."""
+        run_id = plan.run_id
+        self.ledger.add(plan.owned)
+        await asyncio.to_thread(write_state, self.folder / run_id, plan.record, plan.token)
+        try:
+            container_id: str = await self._call(
+                engine.create,
+                self.image,
+                name=plan.record.container_name,
+                labels={**self.extra_labels, **plan.labels},
+                keep=spec.keep,
+                environment=environment,
+                mem_limit=self.mem_limit,
+                pids_limit=self.pids_limit,
+            )
+        except BaseException:
+            await self._forget(run_id)  # nothing was created: leave no trace
+            raise
+        record = plan.record.model_copy(update={"container_id": container_id})
+        await asyncio.to_thread(atomic_write_json, self.folder / run_id / "record.json", record)
+        try:
+            inputs = inputs_tar(plan.manifest, plan.token, replay)
+            await self._call(engine.start, container_id, inputs)
+        except BackendError:
+            await self._call(engine.remove, container_id, 1.0)
+            await self._forget(run_id)
+            raise
+        logger.info("launched run %s (container %s)", run_id, container_id[:12])
+        seen = await self._wait_ready(container_id, run_id)
+        return await self._handle(seen)
+
+    async def _wait_ready(self, container_id: str, run_id: str) -> SeenContainer:
+        """Wait until ``/api/health`` reports a phase past ``starting`` (or the run finished and
+        its container exited); stop the container and raise otherwise."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ready_timeout_s
+        delay, port, polls = 0.01, None, 0
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+            while loop.time() < deadline:
+                if port is None or polls % 10 == 0:  # the engine is asked now and then only
+                    found: Inspected = await self._call(engine.inspect, container_id)
+                    if found is None:
+                        msg = f"run {run_id}: its container vanished during start-up"
+                        raise BackendError(msg)
+                    seen, attrs = found
+                    if seen.status != "running":
+                        if await self._finished(seen):
+                            return seen
+                        await self._failed(
+                            run_id, container_id, "the container exited during start-up"
+                        )
+                    port = published_port(attrs)
+                polls += 1
+                if port is not None and await _health_past_starting(http, port):
+                    return seen
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        await self._call(engine.stop, container_id, 2.0)
+        why = f"the daemon did not answer /api/health within {self.ready_timeout_s:g} s"
+        return await self._failed(run_id, container_id, why)
+
+    async def _failed(self, run_id: str, container_id: str, why: str) -> NoReturn:
+        tail = await self._call(engine.log_tail, container_id)
+        msg = f"run {run_id}: {why}; container output: {tail or '(none)'}"
+        raise BackendError(msg)
+
+    # ------------------------------------------------------------------ discovery
+
+    def _record(self, run_id: str) -> DockerRecord | None:
+        if not RUN_ID_RE.match(run_id):
+            return None
+        try:
+            data = (self.folder / run_id / "record.json").read_bytes()
+            return DockerRecord.model_validate_json(data)
+        except (OSError, ValidationError):
+            return None
+
+    def _is_ours(self, seen: SeenContainer) -> bool:
+        """Owner uid and nonce match the ledger, and the record names this very container."""
+        record = self._record(seen.run_id)
+        if record is None:
+            return False
+        pinned = (
+            seen.id == record.container_id
+            if record.container_id
+            else seen.name == record.container_name
+        )
+        return pinned and is_owned(seen.labels, self.ledger, BACKEND)
+
+    async def _finished(self, seen: SeenContainer) -> bool:
+        """Whether ``/srez/summary.json`` is a regular file in the container."""
+        if seen.id in self._finished_exited:
+            return True
+        found = await self._call(engine.has_regular_file, seen.id, "/srez/summary.json")
+        if found and seen.status == "exited":
+            self._finished_exited.add(seen.id)  # a stopped container's files do not change
+        return bool(found)
+
+    async def _handle(self, seen: SeenContainer) -> RunHandle:
+        labels = seen.labels
+        return RunHandle(
+            run_id=seen.run_id,
+            backend=BACKEND,
+            task_id=labels.get("srez.task", ""),
+            agent=labels.get("srez.agent", ""),
+            model=labels.get("srez.model", "none"),
+            status=seen.status,
+            finished=await self._finished(seen),
+            owned=self._is_ours(seen),
+            labels={k: labels[k] for k in LABEL_KEYS if k in labels},
+        )
+
+    def _pick(self, candidates: builtins.list[SeenContainer]) -> SeenContainer | None:
+        """Of containers claiming one run id: ours if one is, else the newest."""
+        ours = [c for c in candidates if self._is_ours(c)]
+        pool = ours or candidates
+        return max(pool, key=lambda c: c.created) if pool else None
+
+    async def list(self, include_exited: bool = False) -> builtins.list[RunHandle]:
+        """Containers labelled ``srez.run`` with a well-formed run id, oldest run first."""
+        seen: builtins.list[SeenContainer] = await self._call(
+            engine.list_labelled, None, include_exited
+        )
+        by_run: dict[str, builtins.list[SeenContainer]] = {}
+        for item in seen:
+            if RUN_ID_RE.match(item.run_id):
+                by_run.setdefault(item.run_id, []).append(item)
+            else:
+                logger.debug("ignored container %s: label srez.run is not a run id", item.id[:12])
+        chosen = [self._pick(group) for _, group in sorted(by_run.items())]
+        return list(await asyncio.gather(*(self._handle(c) for c in chosen if c is not None)))
+
+    async def get(self, run: str) -> RunHandle:
+        """The run ``run`` (a whole run id is found without listing every container)."""
+        if not RUN_ID_RE.match(run):
+            return await super().get(run)
+        seen = await self._locate(run)
+        if seen is None:
+            raise not_found(BACKEND, run)
+        return await self._handle(seen)
+
+    async def _locate(self, run_id: str) -> SeenContainer | None:
+        """The run's container (ours, pinned by id, when this state launched it), or None."""
+        record = self._record(run_id)
+        if record is not None and record.container_id:
+            found: Inspected = await self._call(engine.inspect, record.container_id)
+            return None if found is None else found[0]
+        candidates: builtins.list[SeenContainer] = await self._call(
+            engine.list_labelled, run_id, True
+        )
+        if record is not None:  # created but its id not recorded yet: pinned by name
+            candidates = [c for c in candidates if c.name == record.container_name]
+        return self._pick(candidates)
+
+    def _authorize(self, seen: SeenContainer) -> None:
+        if not self.any_owner and not self._is_ours(seen):
+            msg = f"docker run {seen.run_id} (container {seen.id[:12]}) was not launched from this state ({self.state_dir}); pass --any to act on it"
+            raise NotOwnedError(msg)
+
+    async def _require(self, run: RunHandle) -> SeenContainer:
+        seen = await self._locate(run.run_id)
+        if seen is None:
+            raise not_found(BACKEND, run.run_id)
+        self._authorize(seen)
+        return seen
+
+    async def endpoint(self, run: RunHandle) -> str:
+        """``http://127.0.0.1:<published port>`` of a running container."""
+        seen = await self._require(run)
+        found: Inspected = await self._call(engine.inspect, seen.id)
+        port = None if found is None or found[0].state != "running" else published_port(found[1])
+        if port is None:
+            msg = f"run {run.run_id} has no daemon serving on loopback (its container is not running); its files are in results/ once mirrored"
+            raise NoDaemonError(msg)
+        return f"http://127.0.0.1:{port}"
+
+    async def token(self, run: RunHandle) -> str:
+        """The run's token, from this state (never from the container)."""
+        await self._require(run)
+        return read_token(self.folder, BACKEND, run.run_id)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def wait(self, run: RunHandle, timeout_s: float | None = None) -> RunHandle:
+        """Poll until ``summary.json`` exists or the container stopped."""
+
+        async def probe() -> RunHandle | None:
+            seen = await self._locate(run.run_id)
+            return None if seen is None else await self._handle(seen)
+
+        done = await poll_until_finished(
+            BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.02, max_delay_s=0.25
+        )
+        self.models.revoke(
+            run.run_id
+        )  # the agent phase is over: its model is no longer its to call
+        return done
+
+    async def stop(self, run: RunHandle) -> None:
+        """``docker stop`` (SIGTERM, SIGKILL after the grace); nothing if it is gone."""
+        seen = await self._locate(run.run_id)
+        if seen is None:
+            self.models.revoke(run.run_id)
+            return
+        self._authorize(seen)
+        self.models.revoke(run.run_id)
+        await self._call(engine.stop, seen.id, self.stop_grace_s)
+
+    async def remove(self, run: RunHandle) -> None:
+        """Stop and remove the container and its volume, then this state's record (not results)."""
+        seen = await self._locate(run.run_id)
+        if seen is not None:
+            self._authorize(seen)
+        self.models.revoke(run.run_id)
+        if seen is not None:
+            await self._call(engine.remove, seen.id, self.stop_grace_s)
+        if seen is None or self._record(run.run_id) is not None:
+            await self._forget(run.run_id)
+
+    async def _forget(self, run_id: str) -> None:
+        """Delete ``docker/<run-id>`` (renamed aside first: one of many callers wins) and the
+        ledger entry."""
+        if not RUN_ID_RE.match(run_id):
+            return
+        trash = self.folder / f".removing-{run_id}-{secrets.token_hex(4)}"
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / run_id).rename(trash)
+            await asyncio.to_thread(shutil.rmtree, trash, True)
+        self.ledger.forget(run_id)
+
+    async def logs(self, run: RunHandle, *, follow: bool = False) -> AsyncIterator[str]:
+        """The container's output; following it until the container stops."""
+        seen = await self._require(run)
+        client = await self.client()
+        stream = await asyncio.to_thread(client.api.logs, seen.id, stream=True, follow=follow)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            while (chunk := await asyncio.to_thread(next, stream, None)) is not None:
+                if text := decoder.decode(chunk):
+                    yield text
+            if text := decoder.decode(b"", final=True):
+                yield text
+        finally:
+            stream.close()
+
+    async def copy_out(self, run: RunHandle, dest: Path) -> Path:
+        """Copy ``/srez`` safely into ``dest``, plus ``logs/container.log``; see the module
+        docstring for when (a running, unfinished run is refused)."""
+        seen = await self._require(run)
+        return await self._copy(seen, dest, may_pause=True)
+
+    async def copy_out_read_only(self, run: RunHandle, dest: Path) -> Path:
+        """Like :meth:`copy_out`, for any container (owned or not), never changing it: a container
+        that runs is refused rather than paused. For ``srez mirror``."""
+        seen = await self._locate(run.run_id)
+        if seen is None:
+            raise not_found(BACKEND, run.run_id)
+        return await self._copy(seen, dest, may_pause=False)
+
+    async def _copy(self, seen: SeenContainer, dest: Path, *, may_pause: bool) -> Path:
+        paused = False
+        if seen.state in ("running", "restarting"):
+            if not may_pause or seen.state == "restarting" or not await self._finished(seen):
+                msg = f"run {seen.run_id} is still running; its folder is copied only once its container has stopped ('srez runs stop {seen.run_id}')"
+                raise BackendError(msg)
+            await self._call(engine.pause, seen.id)  # a finished run kept serving: freeze it
+            paused = True
+        try:
+            await asyncio.to_thread(dest.parent.mkdir, parents=True, exist_ok=True)
+            await self._call(engine.copy_out, seen.id, dest, seen.run_id, self.limits)
+        finally:
+            if paused:
+                await self._call(engine.unpause, seen.id)
+        return dest
+
+
+async def _health_past_starting(http: aiohttp.ClientSession, port: int) -> bool:
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError, KeyError):
+        async with http.get(f"http://127.0.0.1:{port}/api/health") as resp:
+            return resp.status == 200 and (await resp.json())["phase"] != "starting"
+    return False

@@ -1,0 +1,1 @@
+"""The ``inline`` backend: the episode runs in this process (no daemon)."""

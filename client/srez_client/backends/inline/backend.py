@@ -1,0 +1,180 @@
+"""The ``inline`` backend behind the common interface (:mod:`srez_client.backends.base`).
+
+``launch`` runs the whole episode with :func:`~srez_client.backends.inline.recorder.run_inline` (in a worker
+thread) and writes the results folder itself, so there is nothing to mirror; it records the run in
+``$SREZ_STATE/inline/<run-id>.json`` with its labels, and the ledger makes it owned.
+
+What does not apply, and why: an inline run has no process and no daemon. It is ``exited`` and
+finished as soon as ``launch`` returns (``list`` shows it only with ``include_exited``), so
+``wait`` returns at once, ``stop`` has nothing to stop, ``keep`` and ``time_limit_s`` have no
+effect, ``logs`` yields nothing, and ``endpoint`` and ``token`` raise
+:class:`~srez_client.errors.NoDaemonError`. ``remove`` forgets the record, never the results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
+from srez_client.backends.inline.recorder import BACKEND, run_inline, srez_version
+from srez_client.backends.state import (
+    Ledger,
+    OwnedRun,
+    is_owned,
+    make_labels,
+    new_nonce,
+    private_dir,
+)
+from srez_client.errors import NoDaemonError, NotOwnedError
+from srez_client.mirror.copier import copy_tree
+from srez_client.results.layout import RUN_ID_RE
+from srez_daemon.storage import atomic_write_json
+from srez_env.tasks import load_tasks
+
+logger = logging.getLogger(__name__)
+
+
+class InlineRecord(BaseModel):
+    """``$SREZ_STATE/inline/<run-id>.json``: an inline run and where its results are."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    run_id: str
+    run_dir: str
+    labels: dict[str, str]
+
+
+class InlineBackend(Backend):
+    """Runs in this process, synchronously; see the module docstring for what applies."""
+
+    name: ClassVar[str] = BACKEND
+    writes_results: ClassVar[bool] = True
+
+    def __init__(self, state_dir: Path, *, any_owner: bool = False) -> None:
+        """Keep records under ``state_dir/inline`` and the ledger under ``state_dir/owned``."""
+        self.folder = state_dir / "inline"
+        """Where the records are."""
+        self.ledger = Ledger(state_dir)
+        """Which runs this state launched."""
+        self.any_owner = any_owner
+        """Act on runs that are not owned."""
+
+    async def launch(self, spec: LaunchSpec) -> RunHandle:
+        """Run the whole episode now (in a worker thread) and write its results folder."""
+        (task,) = load_tasks([spec.task_id])
+        run = await asyncio.to_thread(
+            run_inline, task, spec.agent_spec, spec.run_seed, spec.results_root
+        )
+        nonce = new_nonce()
+        labels = make_labels(
+            run_id=run.run_id,
+            task_id=task.id,
+            model=run.summary.model,
+            agent=run.summary.agent,
+            results_root=spec.results_root,
+            nonce=nonce,
+            owner=os.getuid(),
+            version=srez_version(),
+        )
+        owned = OwnedRun(
+            run_id=run.run_id,
+            backend=BACKEND,
+            nonce=nonce,
+            owner=os.getuid(),
+            created_at=run.summary.finished_at,
+        )
+        self.ledger.add(owned)
+        record = InlineRecord(run_id=run.run_id, run_dir=str(run.run_dir), labels=labels)
+        private_dir(self.folder)
+        atomic_write_json(self.folder / f"{run.run_id}.json", record)
+        return self._handle(record)
+
+    def _handle(self, record: InlineRecord) -> RunHandle:
+        labels = record.labels
+        return RunHandle(
+            run_id=record.run_id,
+            backend=BACKEND,
+            task_id=labels.get("srez.task", ""),
+            agent=labels.get("srez.agent", ""),
+            model=labels.get("srez.model", "none"),
+            status="exited",
+            finished=(Path(record.run_dir) / "summary.json").is_file(),
+            owned=is_owned(labels, self.ledger, BACKEND),
+            labels=labels,
+        )
+
+    def _record(self, run_id: str) -> InlineRecord | None:
+        if not RUN_ID_RE.match(run_id):
+            return None
+        try:
+            return InlineRecord.model_validate_json((self.folder / f"{run_id}.json").read_bytes())
+        except (OSError, ValidationError):
+            return None
+
+    def _owned_record(self, run: RunHandle) -> InlineRecord | None:
+        record = self._record(run.run_id)
+        if record is None:
+            return None
+        if not self.any_owner and not is_owned(record.labels, self.ledger, BACKEND):
+            msg = (
+                f"inline run {run.run_id} was not launched from this state; pass --any to act on it"
+            )
+            raise NotOwnedError(msg)
+        return record
+
+    async def list(self, include_exited: bool = False) -> builtins.list[RunHandle]:
+        """Inline runs are never running: listed only with ``include_exited``."""
+        if not include_exited or not self.folder.is_dir():
+            return []
+        records = (self._record(p.stem) for p in sorted(self.folder.glob("*.json")))
+        return [self._handle(r) for r in records if r is not None]
+
+    async def endpoint(self, run: RunHandle) -> str:
+        """Always raises: inline runs have no daemon."""
+        msg = f"inline runs have no daemon (run {run.run_id}); launch with --backend local"
+        raise NoDaemonError(msg)
+
+    async def token(self, run: RunHandle) -> str:
+        """Always raises: inline runs have no daemon, so no token."""
+        msg = f"inline runs have no daemon and no token (run {run.run_id})"
+        raise NoDaemonError(msg)
+
+    async def wait(self, run: RunHandle, timeout_s: float | None = None) -> RunHandle:
+        """Returns at once: an inline run is finished when ``launch`` returns."""
+        record = self._record(run.run_id)
+        if record is None:
+            raise not_found(BACKEND, run.run_id)
+        return self._handle(record)
+
+    async def stop(self, run: RunHandle) -> None:
+        """Nothing to stop (checks ownership only)."""
+        self._owned_record(run)
+
+    async def remove(self, run: RunHandle) -> None:
+        """Forget the run's record and ledger entry; its results folder stays."""
+        if self._owned_record(run) is None:
+            return
+        (self.folder / f"{run.run_id}.json").unlink(missing_ok=True)
+        self.ledger.forget(run.run_id)
+
+    async def logs(self, run: RunHandle, *, follow: bool = False) -> AsyncIterator[str]:
+        """Nothing: an inline run has no process output of its own."""
+        self._owned_record(run)
+        empty: tuple[str, ...] = ()
+        for chunk in empty:
+            yield chunk
+
+    async def copy_out(self, run: RunHandle, dest: Path) -> Path:
+        """Copy the run's results folder into ``dest`` (links and special files skipped)."""
+        record = self._owned_record(run)
+        if record is None:
+            raise not_found(BACKEND, run.run_id)
+        await asyncio.to_thread(copy_tree, Path(record.run_dir), dest, run_id=run.run_id)
+        return dest

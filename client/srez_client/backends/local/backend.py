@@ -1,0 +1,476 @@
+"""The ``local`` backend: one ``srez-daemon`` process per run on 127.0.0.1 (DESIGN.md §9).
+
+State of a run, in ``$SREZ_STATE/live/<run-id>/`` (folders 0700):
+
+* ``run/``: the run folder (``SREZ_RUN_DIR``), holding ``run.json`` before the daemon starts;
+* ``token``: the run's token (0600), outside ``run/`` so no mirror ever copies it;
+* ``record.json``: the labels of DESIGN.md §8 (here fields of a state file), the daemon's pid and
+  start time, and the manifest, written atomically;
+* ``endpoint.json``: ``{"host", "port", "pid"}``, written by the daemon once it listens;
+* ``daemon.out``: the daemon's stdout and stderr (``logs/container.log`` in the mirror).
+
+The agent runs in a bubblewrap sandbox when ``bwrap`` works here (:mod:`.sandbox`,
+:mod:`srez_daemon.sandbox`): it sees no task file, no token and nothing of ``$SREZ_STATE``, and
+nothing it started outlives its phase. Without one, every launch says so on stderr and
+``run.json`` records ``isolation: "none"``. A relative file in ``SREZ_AGENT_CMD`` is made absolute
+against the launcher's working folder.
+
+The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
+and the ``SREZ_*`` settings of the run; never the token (a file). A run with a model (an LLM
+agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this environment, the
+variables the daemon forwards to a model-calling agent (provider keys and endpoints, ``SREZ_LLM_*``:
+:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+
+Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
+token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
+(:mod:`srez_client.backends.state`), unless ``any_owner`` is set. ``stop`` is SIGTERM to the
+daemon's process group, SIGKILL after 10 s; ``remove`` stops, then renames the live folder aside
+(atomic: one of many concurrent callers wins) and deletes it. Both are idempotent and never touch
+``results/``.
+
+A daemon killed with ``kill -9`` cannot kill its agent, which runs in its own session. Whatever
+the sandbox, the backend does it: ``stop``, ``remove`` and ``copy_out`` of a run whose daemon is
+gone first SIGKILL every process of this user whose environment names the run's agent socket
+(``SREZ_AGENT_SOCKET=<path>``, unique to the run; the agent and whatever it started carry it),
+with the process groups they lead. So the mirror of a run copies files that no longer change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import ClassVar, Final
+
+import aiohttp
+from pydantic import ValidationError
+
+from srez_client.agent_command import agent_command
+from srez_client.backends.base import (
+    Backend,
+    LaunchSpec,
+    RunHandle,
+    not_found,
+    poll_until_finished,
+    read_token,
+)
+from srez_client.backends.inline.recorder import srez_version
+from srez_client.backends.local.files import (
+    LocalRecord,
+    agent_socket_path,
+    copy_out_folder,
+    prepare_folder,
+    read_endpoint,
+)
+from srez_client.backends.local.sandbox import (
+    NO_ISOLATION,
+    Isolation,
+    SandboxMode,
+    absolute_command,
+    choose_isolation,
+    sandbox_mode,
+    warning,
+)
+from srez_client.backends.process import (
+    is_alive,
+    kill_orphans,
+    spawn_session,
+    start_time,
+    tail_text,
+    terminate,
+)
+from srez_client.backends.state import (
+    Ledger,
+    OwnedRun,
+    is_owned,
+    make_labels,
+    new_nonce,
+    private_dir,
+)
+from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
+from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
+from srez_daemon.protocol import RunManifest
+from srez_daemon.storage import atomic_write_json, utc_timestamp
+from srez_daemon.supervisor import model_variables
+from srez_env.agents import custom_agent_name, make_agent
+from srez_env.tasks import load_tasks
+
+logger = logging.getLogger(__name__)
+
+BACKEND: Final = "local"
+PASS_ENV: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUTF8",
+    "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV",
+    "SREZ_PTY_IDLE_S",
+    "SREZ_MAX_SESSIONS",
+    "SREZ_EXEC_ALLOW",
+    "SREZ_PROVIDER_WAIT_CAP_S",
+    "SREZ_PROVIDER_WAIT_RUN_CAP_S",
+    "SREZ_AGENT_WALL_CAP_S",
+)
+"""Variables passed through to the daemon (when set); nothing else of this environment is.
+``SREZ_AGENT_CMD`` is not among them: a custom command reaches the daemon through ``run.json``
+(``agent_cmd`` of a ``cmd:NAME`` run), where it is recorded."""
+
+
+class LocalBackend(Backend):
+    """One daemon subprocess per run, state under ``state_dir/live``.
+
+    Args:
+        state_dir: The client's state folder (``$SREZ_STATE``).
+        any_owner: Act on runs this state did not launch.
+        daemon_argv: The daemon command (default ``python -m srez_daemon`` of this interpreter).
+        ready_timeout_s: How long a launch waits for the daemon to answer ``/api/health``.
+        stop_grace_s: How long ``stop`` waits after SIGTERM before SIGKILL.
+        sandbox: ``auto``, ``bubblewrap`` or ``none`` (:mod:`.sandbox`); default
+            ``$SREZ_SANDBOX``, else ``auto``.
+    """
+
+    name: ClassVar[str] = BACKEND
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        any_owner: bool = False,
+        daemon_argv: Sequence[str] | None = None,
+        ready_timeout_s: float = 10.0,
+        stop_grace_s: float = 10.0,
+        sandbox: SandboxMode | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        """The client's state folder."""
+        self.live = state_dir / "live"
+        """One folder per run."""
+        self.ledger = Ledger(state_dir)
+        """Which runs this state launched."""
+        self.any_owner = any_owner
+        self.daemon_argv = tuple(daemon_argv or (sys.executable, "-m", "srez_daemon"))
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.sandbox: SandboxMode = sandbox_mode(sandbox or os.environ.get("SREZ_SANDBOX"))
+        """How runs' agents are isolated (checked again at each launch)."""
+
+    # ------------------------------------------------------------------ launch
+
+    async def launch(self, spec: LaunchSpec) -> RunHandle:
+        """Write the run's state, spawn its daemon and wait until it answers ``/api/health``."""
+        (task,) = load_tasks([spec.task_id])
+        agent_spec = _absolute_replay(spec.agent_spec)
+        agent_cmd = agent_command(agent_spec, spec.agent_cmd, os.environ)
+        # fails fast on a bad agent; a custom command is named by its spec
+        name = custom_agent_name(agent_spec) or make_agent(agent_spec, task, spec.run_seed).name
+        if name == "llm" and spec.model in ("", "none"):
+            msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
+            raise UsageError(msg)
+        isolation = await asyncio.to_thread(choose_isolation, self.sandbox, os.environ)
+        now = datetime.now(UTC)
+        run_id = new_run_id(now)
+        run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
+        folder = self.live / run_id
+        private_dir(self.live)
+        folder.mkdir(mode=0o700)
+        nonce = new_nonce()
+        version = srez_version()
+        manifest = RunManifest(
+            run_id=run_id,
+            task_id=task.id,
+            agent=name,
+            agent_spec=agent_spec,
+            agent_cmd=agent_cmd,
+            model=spec.model,
+            backend=BACKEND,
+            run_seed=spec.run_seed,
+            srez_version=version,
+            started_at=utc_timestamp(now),
+            isolation=isolation.kind,
+        ).model_copy(update=task.provenance())
+        labels = make_labels(
+            run_id=run_id,
+            task_id=task.id,
+            model=spec.model,
+            agent=name,
+            results_root=spec.results_root.resolve(),
+            nonce=nonce,
+            owner=os.getuid(),
+            version=version,
+        )
+        created = utc_timestamp(now)
+        self.ledger.add(
+            OwnedRun(
+                run_id=run_id, backend=BACKEND, nonce=nonce, owner=os.getuid(), created_at=created
+            )
+        )
+        record = LocalRecord(
+            run_id=run_id, labels=labels, manifest=manifest, keep=spec.keep, created_at=created
+        )
+        await asyncio.to_thread(prepare_folder, folder, record)
+        env = self._environment(folder, spec, isolation)
+        if isolation.kind == "none":
+            sys.stderr.write(warning(run_id, isolation) + "\n")
+            sys.stderr.flush()
+        argv = [*self.daemon_argv, *(["--keep"] if spec.keep else [])]
+        try:
+            pid = spawn_session(argv, env, folder / "daemon.out")
+        except OSError as e:
+            msg = f"run {run_id}: cannot start the daemon {argv[0]}: {e.strerror or e}"
+            raise BackendError(msg) from e
+        record = record.model_copy(update={"pid": pid, "pid_start": start_time(pid)})
+        atomic_write_json(folder / "record.json", record)
+        logger.info("launched run %s (daemon pid %d)", run_id, pid)
+        await self._wait_ready(folder, record)
+        return self._handle(record)
+
+    def _environment(
+        self, folder: Path, spec: LaunchSpec, isolation: Isolation = NO_ISOLATION
+    ) -> dict[str, str]:
+        env = passed_environment(os.environ)
+        if "SREZ_AGENT_CMD" in env:
+            env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
+        if isolation.bwrap is not None:
+            env.update(
+                SREZ_SANDBOX="bubblewrap",
+                SREZ_BWRAP=str(isolation.bwrap),
+                SREZ_SANDBOX_HIDE=str(self.state_dir.resolve()),
+            )
+        else:
+            env["SREZ_SANDBOX"] = "none"
+        env.update(
+            SREZ_RUN_DIR=str((folder / "run").resolve()),
+            SREZ_TOKEN_FILE=str((folder / "token").resolve()),
+            SREZ_HOST="127.0.0.1",
+            SREZ_PORT="0",
+            SREZ_ENDPOINT_FILE=str((folder / "endpoint.json").resolve()),
+            SREZ_AGENT_SOCKET=str(agent_socket_path(folder)),
+        )
+        if spec.time_limit_s is not None:
+            env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
+        if spec.model not in ("", "none"):
+            env.update(model_variables(os.environ))
+            env.update(spec.agent_env)
+        return env
+
+    async def _wait_ready(self, folder: Path, record: LocalRecord) -> None:
+        """Wait until ``/api/health`` reports the run past ``starting`` (the daemon answers health
+        at once and loads the run behind it); stop the daemon otherwise. A run that finished and
+        exited before a poll saw it is ready too (its folder holds summary.json)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.ready_timeout_s
+        delay = 0.005
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+            while loop.time() < deadline:
+                if not is_alive(record.pid, record.pid_start):
+                    if (folder / "run" / "summary.json").exists():
+                        return
+                    self._failed(folder, record, "the daemon exited during start-up")
+                base = read_endpoint(folder, record.pid)
+                if base is not None:
+                    with contextlib.suppress(
+                        aiohttp.ClientError, TimeoutError, ValueError, KeyError
+                    ):
+                        async with http.get(f"{base}/api/health") as resp:
+                            if resp.status == 200 and (await resp.json())["phase"] != "starting":
+                                return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)  # start-up is short: poll it closely
+        if record.pid is not None:
+            await terminate(record.pid, record.pid_start, grace_s=2.0)
+        self._failed(
+            folder,
+            record,
+            f"the daemon did not answer /api/health within {self.ready_timeout_s:g} s",
+        )
+
+    def _failed(self, folder: Path, record: LocalRecord, why: str) -> None:
+        tail = " | ".join(tail_text(folder / "daemon.out", 1000).splitlines()[-5:])
+        msg = f"run {record.run_id}: {why}; daemon output: {tail or '(none)'}"
+        raise BackendError(msg)
+
+    # ------------------------------------------------------------------ discovery
+
+    def _record(self, run_id: str) -> LocalRecord | None:
+        if not RUN_ID_RE.match(run_id):
+            return None
+        try:
+            record = LocalRecord.model_validate_json(
+                (self.live / run_id / "record.json").read_bytes()
+            )
+        except (OSError, ValidationError):
+            return None
+        return record if record.labels.get("srez.run") == run_id == record.run_id else None
+
+    def _handle(self, record: LocalRecord) -> RunHandle:
+        labels = record.labels
+        alive = is_alive(record.pid, record.pid_start)
+        return RunHandle(
+            run_id=record.run_id,
+            backend=BACKEND,
+            task_id=labels.get("srez.task", ""),
+            agent=labels.get("srez.agent", ""),
+            model=labels.get("srez.model", "none"),
+            status="running" if alive else "exited",
+            finished=(self.live / record.run_id / "run" / "summary.json").is_file(),
+            owned=is_owned(labels, self.ledger, BACKEND),
+            labels=labels,
+        )
+
+    async def list(self, include_exited: bool = False) -> builtins.list[RunHandle]:
+        """Every run with a valid record under ``live/``, oldest first."""
+        try:
+            names = sorted(p.name for p in self.live.iterdir() if RUN_ID_RE.match(p.name))
+        except FileNotFoundError:
+            return []
+        handles = [self._handle(r) for r in map(self._record, names) if r is not None]
+        return [h for h in handles if include_exited or h.status == "running"]
+
+    def _owned(self, run: RunHandle) -> LocalRecord | None:
+        """The run's record if it is ours; None if it is gone."""
+        record = self._record(run.run_id)
+        if record is None:
+            return None
+        if not self.any_owner and not is_owned(record.labels, self.ledger, BACKEND):
+            msg = f"local run {run.run_id} was not launched from this state ({self.state_dir}); pass --any to act on it"
+            raise NotOwnedError(msg)
+        return record
+
+    def _require(self, run: RunHandle) -> LocalRecord:
+        record = self._owned(run)
+        if record is None:
+            raise not_found(BACKEND, run.run_id)
+        return record
+
+    async def endpoint(self, run: RunHandle) -> str:
+        """``http://127.0.0.1:<port>`` of the run's daemon (it must be running)."""
+        record = self._require(run)
+        base = read_endpoint(self.live / run.run_id, record.pid)
+        if base is None or not is_alive(record.pid, record.pid_start):
+            msg = f"run {run.run_id} has no daemon serving (it exited); its files are in results/ once mirrored"
+            raise NoDaemonError(msg)
+        return base
+
+    async def token(self, run: RunHandle) -> str:
+        """The run's token, from its token file."""
+        self._require(run)
+        return read_token(self.live, BACKEND, run.run_id)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def wait(self, run: RunHandle, timeout_s: float | None = None) -> RunHandle:
+        """Poll until ``summary.json`` exists or the daemon exited."""
+
+        async def probe() -> RunHandle | None:
+            record = self._record(run.run_id)
+            return None if record is None else self._handle(record)
+
+        return await poll_until_finished(
+            BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.01, max_delay_s=0.2
+        )
+
+    async def stop(self, run: RunHandle) -> None:
+        """SIGTERM the daemon's group, SIGKILL after the grace, then kill an agent it left
+        behind; nothing if all are gone."""
+        record = self._owned(run)
+        if record is None or record.pid is None:
+            return
+        await terminate(record.pid, record.pid_start, self.stop_grace_s)
+        await self._reap(record)
+
+    async def _reap(self, record: LocalRecord) -> None:
+        """Kill what a dead daemon left running (its agent above all); see the module docs."""
+        if is_alive(record.pid, record.pid_start):
+            return
+        socket = agent_socket_path(self.live / record.run_id)
+        killed = await asyncio.to_thread(kill_orphans, "SREZ_AGENT_SOCKET", str(socket))
+        if killed:
+            logger.warning(
+                "run %s: its daemon is gone; killed %d process(es) it left running: %s",
+                record.run_id,
+                len(killed),
+                " ".join(map(str, killed)),
+            )
+
+    async def remove(self, run: RunHandle) -> None:
+        """Stop the run, then delete ``live/<run-id>`` and its ledger entry (not its results)."""
+        record = self._owned(run)
+        if record is None:
+            if not (self.live / run.run_id).exists():
+                self.ledger.forget(run.run_id)  # a removal that stopped half-way
+            return
+        if record.pid is not None:
+            await terminate(record.pid, record.pid_start, self.stop_grace_s)
+        await self._reap(record)
+        trash = self.live / f".removing-{run.run_id}-{secrets.token_hex(4)}"
+        try:
+            # one of many concurrent callers wins the rename; the others find the run gone
+            (self.live / run.run_id).rename(trash)
+        except FileNotFoundError:
+            return
+        await asyncio.to_thread(shutil.rmtree, trash, True)
+        agent_socket_path(self.live / run.run_id).unlink(missing_ok=True)  # when it was elsewhere
+        self.ledger.forget(run.run_id)
+        logger.info("removed run %s", run.run_id)
+
+    async def logs(self, run: RunHandle, *, follow: bool = False) -> AsyncIterator[str]:
+        """The daemon's output (``daemon.out``); following it until the daemon exits."""
+        record = self._require(run)
+        path = self.live / run.run_id / "daemon.out"
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            while True:
+                chunk = await asyncio.to_thread(f.read, 1 << 16)
+                if chunk:
+                    yield chunk.decode("utf-8", "replace")
+                    continue
+                if not follow or not is_alive(record.pid, record.pid_start):
+                    if not (chunk := await asyncio.to_thread(f.read)):
+                        return
+                    yield chunk.decode("utf-8", "replace")
+                    return
+                await asyncio.sleep(0.1)
+
+    async def copy_out(self, run: RunHandle, dest: Path) -> Path:
+        """Copy ``live/<run-id>/run`` into ``dest`` safely, plus ``logs/container.log`` (once an
+        agent left by a dead daemon is killed)."""
+        record = self._require(run)
+        await self._reap(record)
+        folder = self.live / run.run_id
+        if not (folder / "run").is_dir():
+            raise not_found(BACKEND, run.run_id)
+        await asyncio.to_thread(copy_out_folder, folder, dest, run.run_id)
+        return dest
+
+
+def _absolute_replay(agent_spec: str) -> str:
+    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder)."""
+    if agent_spec.startswith("replay:"):
+        return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
+    return agent_spec
+
+
+def passed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What of ``environ`` a daemon receives (for tests and ``srez runs`` diagnostics)."""
+    return {k: environ[k] for k in PASS_ENV if k in environ}

@@ -1,0 +1,133 @@
+"""The files of a ``local`` run's state folder, ``$SREZ_STATE/live/<run-id>/``.
+
+``record.json`` (:class:`LocalRecord`), ``token``, ``run/run.json``, ``endpoint.json``
+(:class:`RunEndpoint`, written by the daemon) and ``daemon.out``. Blocking helpers; the backend
+calls them through ``asyncio.to_thread`` where they may take time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from srez_client.mirror.copier import copy_tree
+from srez_client.mirror.plan import DEFAULT_LIMITS
+from srez_daemon.protocol import RunManifest
+from srez_daemon.storage import atomic_write_json
+
+logger = logging.getLogger(__name__)
+
+_LOOPBACK: Final = frozenset({"127.0.0.1", "::1", "localhost"})
+MAX_SOCKET_PATH: Final = 100
+"""Longest unix socket path used (the kernel's limit is 107 bytes plus NUL)."""
+
+
+def agent_socket_path(folder: Path) -> Path:
+    """Where the run's agent socket goes: ``<live folder>/agent.sock`` if that path is short
+    enough for a unix socket, else ``<tmp>/srez-<uid>/<run-id>.sock`` (a private folder).
+
+    Outside ``run/`` either way, so the mirror never meets it.
+    """
+    near = (folder / "agent.sock").resolve()
+    if len(os.fsencode(near)) <= MAX_SOCKET_PATH:
+        return near
+    short = Path(tempfile.gettempdir()) / f"srez-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    if short.is_symlink() or short.stat().st_uid != os.getuid():
+        msg = f"{short} is not a private folder of this user; set TMPDIR to one"
+        raise PermissionError(msg)
+    return short / f"{folder.name}.sock"
+
+
+class LocalRecord(BaseModel):
+    """``record.json`` of a local run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    run_id: str
+    labels: dict[str, str]
+    manifest: RunManifest
+    keep: bool = False
+    pid: int | None = None
+    pid_start: int | None = None
+    """Start time of ``pid`` (clock ticks since boot): a reused pid is not our daemon."""
+    created_at: str
+
+
+def prepare_folder(folder: Path, record: LocalRecord) -> None:
+    """Write the token (0600, new file), ``run/run.json`` and ``record.json`` of a new run."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder / "token", flags, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(32))
+        f.flush()
+        os.fsync(f.fileno())
+    (folder / "run").mkdir(mode=0o700)
+    atomic_write_json(folder / "run" / "run.json", record.manifest)
+    atomic_write_json(folder / "record.json", record)
+
+
+def copy_out_folder(folder: Path, dest: Path, run_id: str) -> None:
+    """Copy ``folder/run`` into ``dest`` safely and add ``daemon.out`` as ``logs/container.log``."""
+    copy_tree(folder / "run", dest, run_id=run_id)
+    logs = dest / "logs"
+    logs.mkdir(exist_ok=True)
+    data = tail_bytes(folder / "daemon.out", DEFAULT_LIMITS.max_file_bytes)
+    fd = os.open(
+        logs / "container.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644
+    )
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def tail_bytes(path: Path, limit: int) -> bytes:
+    """The last ``limit`` bytes of a regular file (never through a link), or ``b""``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        f.seek(max(0, size - limit))
+        return f.read(limit)
+
+
+def read_endpoint(folder: Path, pid: int | None) -> str | None:
+    """The base URL in ``endpoint.json`` if the daemon ``pid`` wrote it and it is loopback."""
+    try:
+        data = RunEndpoint.model_validate_json((folder / "endpoint.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
+    if pid is not None and data.pid != pid:
+        return None
+    if data.host not in _LOOPBACK:
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(data.host).is_loopback:
+                return _url(data.host, data.port)
+        logger.warning("ignored a non-loopback endpoint %r in %s", data.host, folder)
+        return None
+    return _url(data.host, data.port)
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class RunEndpoint(BaseModel):
+    """``endpoint.json``, written by the daemon once it listens."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    host: str
+    port: int
+    pid: int

@@ -1,0 +1,86 @@
+"""``srez export atif RUN|--all``: write a run's dialog as ``archive/trajectory.json`` (ATIF).
+
+``RUN`` is a run folder (holding ``archive/dialog.jsonl``) or a run id found under ``--results``;
+``--all`` exports every finished run there. The dialog is read with the tolerant parser, so a torn
+or damaged file still exports what can be read (:mod:`srez_client.results.atif`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from srez_client.errors import UsageError
+from srez_client.results.atif import to_atif
+from srez_client.results.finder import find_results
+from srez_client.results.layout import RUN_ID_RE
+from srez_daemon.protocol.dialog import iter_dialog
+from srez_daemon.storage import atomic_write_bytes
+
+TRAJECTORY: str = "trajectory.json"
+
+
+def add_export_command(sub: Any) -> None:
+    """Add ``export`` to the subcommands ``sub`` of ``srez``."""
+    export = sub.add_parser("export", help="write runs in other formats")
+    formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
+    atif = formats.add_parser("atif", help="ATIF trajectory.json beside each run's dialog")
+    atif.add_argument("run", nargs="?", metavar="RUN", help="a run folder or run id")
+    atif.add_argument("--all", action="store_true", help="every finished run under --results")
+    atif.add_argument(
+        "--results", type=Path, default=Path("results"), help="results root (default ./results)"
+    )
+    atif.set_defaults(func=cmd_export_atif)
+
+
+def cmd_export_atif(args: argparse.Namespace) -> int:
+    """Export the runs named by ``args``; prints one path per trajectory written."""
+    if bool(args.run) == bool(args.all):
+        msg = "export atif needs a RUN (folder or run id) or --all, not both"
+        raise UsageError(msg)
+    runs = [found.path for found in find_results(args.results)] if args.all else [_run(args)]
+    for run in runs:
+        print(export_atif(run))
+    return 0
+
+
+def export_atif(run_dir: Path) -> Path:
+    """Writes ``archive/trajectory.json`` of one run folder; returns its path."""
+    dialog = run_dir / "archive" / "dialog.jsonl"
+    try:
+        data = dialog.read_bytes()
+    except OSError as e:
+        msg = f"{run_dir}: no readable archive/dialog.jsonl ({e.strerror})"
+        raise UsageError(msg) from e
+    trajectory = to_atif(
+        iter_dialog(data, final=True),
+        run=_json(run_dir / "run.json"),
+        summary=_json(run_dir / "summary.json") or None,
+    )
+    out = dialog.with_name(TRAJECTORY)
+    atomic_write_bytes(out, orjson.dumps(trajectory, option=orjson.OPT_INDENT_2) + b"\n")
+    return out
+
+
+def _run(args: argparse.Namespace) -> Path:
+    given = Path(args.run)
+    if (given / "archive" / "dialog.jsonl").is_file():
+        return given
+    if RUN_ID_RE.match(args.run):
+        for found in find_results(args.results):
+            if found.path.name == args.run:
+                return found.path
+    msg = f"no run {args.run!r}: give a run folder or the id of a finished run under {args.results}"
+    raise UsageError(msg)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,389 @@
+"""The ``srez`` command line (also installed as ``srez-client``).
+
+Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID``, ``schema dialog``, the
+run commands of :mod:`srez_client.cli.runs` (``run``, ``runs list|stop|rm|logs|exec|url|token|
+results``, ``attach``) and ``mirror`` (:mod:`srez_client.cli.mirror`). Results and tables go to stdout; progress, warnings and errors go to
+stderr. A bad input (unknown task, agent or backend, malformed replay or task file, a bad option
+value) is reported as one line ``srez: error: ...`` with exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import yaml
+from tqdm import tqdm
+
+from srez_client.backends import AVAILABLE_BACKENDS, run_inline
+from srez_client.cli import generate as cli_generate
+from srez_client.cli.export import add_export_command
+from srez_client.cli.managed import add_managed_command
+from srez_client.cli.mirror import add_mirror_command
+from srez_client.cli.play import play, prompted_lines
+from srez_client.cli.runs import add_commands, model_for
+from srez_client.cli.tui import add_tui_commands
+from srez_client.errors import ClientError, UsageError
+from srez_client.evaluation import eval_on_backend
+from srez_client.results.report import (
+    agent_label,
+    aggregate_table,
+    build_report,
+    leaderboard_table,
+    render_table,
+    report_json,
+    runs_table,
+)
+from srez_daemon.protocol import dialog_json_schema
+from srez_env.agents import custom_agent_name, make_agent
+from srez_env.agents.llm import LLM_SPECS
+from srez_env.errors import EnvError
+from srez_env.task import Task
+from srez_env.tasks import load_task, load_tasks
+
+logger = logging.getLogger(__name__)
+
+EXIT_USAGE = 2
+"""Exit status for bad input."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like every other error of ``srez``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"srez: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"must be an integer >= 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``srez``."""
+    parser = _Parser(prog="srez", description="SRE-Zero: incident-response benchmark and harness.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    tasks_dir = _Parser(add_help=False)
+    tasks_dir.add_argument(
+        "--tasks-dir",
+        type=Path,
+        metavar="DIR",
+        help="read the tasks from the *.yaml files of DIR instead of the packaged ones",
+    )
+
+    tasks = sub.add_parser("tasks", help="list, show or generate benchmark tasks")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True, metavar="ACTION")
+    listing = tasks_sub.add_parser("list", parents=[tasks_dir], help="one row per task")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(func=cmd_tasks_list)
+    show = tasks_sub.add_parser("show", parents=[tasks_dir], help="the public brief of a task")
+    show.add_argument("task_id", metavar="ID")
+    show.add_argument(
+        "--private",
+        action="store_true",
+        help="also print the ground truth, reference fix and calibration (never show an agent)",
+    )
+    show.set_defaults(func=cmd_tasks_show)
+    cli_generate.add_parser(tasks_sub)
+
+    ev = sub.add_parser("eval", parents=[tasks_dir], help="run agents on tasks and report")
+    ev.add_argument(
+        "--agent",
+        required=True,
+        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json",
+    )
+    ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
+    ev.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
+    ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
+    ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
+    ev.add_argument(
+        "--parallel",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="runs at a time on a daemon backend (default 1)",
+    )
+    ev.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    ev.add_argument("--json", action="store_true", help="print the aggregates as JSON")
+    ev.set_defaults(func=cmd_eval)
+
+    pl = sub.add_parser("play", parents=[tasks_dir], help="play a task yourself at a prompt")
+    pl.add_argument("task_id", metavar="ID")
+    pl.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    pl.set_defaults(func=cmd_play)
+
+    schema = sub.add_parser("schema", help="print a JSON Schema")
+    schema.add_argument("which", choices=["dialog"], help="dialog: one line of dialog.jsonl")
+    schema.set_defaults(func=cmd_schema)
+    add_commands(sub, _Parser)
+    add_mirror_command(sub, _Parser)
+    add_export_command(sub)
+    add_managed_command(sub)
+    add_tui_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Args:
+        argv: The arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns:
+        The exit status: 0 on success, 2 on bad input, 1 on other failures.
+    """
+    parser = build_parser()
+    try:
+        args = parse_command_line(parser, list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as e:  # --help, or a usage error already printed as one line
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="srez: %(levelname)s %(name)s: %(message)s")
+    try:
+        status: int = args.func(args)
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (EnvError, ClientError) as e:
+        return _fail(str(e), EXIT_USAGE)
+    except OSError as e:
+        return _fail(str(e), 1)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    return status
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; for ``runs exec``, everything after the first ``--`` is the command.
+
+    argparse alone cannot take ``runs exec RUN --tty -- CMD...``: the command's positional is
+    filled (empty) before ``--tty`` is seen.
+    """
+    if "--" in argv:
+        cut = argv.index("--")
+        head = argv[:cut]
+        if "runs" in head and "exec" in head[head.index("runs") :]:
+            args = parser.parse_args(head)
+            args.cmd = [*args.cmd, *argv[cut + 1 :]]
+            return args
+    return parser.parse_args(argv)
+
+
+def _fail(message: str, status: int) -> int:
+    flat = " ".join(message.split()) or "failed"
+    sys.stderr.write(f"srez: error: {flat}\n")
+    return status
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def select_tasks(spec: str | None, tasks_dir: Path | None) -> list[Task]:
+    """The tasks named by ``spec`` (``all``, None, or a comma list of ids), from ``tasks_dir``.
+
+    Raises:
+        srez_env.errors.TaskError: If an id is unknown or a task file is invalid.
+        UsageError: If ``tasks_dir`` holds no task file.
+    """
+    ids = None if spec in (None, "all") else _split(spec or "")
+    if tasks_dir is None:
+        return load_tasks(ids)
+    files = sorted(tasks_dir.glob("*.yaml"))
+    if not files:
+        msg = f"no task files (*.yaml) in {tasks_dir}"
+        raise UsageError(msg)
+    found = {task.id: task for task in (load_task(path) for path in files)}
+    if ids is None:
+        return [found[k] for k in sorted(found)]
+    unknown = [i for i in ids if i not in found]
+    if unknown:
+        msg = f"unknown task id {unknown[0]!r} (not in {tasks_dir})"
+        raise UsageError(msg)
+    return [found[i] for i in ids]
+
+
+def one_task(task_id: str, tasks_dir: Path | None) -> Task:
+    """The task ``task_id`` (one id, not a list).
+
+    Raises:
+        srez_env.errors.TaskError: If the id is unknown or the task file is invalid.
+        UsageError: If ``task_id`` is not a single id.
+    """
+    if task_id == "all" or "," in task_id:
+        msg = f"expected one task id, got {task_id!r}"
+        raise UsageError(msg)
+    return select_tasks(task_id, tasks_dir)[0]
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    """``srez tasks list``."""
+    tasks = select_tasks(None, args.tasks_dir)
+    rows = [
+        {
+            "id": t.id,
+            "title": t.title,
+            "fault_kind": t.fault_kind,
+            "root_service": t.ground_truth.root_cause.service,
+            "difficulty": t.difficulty,
+            "max_steps": t.max_steps,
+        }
+        for t in tasks
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    headers = ["id", "kind", "root service", "difficulty", "max steps"]
+    cells = [
+        [t.id, t.fault_kind, t.ground_truth.root_cause.service, t.difficulty, str(t.max_steps)]
+        for t in tasks
+    ]
+    print(render_table(headers, cells, right=[4]))
+    return 0
+
+
+def cmd_tasks_show(args: argparse.Namespace) -> int:
+    """``srez tasks show ID``: the public brief; ``--private`` adds what an agent must not see."""
+    task = one_task(args.task_id, args.tasks_dir)
+    if args.private:
+        sys.stderr.write(
+            "srez: warning: printing private task data (ground truth, reference fix); "
+            "keep it away from agents\n"
+        )
+        sys.stderr.flush()
+    print(f"id:         {task.id}")
+    print(f"title:      {task.title}")
+    print(f"difficulty: {task.difficulty}")
+    print(f"max steps:  {task.max_steps}")
+    print()
+    for paragraph in task.incident.brief.strip().split("\n\n"):
+        print(textwrap.fill(" ".join(paragraph.split()), width=100))
+    if args.private:
+        private = {
+            "fault_kind": task.fault_kind,
+            "ground_truth": task.ground_truth.model_dump(mode="json"),
+            "reference_fix": [a.model_dump(mode="json") for a in task.reference_fix],
+            "calibration": task.calibration.model_dump(mode="json"),
+        }
+        print()
+        print(yaml.safe_dump(private, sort_keys=False, allow_unicode=True).rstrip())
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``srez eval``: every (agent, task, seed) on the chosen backend, then the report."""
+    if args.backend not in AVAILABLE_BACKENDS:
+        msg = f"backend {args.backend!r} is not available (available: {', '.join(AVAILABLE_BACKENDS)})"
+        raise UsageError(msg)
+    if args.backend != "inline" and args.tasks_dir is not None:
+        msg = f"--tasks-dir works with --backend inline only (the {args.backend} daemon loads the packaged tasks)"
+        raise UsageError(msg)
+    agents = list(dict.fromkeys(_split(args.agent)))
+    if not agents:
+        msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
+        raise UsageError(msg)
+    tasks = select_tasks(args.tasks, args.tasks_dir)
+    if not tasks:
+        msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"
+        raise UsageError(msg)
+    model = model_for(agents, args.model)
+    for spec in agents:  # fail fast on an unknown agent or a malformed replay file
+        # An LLM agent is built in its own process, with its model; a custom command (cmd:NAME)
+        # is its own process on a daemon backend (the inline backend refuses it below).
+        if spec in LLM_SPECS or (custom_agent_name(spec) and args.backend != "inline"):
+            continue
+        make_agent(spec, tasks[0], 0)
+    if model != "none" and args.backend == "inline":
+        msg = "the llm agents run on --backend local or docker (their own process), not inline"
+        raise UsageError(msg)
+    jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
+    grades: list[dict[str, object]] = []
+    runs: list[dict[str, object]] = []
+    if args.backend != "inline":
+        done = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
+        _print_eval(args, done.grades, done.rows)
+        return 130 if done.interrupted else 0
+    try:
+        _eval_inline(jobs, args.results, grades, runs)
+    except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
+        sys.stderr.write(f"srez: interrupted after {len(runs)} of {len(jobs)} runs\n")
+        _print_eval(args, grades, runs)
+        return 130
+    return _print_eval(args, grades, runs)
+
+
+def _eval_inline(
+    jobs: list[tuple[str, Task, int]],
+    results: Path,
+    grades: list[dict[str, object]],
+    runs: list[dict[str, object]],
+) -> None:
+    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
+    with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
+        for spec, task, seed in jobs:
+            bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
+            run = run_inline(task, spec, seed, results)
+            grade = run.grade.model_dump(mode="json", by_alias=True)
+            grades.append(grade)
+            runs.append(
+                {
+                    "task_id": task.id,
+                    "agent": run.summary.agent,
+                    "run_seed": seed,
+                    "status": run.summary.status,
+                    "reward": run.summary.reward,
+                    "run_dir": str(run.run_dir),
+                }
+            )
+            if run.error:
+                bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
+            bar.update()
+
+
+def _print_eval(
+    args: argparse.Namespace, grades: list[dict[str, object]], runs: list[dict[str, object]]
+) -> int:
+    """Print the runs table, the aggregates and the leaderboard (or JSON)."""
+    report = build_report(grades)
+    if args.json:
+        print(json.dumps({**report_json(report), "runs": runs}, indent=2))
+        return 0
+    ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+    print(runs_table(grades, ascii_marks=ascii_marks))
+    for agent in report.agents:
+        print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
+        print(aggregate_table(agent))
+    if len(report.agents) > 1:
+        print("\nleaderboard")
+        print(leaderboard_table(report))
+    print(f"\n{len(runs)} runs written under {args.results}")
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """``srez play ID``: commands from stdin, observations and the grade on stdout."""
+    task = one_task(args.task_id, args.tasks_dir)
+    lines = prompted_lines("srez> ") if sys.stdin.isatty() else iter(sys.stdin.readline, "")
+    play(task, lines, sys.stdout, run_seed=args.seed)
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """``srez schema dialog``."""
+    print(json.dumps(dialog_json_schema(), indent=2))
+    return 0

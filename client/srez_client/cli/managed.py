@@ -1,0 +1,293 @@
+"""``srez managed ...``: long multi-target evaluations (DESIGN.md §10; docs/managed.md).
+
+``create``, ``add-target``, ``remove-target``, ``list``, ``status``, ``run``, ``pause``,
+``clear-pause``, ``stop``, ``summarize``, ``export-queue``, ``delete-target-artifacts`` and
+``delete``. Every command takes ``--results DIR`` (default ``results``): the managed run lives in
+``DIR/managed/NAME``. A bad input is one line ``srez: error: ...`` and exit status 2; ``run``
+exits 0 when its queue is done, 75 when it paused (user or budget) and 143 when stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from srez_client.backends.base import BACKEND_NAMES, BackendSettings, get_backend
+from srez_client.errors import UsageError
+from srez_client.managed import api
+from srez_client.managed.models import BASELINES
+from srez_client.managed.runner import run_managed
+from srez_client.managed.store import ManagedPaths
+from srez_client.results.report import render_table
+
+
+def _money(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        msg = f"must be an amount in USD >= 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _money(text)
+    if value <= 0:
+        msg = f"must be > 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def add_managed_command(sub: Any) -> None:
+    """Add ``managed`` and its actions to the subcommands ``sub`` of ``srez``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    managed = sub.add_parser("managed", help="long multi-target evaluations with resume and budget")
+    acts = managed.add_subparsers(dest="managed_command", required=True, metavar="ACTION")
+
+    def action(name: str, func: Any, text: str, *args: str) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = acts.add_parser(name, parents=[common], help=text)
+        for arg in args:
+            p.add_argument(arg, metavar=arg.upper())
+        p.set_defaults(func=func)
+        return p
+
+    create = action("create", cmd_create, "create a managed run", "name")
+    create.add_argument("--baselines", default=",".join(BASELINES), help="comma list, or none")
+    create.add_argument(
+        "--models", help="comma list of litellm slugs, or none (default: catalogue defaults)"
+    )
+    create.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
+    create.add_argument("--backend", default="local", choices=BACKEND_NAMES)
+    create.add_argument("--daily-budget-usd", type=_money, metavar="X")
+    create.add_argument("--cost-cap-usd", type=_positive, metavar="Y", help="per LLM task")
+    create.add_argument(
+        "--time-limit", type=_positive, metavar="S", help="agent time limit per task"
+    )
+    create.add_argument("--seed", type=int, default=0, help="run seed of every run (default 0)")
+    action("add-target", cmd_add_target, "queue one more target", "name", "target")
+    action("remove-target", cmd_remove_target, "take a target out of the queue", "name", "target")
+    action("list", cmd_list, "the managed runs")
+    st = action("status", cmd_status, "progress, scores, errors and budget", "name")
+    st.add_argument("--json", action="store_true", help="print JSON")
+    run = action("run", cmd_run, "run the queue (one target at a time)", "name")
+    run.add_argument("--target", help="run this target only")
+    run.add_argument("--retry-failed", action="store_true", help="re-run tasks the harness failed")
+    run.add_argument(
+        "--wait",
+        action="store_true",
+        help="sleep through budget and provider pauses (next day, end of cooldown) and go on",
+    )
+    action("pause", cmd_pause, "finish the current task, start nothing new", "name")
+    action("clear-pause", cmd_clear_pause, "remove the pause flag", "name")
+    action("stop", cmd_stop, "stop the runner and its in-flight run now", "name")
+    sm = action("summarize", cmd_summarize, "rebuild the summaries", "name")
+    sm.add_argument("--no-png", action="store_true", help="skip summary.png")
+    action("export-queue", cmd_export, "write command.sh and command.ps1", "name")
+    dta = action(
+        "delete-target-artifacts",
+        cmd_delete_artifacts,
+        "delete a target's results",
+        "name",
+        "target",
+    )
+    dta.add_argument("--yes", action="store_true", help="do not ask")
+    dl = action("delete", cmd_delete, "delete the managed run's folder (never results)", "name")
+    dl.add_argument("--yes", action="store_true", help="do not ask")
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    """``srez managed create``."""
+    from srez_env.tasks import load_tasks
+
+    baselines = [] if args.baselines.strip() == "none" else _split(args.baselines)
+    models = (
+        None
+        if args.models is None
+        else ([] if args.models.strip() == "none" else _split(args.models))
+    )
+    ids = None if args.tasks == "all" else _split(args.tasks)
+    if ids == []:
+        msg = "--tasks needs 'all' or a comma list of task ids"
+        raise UsageError(msg)
+    tasks = [t.id for t in load_tasks(ids)]
+    run = api.create_managed(
+        args.results,
+        args.name,
+        targets=api.default_targets(baselines, models),
+        tasks=tasks,
+        backend=args.backend,
+        daily_budget_usd=args.daily_budget_usd,
+        cost_cap_usd=args.cost_cap_usd,
+        time_limit_s=args.time_limit,
+        run_seed=args.seed,
+    )
+    names = ", ".join(t.name for t in run.targets)
+    print(
+        f"created managed run {run.name}: {len(run.tasks)} tasks × {len(run.targets)} targets ({names})"
+    )
+    return 0
+
+
+def cmd_add_target(args: argparse.Namespace) -> int:
+    """``srez managed add-target NAME TARGET``."""
+    target = api.add_target(args.results, args.name, args.target)
+    print(f"added target {target.name}")
+    return 0
+
+
+def cmd_remove_target(args: argparse.Namespace) -> int:
+    """``srez managed remove-target NAME TARGET``."""
+    api.remove_target(args.results, args.name, args.target)
+    print(f"removed target {args.target} from the queue (its results stay)")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``srez managed list``."""
+    for name in api.list_managed(args.results):
+        print(name)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``srez managed status NAME``."""
+    st = api.status(args.results, args.name)
+    if args.json:
+        print(json.dumps(st.model_dump(mode="json"), indent=2))
+        return 0
+    runner = (
+        f"running (pid {st.runner.pid}, {st.runner.target} {st.runner.task})"
+        if st.runner
+        else "not running"
+    )
+    print(f"managed run {st.name}: {st.tasks} tasks, backend {st.backend}, runner {runner}")
+    if st.pause is not None:
+        print(f"paused ({st.pause.reason}): {st.pause.message}")
+    if st.budget is not None:
+        b = st.budget
+        print(
+            f"budget {b.day}: ${b.spent_usd:.4f} spent, ${b.outstanding_usd:.4f} reserved, ${b.left_usd:.4f} left of ${b.budget_usd:.2f}"
+        )
+    rows = [
+        [
+            s.target,
+            s.state,
+            f"{s.completed}/{s.tasks_total}",
+            "–" if s.mean_reward is None else f"{s.mean_reward:.3f}",
+            str(s.provider_errors),
+            str(s.agent_errors),
+            str(s.harness_errors),
+            f"${s.cost_usd:.4f}",
+        ]
+        for s in st.targets
+    ]
+    headers = [
+        "target",
+        "state",
+        "completed",
+        "reward",
+        "provider err",
+        "agent err",
+        "harness err",
+        "cost",
+    ]
+    print(render_table(headers, rows))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``srez managed run NAME [--target T]``: the runner process."""
+    paths = ManagedPaths.of(args.results, args.name)
+    run = api.read_run(args.results, args.name)
+    settings = BackendSettings.from_env(os.environ)
+    backend = get_backend(run.backend, settings)
+
+    def echo(line: str) -> None:
+        sys.stderr.write(f"srez: {line}\n")
+        sys.stderr.flush()
+
+    return asyncio.run(
+        run_managed(
+            paths,
+            backend,
+            settings.state_dir,
+            only=args.target,
+            retry_failed=args.retry_failed,
+            wait=args.wait,
+            echo=echo,
+        )
+    )
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    """``srez managed pause NAME``."""
+    api.pause(args.results, args.name)
+    print(f"paused {args.name}: the current task finishes, nothing new starts")
+    return 0
+
+
+def cmd_clear_pause(args: argparse.Namespace) -> int:
+    """``srez managed clear-pause NAME``."""
+    had = api.clear_pause(args.results, args.name)
+    print("pause cleared" if had else "was not paused")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """``srez managed stop NAME``."""
+    was = api.stop(args.results, args.name)
+    print("stopped" if was else "no runner was running")
+    return 0
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    """``srez managed summarize NAME``."""
+    api.summarize(args.results, args.name, png=not args.no_png)
+    print(f"summaries written in {ManagedPaths.of(args.results, args.name).root}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``srez managed export-queue NAME``."""
+    for path in api.export_queue(args.results, args.name):
+        print(path)
+    return 0
+
+
+def _confirm(args: argparse.Namespace, what: str) -> None:
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        msg = f"refusing to delete {what} without confirmation; pass --yes"
+        raise UsageError(msg)
+    answer = input(f"delete {what}? type the run name ({args.name}) to confirm: ")
+    if answer.strip() != args.name:
+        msg = "not confirmed; nothing deleted"
+        raise UsageError(msg)
+
+
+def cmd_delete_artifacts(args: argparse.Namespace) -> int:
+    """``srez managed delete-target-artifacts NAME TARGET``."""
+    _confirm(args, f"the results of target {args.target} of {args.name}")
+    deleted = api.delete_target_artifacts(args.results, args.name, args.target)
+    print(f"deleted {len(deleted)} results folders of {args.target}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    """``srez managed delete NAME``."""
+    _confirm(args, f"managed run {args.name}")
+    print(f"deleted {api.delete_managed(args.results, args.name)}")
+    return 0

@@ -1,0 +1,472 @@
+"""A typed async client of a run daemon's public API (DESIGN.md §4).
+
+One method per route, each returning the wire models of :mod:`srez_daemon.protocol.api`, so the
+client and the daemon share one definition of every body. Errors come back as the daemon's closed
+codes mapped to one exception class per family (:func:`srez_client.errors.daemon_api_error`);
+a daemon that does not answer raises :class:`~srez_client.errors.DaemonUnreachableError`.
+
+The token travels in the ``Authorization`` header only: never in a URL, a query string, a log
+record or the client's ``repr`` (SECURITY.md A3). ``/api/health`` is asked without it.
+
+:meth:`DaemonClient.stream` follows the live WebSocket and survives a dropped connection: it
+reconnects with bounded backoff from the last ``next_offset`` it delivered, so every dialog entry
+reaches the caller exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any, Final, Self
+
+import aiohttp
+import orjson
+from pydantic import JsonValue, ValidationError
+
+from srez_client.daemon_client.stream import ReconnectPolicy, follow
+from srez_client.errors import (
+    DaemonAPIError,
+    DaemonAuthError,
+    DaemonUnreachableError,
+    daemon_api_error,
+)
+from srez_daemon.protocol.api import (
+    DialogPage,
+    ErrorResponse,
+    ExecRequest,
+    ExecResult,
+    FilesResponse,
+    Health,
+    PtyResize,
+    RunInfo,
+    Similarity,
+    StreamFrame,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LOG_NAMES", "DaemonClient", "ReconnectPolicy", "pty_resize"]
+
+LOG_NAMES: Final = ("agent", "evaluator", "daemon")
+"""The logs ``/api/logs`` serves."""
+ADMIN_CLAIM: Final = {"X-Srez-Admin": "1"}
+"""The header that claims the admin capability exec and pty need (SECURITY.md A4)."""
+
+_STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
+_EXEC_MARGIN_S: Final = 15.0  # the daemon answers a timed-out exec after killing it: allow that
+
+
+class DaemonClient:
+    """Talks to one run daemon.
+
+    Use it as an async context manager (or call :meth:`close`)::
+
+        async with DaemonClient("http://127.0.0.1:40123", token) as daemon:
+            info = await daemon.run()
+            async for frame in daemon.stream():
+                ...
+
+    Args:
+        base_url: ``http://host:port`` of the daemon (a trailing ``/`` is ignored).
+        token: The run's token; sent as ``Authorization: Bearer <token>``.
+        session: An aiohttp session to use (not closed by :meth:`close`); one is made otherwise.
+        timeout_s: Total time allowed for a plain request.
+        reconnect: How :meth:`stream` retries a dropped WebSocket.
+        admin: Claim the admin capability (``X-Srez-Admin: 1``) that :meth:`exec` and :meth:`pty`
+            need. Off by default: an attachment is view-only unless the user asked to run
+            commands (SECURITY.md A4), and the daemon refuses exec and pty without the claim.
+
+    Raises:
+        ValueError: If the token is empty or holds whitespace (it could not be a header value).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        timeout_s: float = 30.0,
+        reconnect: ReconnectPolicy | None = None,
+        admin: bool = False,
+    ) -> None:
+        if not token or any(c.isspace() for c in token):
+            msg = "the daemon token is empty or holds whitespace; read it from the run's token file"
+            raise ValueError(msg)
+        self.base_url = base_url.rstrip("/")
+        """``http://host:port`` of the daemon."""
+        self._auth = {"Authorization": f"Bearer {token}"}
+        self._session = session
+        self._own_session = session is None
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._connect_timeout_s = min(timeout_s, 10.0)
+        self.reconnect = reconnect or ReconnectPolicy()
+        """The retry policy of :meth:`stream`."""
+        self._admin = {**ADMIN_CLAIM} if admin else {}
+
+    def __repr__(self) -> str:
+        return f"DaemonClient({self.base_url!r})"  # never the token
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the session this client made (idempotent; a given session is left open)."""
+        if self._own_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            if not self._own_session:
+                msg = "the aiohttp session given to DaemonClient is closed"
+                raise RuntimeError(msg)
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        return self._session
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    # ------------------------------------------------------------------ plain requests
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        limits: aiohttp.ClientTimeout | None = None,
+    ) -> tuple[bytes, str]:
+        """Send one request; returns (body, content type) of a 2xx answer.
+
+        Raises:
+            DaemonAPIError: For a non-2xx answer (a subclass per code family).
+            DaemonUnreachableError: If the daemon does not answer.
+        """
+        all_headers = {**(self._auth if auth else {}), **(headers or {})}
+        try:
+            async with self._http().request(
+                method,
+                self._url(path),
+                params=params,
+                data=body,
+                headers=all_headers,
+                timeout=limits or self._timeout,
+                allow_redirects=False,
+            ) as resp:
+                data = await resp.read()
+                if resp.status >= 300:
+                    raise _api_error(resp.status, data)
+                return data, resp.content_type
+        except (aiohttp.ClientConnectionError, TimeoutError) as e:
+            raise self._unreachable(method, path, e) from e
+
+    def _unreachable(self, method: str, path: str, e: BaseException) -> DaemonUnreachableError:
+        reason = type(e).__name__ if isinstance(e, TimeoutError) else str(e) or type(e).__name__
+        msg = f"daemon at {self.base_url} did not answer {method} {path}: {reason}"
+        return DaemonUnreachableError(msg)
+
+    async def _json(self, path: str, **kwargs: Any) -> bytes:
+        data, _ = await self._request("GET", path, **kwargs)
+        return data
+
+    async def health(self) -> Health:
+        """``GET /api/health`` (sent without the token)."""
+        return Health.model_validate_json(await self._json("/api/health", auth=False))
+
+    async def run(self) -> RunInfo:
+        """``GET /api/run``: the run's metadata."""
+        return RunInfo.model_validate_json(await self._json("/api/run"))
+
+    async def dialog(self, offset: int = 0, limit: int | None = None) -> DialogPage:
+        """``GET /api/dialog``: complete entries from byte ``offset`` (at most ``limit``)."""
+        params = {"offset": str(offset)}
+        if limit is not None:
+            params["limit"] = str(limit)
+        return DialogPage.model_validate_json(await self._json("/api/dialog", params=params))
+
+    async def diff(self) -> str:
+        """``GET /api/diff``: every change to the services' config files (unified diff)."""
+        return (await self._json("/api/diff")).decode("utf-8", "replace")
+
+    async def files(self) -> FilesResponse:
+        """``GET /api/files``: the changed config files."""
+        return FilesResponse.model_validate_json(await self._json("/api/files"))
+
+    async def reference(self) -> str:
+        """``GET /api/reference``: the reference patch.
+
+        Raises:
+            DaemonConflictError: ``agent_phase`` while the agent acts.
+        """
+        return (await self._json("/api/reference")).decode("utf-8", "replace")
+
+    async def similarity(self) -> Similarity:
+        """``GET /api/similarity``: the share of changed lines the two diffs have in common.
+
+        Raises:
+            DaemonConflictError: ``agent_phase`` while the agent acts.
+        """
+        return Similarity.model_validate_json(await self._json("/api/similarity"))
+
+    async def grade(self) -> dict[str, JsonValue]:
+        """``GET /api/grade``: ``result.json`` as a dict.
+
+        Raises:
+            DaemonNotFoundError: ``no_grade`` until the run is graded.
+        """
+        value = orjson.loads(await self._json("/api/grade"))
+        if not isinstance(value, dict):
+            err = DaemonAPIError("internal", "result.json is not a JSON object", 200)
+            raise err
+        return value
+
+    async def openapi(self) -> dict[str, JsonValue]:
+        """``GET /api/openapi.json``: the OpenAPI document of the API."""
+        value = orjson.loads(await self._json("/api/openapi.json"))
+        return value if isinstance(value, dict) else {}
+
+    async def exec(
+        self,
+        argv: Sequence[str],
+        timeout_s: float,
+        *,
+        cwd: str | None = None,
+        request_id: str | None = None,
+        retries: int = 1,
+    ) -> ExecResult:
+        """``POST /api/exec``: run a command in the run and wait for it.
+
+        Every request carries an ``X-Request-ID`` (a fresh one unless given), so a retry after a
+        lost answer returns the first execution's result instead of running the command again.
+
+        Args:
+            argv: The command and its arguments.
+            timeout_s: Wall-time limit; the daemon kills the command's process group after it.
+            cwd: Working directory inside the run.
+            request_id: Id for retry safety; reuse it only to retry the same command.
+            retries: How many times to resend after a lost connection.
+
+        Raises:
+            DaemonRequestError: If the daemon refuses the request (``bad_request``).
+            DaemonBusyError: If too many sessions run (``too_many_sessions``).
+            DaemonUnreachableError: If no attempt got an answer.
+        """
+        body = ExecRequest(argv=list(argv), timeout_s=timeout_s, cwd=cwd).model_dump_json()
+        headers = {
+            "Content-Type": "application/json",
+            "X-Request-ID": request_id or uuid.uuid4().hex,
+            **self._admin,
+        }
+        timeout = aiohttp.ClientTimeout(total=timeout_s + _EXEC_MARGIN_S)
+        for attempt in range(retries + 1):
+            try:
+                data, _ = await self._request(
+                    "POST", "/api/exec", body=body.encode(), headers=headers, limits=timeout
+                )
+                return ExecResult.model_validate_json(data)
+            except DaemonUnreachableError:
+                if attempt == retries:
+                    raise
+                logger.info("exec answer lost; retrying with the same request id")
+                await asyncio.sleep(self.reconnect.delay(attempt + 1))
+        msg = "exec retry loop ended without an answer"
+        raise AssertionError(msg)  # pragma: no cover
+
+    async def logs(self, name: str, *, follow: bool = False) -> AsyncIterator[str]:
+        """``GET /api/logs``: a log as text chunks, following it while the daemon runs if asked.
+
+        Args:
+            name: ``agent``, ``evaluator`` or ``daemon``.
+            follow: Keep the response open and yield what is appended.
+
+        Yields:
+            Text chunks (invalid UTF-8 replaced; a character split across chunks is kept whole).
+
+        Raises:
+            ValueError: If ``name`` is not a log the daemon serves.
+            DaemonAPIError: If the daemon refuses.
+        """
+        if name not in LOG_NAMES:
+            msg = f"unknown log {name!r}; the daemon serves {', '.join(LOG_NAMES)}"
+            raise ValueError(msg)
+        params = {"name": name, "follow": "1" if follow else "0"}
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=10, sock_read=None if follow else self._timeout.total
+        )
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        try:
+            async with self._http().get(
+                self._url("/api/logs"), params=params, headers=self._auth, timeout=timeout
+            ) as resp:
+                if resp.status >= 300:
+                    raise _api_error(resp.status, await resp.read())
+                async for chunk in resp.content.iter_any():
+                    if text := decoder.decode(chunk):
+                        yield text
+        except (aiohttp.ClientConnectionError, TimeoutError) as e:
+            err = self._unreachable("GET", "/api/logs", e)
+            raise err from e
+        if tail := decoder.decode(b"", final=True):
+            yield tail
+
+    async def verify(self) -> RunInfo:
+        """Check this is the daemon we launched before trusting anything it says (SECURITY.md A2).
+
+        A real daemon refuses a request with no token and one with a wrong token (401), and
+        accepts ours. An impostor that took the port cannot tell our token from a wrong one
+        without reading the token file, which only the daemon's user can: one that accepts
+        anything fails the first two checks, one that refuses everything fails the last.
+
+        Returns:
+            The run's metadata.
+
+        Raises:
+            DaemonAuthError: If the daemon answers without the token or with a wrong one, or
+                refuses the token.
+        """
+        wrong = {"Authorization": "Bearer " + secrets.token_urlsafe(32)}
+        for what, headers in (("without a token", {}), ("with a wrong token", wrong)):
+            try:
+                await self._request("GET", "/api/run", auth=False, headers=headers)
+            except DaemonAuthError:
+                continue
+            msg = f"{self.base_url} answered /api/run {what}: not a daemon to trust"
+            raise DaemonAuthError(code="unauthorized", message=msg, status=200)
+        return await self.run()
+
+    # ------------------------------------------------------------------ WebSockets
+
+    async def websocket(
+        self,
+        path: str,
+        params: dict[str, str],
+        *,
+        connect_timeout_s: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> aiohttp.ClientWebSocketResponse:
+        """Open a WebSocket route with the token in the header (errors mapped as for requests).
+
+        The handshake is bounded (``connect_timeout_s``, default 10 s): a daemon that is shutting
+        down may accept a connection and never answer it.
+        """
+        try:
+            async with asyncio.timeout(connect_timeout_s or self._connect_timeout_s):
+                return await self._http().ws_connect(
+                    self._url(path),
+                    params=params,
+                    headers={**self._auth, **(headers or {})},
+                    autoping=True,
+                    timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
+                )
+        except aiohttp.WSServerHandshakeError as e:
+            raise daemon_api_error(
+                _STATUS_CODES.get(e.status, f"http_{e.status}"), e.message, e.status
+            ) from e
+        except (aiohttp.ClientConnectionError, TimeoutError) as e:
+            err = self._unreachable("GET", path, e)
+            raise err from e
+
+    async def pty(
+        self, cols: int = 80, rows: int = 24, *, admin: bool | None = None
+    ) -> aiohttp.ClientWebSocketResponse:
+        """``GET /api/pty``: a shell in the run, as an open WebSocket (close it when done).
+
+        Send keystrokes as binary frames and read output from binary frames;
+        :func:`pty_resize` makes the resize text frame. ``admin`` makes (True) or withholds
+        (False) the admin claim for this call; None keeps the client's own setting.
+
+        Raises:
+            DaemonAPIError: If the daemon refuses (``too_many_sessions``, no terminal ...).
+            DaemonUnreachableError: If the daemon does not answer.
+        """
+        return await self.websocket(
+            "/api/pty",
+            {"cols": str(cols), "rows": str(rows)},
+            headers=self._admin if admin is None else ({**ADMIN_CLAIM} if admin else {}),
+        )
+
+    async def stream(
+        self,
+        offset: int = 0,
+        *,
+        stop: asyncio.Event | None = None,
+        heartbeats: bool = False,
+    ) -> AsyncIterator[StreamFrame]:
+        """Follow ``/api/ws``: the dialog from ``offset``, then live frames, until the run ends.
+
+        A dropped or silent connection is reopened from the last delivered ``next_offset``
+        (bounded backoff, :attr:`reconnect`), and dialog frames the client already delivered are
+        dropped, so every entry is yielded exactly once. Phase, diff and grade frames may repeat
+        after a reconnect (the daemon restates them).
+
+        The stream ends when a ``done`` or ``error`` phase has been seen and the dialog is drained
+        (the caller has every entry up to the end of the file), when ``stop`` is set, or when the
+        caller stops iterating.
+
+        Args:
+            offset: Byte offset to start from (0, or the ``next_offset`` of an earlier stream).
+            stop: Set it to end the stream.
+            heartbeats: Also yield heartbeat frames.
+
+        Yields:
+            The frames, in the daemon's order.
+
+        Raises:
+            DaemonAuthError: If the token is refused.
+            DaemonUnreachableError: If the daemon stays unreachable for a whole reconnect policy.
+            DaemonAPIError: If a frame is not a valid stream frame.
+        """
+        async with contextlib.aclosing(
+            follow(self, offset, stop=stop, heartbeats=heartbeats)
+        ) as frames:
+            async for frame in frames:
+                yield frame
+
+    async def dialog_end(self, offset: int) -> int | None:
+        """The end of the dialog file (it no longer grows once the run is done), or None."""
+        quick = aiohttp.ClientTimeout(total=5)  # asked while the daemon may be shutting down
+        try:
+            while True:
+                params = {"offset": str(offset), "limit": "1000"}
+                data, _ = await self._request("GET", "/api/dialog", params=params, limits=quick)
+                page = DialogPage.model_validate_json(data)
+                if not page.entries or page.next_offset <= offset:
+                    return offset
+                offset = page.next_offset
+        except (DaemonUnreachableError, DaemonAPIError) as e:
+            logger.debug("could not read the dialog's end: %s", e)
+            return None
+
+
+def pty_resize(cols: int, rows: int) -> str:
+    """The text frame that resizes a pty: ``{"resize": [cols, rows]}``."""
+    return PtyResize(resize=(cols, rows)).model_dump_json()
+
+
+def _api_error(status: int, data: bytes) -> DaemonAPIError:
+    """The exception for an error answer (a daemon error body, or anything else)."""
+    try:
+        body = ErrorResponse.model_validate_json(data).error
+    except ValidationError:
+        code = _STATUS_CODES.get(status, f"http_{status}")
+        text = " ".join(data[:200].decode("utf-8", "replace").split()) or "no error body"
+        return daemon_api_error(code, text, status)
+    return daemon_api_error(body.code, body.message, status)

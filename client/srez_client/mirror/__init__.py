@@ -1,0 +1,1 @@
+"""Mirroring: a stopped run folder copied into ``results/`` without trusting anything in it."""

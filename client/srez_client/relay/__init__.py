@@ -1,0 +1,1 @@
+"""The host model relay: one litellm per host, serving every run through scoped tokens."""
