@@ -8,7 +8,7 @@ from typing import Any
 from srez_env.agents import make_agent
 from srez_env.env import SREEnv
 from srez_env.generator.verify import injected_instances as injected_instances
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
 from srez_env.task import Task
 
 
@@ -35,7 +35,7 @@ def play(task: Task, actions: Iterable[dict[str, Any]], *, submit: bool = True) 
 
 def grade_of(task: Task, actions: Iterable[dict[str, Any]]) -> Grade:
     """The grade of playing ``actions`` then submitting."""
-    return play(task, actions).grade()
+    return grade_episode(play(task, actions).record())
 
 
 def checks(grade: Grade) -> dict[str, bool]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from envkit import a, play
 
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
 from srez_env.sim.rules import RuleHit
 from srez_env.task import Task
 from srez_env.vocab import SERVICES
@@ -23,13 +23,13 @@ Action = dict[str, Any]
 
 def grade(task: Task, actions: list[Action]) -> Grade:
     """Plays ``actions``, submits and grades."""
-    return play(task, actions).grade()
+    return grade_episode(play(task, actions).record())
 
 
 def graded(task: Task, actions: list[Action]) -> tuple[Grade, list[RuleHit], list[RuleHit]]:
     """The grade, the rules firing at T0 and those firing at the end of the soak."""
     env = play(task, actions)
-    g = env.grade()
+    g = grade_episode(env.record())
     end = (env.log.submit_clock or 0) + 10
     return g, env.world.rules_at(0), env.world.rules_at(end)
 

@@ -9,6 +9,7 @@ from conftest import BY_ID
 from srez_env.actions import ERROR_CODES
 from srez_env.env import SREEnv
 from srez_env.errors import EpisodeError
+from srez_env.grade import grade_episode
 
 CRAFTED: dict[str, object] = {
     "PARSE_ERROR": '{"tool": "get_logs", "args": {"service": "db"',
@@ -77,7 +78,7 @@ def test_invalid_actions_are_reported_with_max_repeat() -> None:
     env.step({"tool": "get_alerts", "args": {}})
     env.step({"tool": "kubectl", "args": {"x": 1}})
     env.step({"tool": "submit", "args": {}})
-    metrics = env.grade().metrics
+    metrics = grade_episode(env.record()).metrics
     assert (metrics.invalid_actions, metrics.max_repeat_invalid) == (4, 3)
 
 
@@ -85,14 +86,14 @@ def test_step_budget_ends_the_episode_like_a_submit() -> None:
     env = _fresh()
     for _ in range(20):
         env.step({"tool": "get_alerts", "args": {}})
-    assert env.done and env.grade().metrics.end_reason == "step_budget"
+    assert env.done and grade_episode(env.record()).metrics.end_reason == "step_budget"
 
 
 def test_force_submit_uses_no_step_and_records_the_reason() -> None:
     env = _fresh()
     env.step({"tool": "get_alerts", "args": {}})
     env.force_submit("time_limit")
-    grade = env.grade()
+    grade = grade_episode(env.record())
     assert grade.steps == 1 and grade.metrics.end_reason == "time_limit"
 
 
@@ -102,7 +103,7 @@ def test_grading_before_the_end_and_stepping_before_reset_are_refused() -> None:
         env.step({"tool": "get_alerts", "args": {}})
     env.reset()
     with pytest.raises(EpisodeError, match="still running"):
-        env.grade()
+        grade_episode(env.record())
 
 
 def test_restart_key_waits_for_a_restart() -> None:
@@ -118,5 +119,5 @@ def test_restart_key_waits_for_a_restart() -> None:
     status = env.step({"tool": "get_status", "args": {"service": "db"}}).observation["output"]
     assert '"pending_restart": ["tls.cert_file"]' in status
     env.step({"tool": "submit", "args": {}})
-    grade = env.grade()
+    grade = grade_episode(env.record())
     assert not grade.checks["func"].passed and not grade.checks["intent"].passed

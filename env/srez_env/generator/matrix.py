@@ -1348,6 +1348,7 @@ def calibrate(task: Task) -> Calibration:
     from srez_env.baselines.heuristic import HeuristicAgent
     from srez_env.baselines.loudest import loudest
     from srez_env.env import SREEnv
+    from srez_env.grade import grade_episode
 
     env = SREEnv(task, agent="heuristic")
     observation: Mapping[str, Any] = env.reset()
@@ -1355,7 +1356,7 @@ def calibrate(task: Task) -> Calibration:
     while not env.done:
         observation = env.step(agent.act(observation)).observation
     return Calibration(
-        heuristic_expected=env.grade().passed,
+        heuristic_expected=grade_episode(env.record()).passed,
         loudest_expected=loudest(task).blame,
     )
 
