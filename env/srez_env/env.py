@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from srez_env.actions import (
     FAULT_GLOSSARY,
@@ -38,6 +38,8 @@ from srez_env.world import topology as topo
 from srez_env.world.conffile import ConfFile, render_value
 from srez_env.world.schema import KeyRejected, check_edit, reload_mode
 
+_Part = TypeVar("_Part", World, Observer)
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
@@ -46,6 +48,14 @@ class StepResult:
     observation: dict[str, Any]
     done: bool
     info: dict[str, Any]
+
+
+def _started(part: _Part | None) -> _Part:
+    """A part of the episode that :meth:`SREEnv.reset` creates."""
+    if part is None:
+        msg = "the episode has not started: call reset() first"
+        raise EpisodeError(msg)
+    return part
 
 
 class SREEnv:
@@ -66,10 +76,7 @@ class SREEnv:
     # ------------------------------------------------------------------ lifecycle
     @property
     def world(self) -> World:
-        if self._world is None:
-            msg = "the episode has not started: call reset() first"
-            raise EpisodeError(msg)
-        return self._world
+        return _started(self._world)
 
     @property
     def done(self) -> bool:
@@ -119,10 +126,7 @@ class SREEnv:
 
     @property
     def observer(self) -> Observer:
-        if self._observer is None:
-            msg = "the episode has not started: call reset() first"
-            raise EpisodeError(msg)
-        return self._observer
+        return _started(self._observer)
 
     # ------------------------------------------------------------------ one step
     def step(self, action: Mapping[str, Any] | str) -> StepResult:

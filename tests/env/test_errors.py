@@ -4,6 +4,7 @@ call costs a step and a minute and changes nothing else."""
 from __future__ import annotations
 
 import pytest
+from envkit import a, started
 
 from conftest import BY_ID
 from srez_env.actions import ERROR_CODES
@@ -17,30 +18,16 @@ CRAFTED: dict[str, object] = {
     "BAD_ARGS": {"tool": "get_logs", "args": {"service": "db", "limit": 500}},
     "UNKNOWN_SERVICE": {"tool": "get_status", "args": {"service": "billing"}},
     "UNKNOWN_METRIC": {"tool": "get_metrics", "args": {"service": "db", "metric": "hit_ratio"}},
-    "UNKNOWN_KEY": {
-        "tool": "set_config",
-        "args": {"service": "cache", "key": "db.pool_max", "value": "5"},
-    },
-    "READ_ONLY_KEY": {
-        "tool": "set_config",
-        "args": {"service": "payments", "key": "db.host", "value": "x"},
-    },
-    "KEY_MANAGED_BY_TOOL": {
-        "tool": "set_config",
-        "args": {"service": "auth", "key": "deploy.replicas", "value": "3"},
-    },
-    "INVALID_VALUE": {
-        "tool": "set_config",
-        "args": {"service": "payments", "key": "db.pool_max", "value": "0"},
-    },
+    "UNKNOWN_KEY": a("set_config", service="cache", key="db.pool_max", value="5"),
+    "READ_ONLY_KEY": a("set_config", service="payments", key="db.host", value="x"),
+    "KEY_MANAGED_BY_TOOL": a("set_config", service="auth", key="deploy.replicas", value="3"),
+    "INVALID_VALUE": a("set_config", service="payments", key="db.pool_max", value="0"),
     "UNKNOWN_VERSION": {"tool": "rollback", "args": {"service": "payments", "version": "9.9.9"}},
 }
 
 
 def _fresh() -> SREEnv:
-    env = SREEnv(BY_ID["sre-007"])
-    env.reset()
-    return env
+    return started(BY_ID["sre-007"])
 
 
 @pytest.mark.parametrize("code", sorted(CRAFTED))
@@ -107,8 +94,7 @@ def test_grading_before_the_end_and_stepping_before_reset_are_refused() -> None:
 
 
 def test_restart_key_waits_for_a_restart() -> None:
-    env = SREEnv(BY_ID["sre-005"])
-    env.reset()
+    env = started(BY_ID["sre-005"])
     out = env.step(
         {
             "tool": "set_config",

@@ -37,6 +37,7 @@ from srez_env.baselines.policy import (
 )
 from srez_env.env import SREEnv
 from srez_env.grade import Grade, grade_episode
+from srez_env.play import play_episode
 from srez_env.task import SERVICES, Task
 from srez_env.world.conffile import ConfFile, Value, parse_value, render_value
 from srez_env.world.schema import Reload, reload_mode
@@ -313,12 +314,7 @@ class TierScore:
 
 def play(task: Task, memory: Memory, scope: Scope = "all") -> SREEnv:
     """Plays one task with the memorised agent; returns the finished episode."""
-    env = SREEnv(task, agent=f"memorised-{scope}")
-    obs: Observation = env.reset()
-    agent = MemorisedAgent(memory, scope)
-    while not env.done:
-        obs = env.step(agent.act(obs)).observation
-    return env
+    return play_episode(task, MemorisedAgent(memory, scope), name=f"memorised-{scope}")
 
 
 def run(tasks: Iterable[Task], memory: Memory, scope: Scope = "all") -> dict[str, Grade]:

@@ -14,13 +14,11 @@ The canonical 40 tasks and every generated set are held to the same contract:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from srez_env.agents import make_agent
 from srez_env.baselines.loudest import loudest, margin
 from srez_env.env import SREEnv
 from srez_env.grade import grade_episode
+from srez_env.play import play_episode
 from srez_env.sim.rules import RuleHit
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
@@ -47,12 +45,7 @@ def injected_instances(task: Task) -> list[RuleHit]:
 
 
 def _play(task: Task, spec: str) -> SREEnv:
-    env = SREEnv(task, agent=spec)
-    observation: Mapping[str, Any] = env.reset()
-    agent = make_agent(spec, task, 0)
-    while not env.done:
-        observation = env.step(agent.act(observation)).observation
-    return env
+    return play_episode(task, make_agent(spec, task, 0), name=spec)
 
 
 def bare(task: Task) -> Task:
