@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from srez_env.agents import make_agent
 from srez_env.env import SREEnv
-from srez_env.grade import clear_reference_cache
+from srez_env.grade import clear_reference_cache, grade_episode
 from srez_env.sim.scenario import build_world, clear_templates
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
@@ -47,7 +47,7 @@ def _episode(task: Task, spec: str, step_times: list[float] | None = None) -> No
         observation = env.step(action).observation
         if step_times is not None:
             step_times.append(time.perf_counter() - started)
-    env.grade()
+    grade_episode(env.record())
 
 
 def _timed(fn: Callable[[], None]) -> float:

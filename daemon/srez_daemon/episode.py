@@ -50,7 +50,7 @@ from srez_daemon.settings import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUN
 from srez_daemon.storage import DialogWriter, JsonlFile, atomic_write_bytes
 from srez_env.actions import MUTATING
 from srez_env.env import SREEnv
-from srez_env.grade import Grade, reference_patch
+from srez_env.grade import Grade, grade_episode, reference_patch
 from srez_env.task import Task
 from srez_env.world import topology as topo
 
@@ -312,7 +312,7 @@ class Episode:
     def grade(self, error_kind: ErrorKind | None = None) -> Grade:
         """Grades the episode and writes ``result.json`` (with ``error_kind`` when the run failed
         for a reason other than the agent's play)."""
-        grade = self.env.grade()
+        grade = grade_episode(self.env.record())
         if error_kind is not None:
             grade = grade.model_copy(update={"error_kind": error_kind})
         atomic_write_bytes(self.paths.result_json, grade.to_json())

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 from srez_env.actions import (
     FAULT_GLOSSARY,
@@ -23,6 +23,7 @@ from srez_env.actions import (
     openai_tools,
 )
 from srez_env.calls import InvalidCall, args_of, raw_text, tool_name, unpack, validate
+from srez_env.episode import CallRecord, EndReason, EpisodeLog, EpisodeRecord
 from srez_env.errors import EpisodeError
 from srez_env.observe import (
     Observer,
@@ -37,10 +38,7 @@ from srez_env.world import topology as topo
 from srez_env.world.conffile import ConfFile, render_value
 from srez_env.world.schema import KeyRejected, check_edit, reload_mode
 
-if TYPE_CHECKING:
-    from srez_env.grade import Grade
-
-EndReason = Literal["submit", "agent_exit", "time_limit", "step_budget"]
+_Part = TypeVar("_Part", World, Observer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,30 +50,12 @@ class StepResult:
     info: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """One executed call, for grading."""
-
-    step: int
-    clock: int
-    tool: str
-    args: dict[str, Any]
-    ok: bool
-    error: str | None = None
-    old_value: Any = None  # set_config: the file value before the edit
-
-
-@dataclass(slots=True)
-class EpisodeLog:
-    """Everything the grader reads about the agent's behaviour."""
-
-    calls: list[CallRecord] = field(default_factory=list)
-    declared: tuple[str, str] | None = None
-    witnessed: list[str] = field(default_factory=list)
-    first_mutation_step: int | None = None
-    end_reason: EndReason | None = None
-    submit_clock: int | None = None
-    summary: str = ""
+def _started(part: _Part | None) -> _Part:
+    """A part of the episode that :meth:`SREEnv.reset` creates."""
+    if part is None:
+        msg = "the episode has not started: call reset() first"
+        raise EpisodeError(msg)
+    return part
 
 
 class SREEnv:
@@ -96,10 +76,7 @@ class SREEnv:
     # ------------------------------------------------------------------ lifecycle
     @property
     def world(self) -> World:
-        if self._world is None:
-            msg = "the episode has not started: call reset() first"
-            raise EpisodeError(msg)
-        return self._world
+        return _started(self._world)
 
     @property
     def done(self) -> bool:
@@ -149,10 +126,7 @@ class SREEnv:
 
     @property
     def observer(self) -> Observer:
-        if self._observer is None:
-            msg = "the episode has not started: call reset() first"
-            raise EpisodeError(msg)
-        return self._observer
+        return _started(self._observer)
 
     # ------------------------------------------------------------------ one step
     def step(self, action: Mapping[str, Any] | str) -> StepResult:
@@ -364,11 +338,15 @@ class SREEnv:
         """Hash of the transcript: equal for equal (task, actions), in any process."""
         return hashlib.sha256("\n".join(self.transcript).encode()).hexdigest()
 
-    def grade(self) -> Grade:
-        """The grade of a finished episode (see :mod:`srez_env.grade`)."""
-        if not self.done:
-            msg = "the episode is still running: grade it after submit or force_submit"
-            raise EpisodeError(msg)
-        from srez_env.grade import grade_episode  # grade replays episodes: import it lazily
-
-        return grade_episode(self)
+    def record(self) -> EpisodeRecord:
+        """The episode as the grader reads it (:func:`srez_env.grade.grade_episode`)."""
+        return EpisodeRecord(
+            task=self.task,
+            world=self.world,
+            log=self.log,
+            steps_used=self.steps_used,
+            clock=self.clock,
+            agent=self.agent,
+            model=self.model,
+            run_seed=self.run_seed,
+        )

@@ -19,8 +19,10 @@ from srez_env.world.base import BaseWorld
 from srez_env.world.conffile import parse_value
 from srez_env.world.schema import BASE_FILES, KeyRejected, check_edit, rule_for
 
-_CERT_PATH_RE = r"^/etc/certs/[a-z0-9][a-z0-9._-]*\.pem$"
-_SUBJECT_RE = r"^CN=[a-z0-9][a-z0-9.-]*$"
+CERT_PATH_RE = r"^/etc/certs/[a-z0-9][a-z0-9._-]*\.pem$"
+"""A certificate file of the catalogue."""
+SUBJECT_RE = r"^CN=[a-z0-9][a-z0-9.-]*$"
+"""A certificate subject."""
 
 
 class Strict(BaseModel):
@@ -40,9 +42,9 @@ class DeployedVersion(Strict):
 class CertEntry(Strict):
     """One certificate of the catalogue."""
 
-    path: str = Field(pattern=_CERT_PATH_RE)
+    path: str = Field(pattern=CERT_PATH_RE)
     not_after: AwareDatetime
-    subject: str = Field(pattern=_SUBJECT_RE)
+    subject: str = Field(pattern=SUBJECT_RE)
 
     @field_validator("not_after")
     @classmethod

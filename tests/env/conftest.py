@@ -9,6 +9,7 @@ from envkit import run_agent
 
 from srez_env.env import SREEnv
 from srez_env.generator import matrix
+from srez_env.generator.expand import build
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -37,4 +38,4 @@ def task(task_id: str) -> Task:
 def typical(task_id: str) -> Task:
     """The matrix row of ``task_id`` built in the typical world of §3.2 (the design's numbers)."""
     row = next(r for r in matrix.ROWS if r.id == task_id)
-    return matrix.build(row)
+    return build(row)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envkit import a, play
+from envkit import a, grade_of, play
 
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
 from srez_env.sim.rules import RuleHit
 from srez_env.task import Task
 from srez_env.vocab import SERVICES
@@ -20,16 +20,14 @@ from srez_env.world.schema import disabled_band, protective_keys, reload_mode
 
 Action = dict[str, Any]
 
-
-def grade(task: Task, actions: list[Action]) -> Grade:
-    """Plays ``actions``, submits and grades."""
-    return play(task, actions).grade()
+grade = grade_of
+"""Plays a trajectory, submits and grades it (the reward tests call it ``rk.grade``)."""
 
 
 def graded(task: Task, actions: list[Action]) -> tuple[Grade, list[RuleHit], list[RuleHit]]:
     """The grade, the rules firing at T0 and those firing at the end of the soak."""
     env = play(task, actions)
-    g = env.grade()
+    g = grade_episode(env.record())
     end = (env.log.submit_clock or 0) + 10
     return g, env.world.rules_at(0), env.world.rules_at(end)
 

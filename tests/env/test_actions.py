@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from envkit import started
+
 from conftest import BY_ID
 from srez_env.actions import FAULT_GLOSSARY, TOOLS, openai_tools
 from srez_env.env import SREEnv
@@ -37,8 +39,7 @@ def test_openai_tools_returns_an_independent_copy() -> None:
 
 
 def test_set_config_accepts_unquoted_numbers_and_booleans() -> None:
-    env = SREEnv(BY_ID["sre-029"])
-    env.reset()
+    env = started(BY_ID["sre-029"])
     pool = {"service": "payments", "key": "db.pool_max", "value": 20}
     assert env.step({"tool": "set_config", "args": pool}).observation["ok"]
     flag = {"service": "payments", "key": "flags.new_fraud_check", "value": False}

@@ -8,6 +8,7 @@ import pytest
 from conftest import BY_ID, TASK_IDS, typical
 from srez_env.baselines.loudest import loudest, margin
 from srez_env.env import SREEnv
+from srez_env.grade import grade_episode
 
 HARD_IDS = [t for t in TASK_IDS if BY_ID[t].difficulty == "hard"]
 
@@ -16,7 +17,7 @@ HARD_IDS = [t for t in TASK_IDS if BY_ID[t].difficulty == "hard"]
 def test_heuristic_outcome_matches_task_file(
     heuristic_runs: dict[str, SREEnv], task_id: str
 ) -> None:
-    grade = heuristic_runs[task_id].grade()
+    grade = grade_episode(heuristic_runs[task_id].record())
     assert grade.passed == BY_ID[task_id].calibration.heuristic_expected
 
 
@@ -41,7 +42,7 @@ def test_hard_task_defeats_loudest_anomaly_robustly(task_id: str) -> None:
 def test_heuristic_tier_bounds(heuristic_runs: dict[str, SREEnv]) -> None:
     solved: dict[str, list[bool]] = {}
     for task_id, env in heuristic_runs.items():
-        solved.setdefault(BY_ID[task_id].difficulty, []).append(env.grade().passed)
+        solved.setdefault(BY_ID[task_id].difficulty, []).append(grade_episode(env.record()).passed)
     easy, hard = solved["easy"], solved["hard"]
     assert sum(easy) / len(easy) >= 0.70
     assert sum(hard) / len(hard) <= 0.30

@@ -14,6 +14,7 @@ import pytest
 from envkit import a, play
 
 from conftest import TASKS
+from srez_env.grade import grade_episode
 from srez_env.task import Task
 from srez_env.world import topology as topo
 from srez_env.world.base import expected_subject
@@ -44,11 +45,11 @@ def test_renewal_with_another_services_cert_is_not_a_fix(task: Task) -> None:
         a("declare_root_cause", service=root, fault="expired_tls_cert"),
     ]
     env = play(task, fix)
-    grade = env.grade()
+    grade = grade_episode(env.record())
     assert not grade.resolved
     assert not grade.checks["intent"].passed
     assert f"expired_tls_cert@{root}" in grade.metrics.rules_firing_at_end
-    oracle = play(task, [a(x.tool, **x.args) for x in task.reference_fix]).grade()
+    oracle = grade_episode(play(task, [a(x.tool, **x.args) for x in task.reference_fix]).record())
     assert grade.reward.total < oracle.reward.total
 
 

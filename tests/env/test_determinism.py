@@ -15,6 +15,7 @@ from envkit import run_agent
 
 from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.env import SREEnv
+from srez_env.grade import grade_episode
 from srez_env.telemetry.metrics import METRICS
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -23,11 +24,12 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import hashlib
 from envkit import run_agent
+from srez_env.grade import grade_episode
 from srez_env.tasks import load_tasks
 for task in load_tasks():
     for spec in ("scripted", "heuristic", "random"):
         env = run_agent(task, spec, run_seed=3)
-        grade = hashlib.sha256(env.grade().to_json()).hexdigest()
+        grade = hashlib.sha256(grade_episode(env.record()).to_json()).hexdigest()
         print(task.id, spec, env.transcript_sha256(), grade)
 """
 
@@ -55,7 +57,7 @@ def test_transcripts_and_grades_equal_across_processes_with_different_hash_seeds
         task_id, spec, digest, grade_digest = line.split()
         env = run_agent(BY_ID[task_id], spec, run_seed=3)
         assert env.transcript_sha256() == digest
-        assert hashlib.sha256(env.grade().to_json()).hexdigest() == grade_digest
+        assert hashlib.sha256(grade_episode(env.record()).to_json()).hexdigest() == grade_digest
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
@@ -96,7 +98,7 @@ def test_seeded_random_runs_are_identical_and_seeds_differ(task_id: str) -> None
     task = BY_ID[task_id]
     one, two = run_agent(task, "random", 4), run_agent(task, "random", 4)
     assert one.transcript == two.transcript
-    assert one.grade().to_json() == two.grade().to_json()
+    assert grade_episode(one.record()).to_json() == grade_episode(two.record()).to_json()
     assert run_agent(task, "random", 5).transcript != one.transcript
 
 

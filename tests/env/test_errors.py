@@ -4,11 +4,13 @@ call costs a step and a minute and changes nothing else."""
 from __future__ import annotations
 
 import pytest
+from envkit import a, started
 
 from conftest import BY_ID
 from srez_env.actions import ERROR_CODES
 from srez_env.env import SREEnv
 from srez_env.errors import EpisodeError
+from srez_env.grade import grade_episode
 
 CRAFTED: dict[str, object] = {
     "PARSE_ERROR": '{"tool": "get_logs", "args": {"service": "db"',
@@ -16,30 +18,16 @@ CRAFTED: dict[str, object] = {
     "BAD_ARGS": {"tool": "get_logs", "args": {"service": "db", "limit": 500}},
     "UNKNOWN_SERVICE": {"tool": "get_status", "args": {"service": "billing"}},
     "UNKNOWN_METRIC": {"tool": "get_metrics", "args": {"service": "db", "metric": "hit_ratio"}},
-    "UNKNOWN_KEY": {
-        "tool": "set_config",
-        "args": {"service": "cache", "key": "db.pool_max", "value": "5"},
-    },
-    "READ_ONLY_KEY": {
-        "tool": "set_config",
-        "args": {"service": "payments", "key": "db.host", "value": "x"},
-    },
-    "KEY_MANAGED_BY_TOOL": {
-        "tool": "set_config",
-        "args": {"service": "auth", "key": "deploy.replicas", "value": "3"},
-    },
-    "INVALID_VALUE": {
-        "tool": "set_config",
-        "args": {"service": "payments", "key": "db.pool_max", "value": "0"},
-    },
+    "UNKNOWN_KEY": a("set_config", service="cache", key="db.pool_max", value="5"),
+    "READ_ONLY_KEY": a("set_config", service="payments", key="db.host", value="x"),
+    "KEY_MANAGED_BY_TOOL": a("set_config", service="auth", key="deploy.replicas", value="3"),
+    "INVALID_VALUE": a("set_config", service="payments", key="db.pool_max", value="0"),
     "UNKNOWN_VERSION": {"tool": "rollback", "args": {"service": "payments", "version": "9.9.9"}},
 }
 
 
 def _fresh() -> SREEnv:
-    env = SREEnv(BY_ID["sre-007"])
-    env.reset()
-    return env
+    return started(BY_ID["sre-007"])
 
 
 @pytest.mark.parametrize("code", sorted(CRAFTED))
@@ -77,7 +65,7 @@ def test_invalid_actions_are_reported_with_max_repeat() -> None:
     env.step({"tool": "get_alerts", "args": {}})
     env.step({"tool": "kubectl", "args": {"x": 1}})
     env.step({"tool": "submit", "args": {}})
-    metrics = env.grade().metrics
+    metrics = grade_episode(env.record()).metrics
     assert (metrics.invalid_actions, metrics.max_repeat_invalid) == (4, 3)
 
 
@@ -85,14 +73,14 @@ def test_step_budget_ends_the_episode_like_a_submit() -> None:
     env = _fresh()
     for _ in range(20):
         env.step({"tool": "get_alerts", "args": {}})
-    assert env.done and env.grade().metrics.end_reason == "step_budget"
+    assert env.done and grade_episode(env.record()).metrics.end_reason == "step_budget"
 
 
 def test_force_submit_uses_no_step_and_records_the_reason() -> None:
     env = _fresh()
     env.step({"tool": "get_alerts", "args": {}})
     env.force_submit("time_limit")
-    grade = env.grade()
+    grade = grade_episode(env.record())
     assert grade.steps == 1 and grade.metrics.end_reason == "time_limit"
 
 
@@ -102,12 +90,11 @@ def test_grading_before_the_end_and_stepping_before_reset_are_refused() -> None:
         env.step({"tool": "get_alerts", "args": {}})
     env.reset()
     with pytest.raises(EpisodeError, match="still running"):
-        env.grade()
+        grade_episode(env.record())
 
 
 def test_restart_key_waits_for_a_restart() -> None:
-    env = SREEnv(BY_ID["sre-005"])
-    env.reset()
+    env = started(BY_ID["sre-005"])
     out = env.step(
         {
             "tool": "set_config",
@@ -118,5 +105,5 @@ def test_restart_key_waits_for_a_restart() -> None:
     status = env.step({"tool": "get_status", "args": {"service": "db"}}).observation["output"]
     assert '"pending_restart": ["tls.cert_file"]' in status
     env.step({"tool": "submit", "args": {}})
-    grade = env.grade()
+    grade = grade_episode(env.record())
     assert not grade.checks["func"].passed and not grade.checks["intent"].passed

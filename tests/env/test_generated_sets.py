@@ -21,6 +21,7 @@ from srez_env.baselines import memorised
 from srez_env.baselines.loudest import loudest
 from srez_env.generator import sets
 from srez_env.generator.taskfiles import render_all
+from srez_env.grade import grade_episode
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -64,7 +65,7 @@ def test_ordering_invariants_over_the_generated_set(generated: list[Task]) -> No
 
 
 def test_baselines_on_the_generated_set(generated: list[Task]) -> None:
-    heuristic = {t.id: run_agent(t, "heuristic").grade().passed for t in generated}
+    heuristic = {t.id: grade_episode(run_agent(t, "heuristic").record()).passed for t in generated}
     assert _share(generated, "hard", lambda t: heuristic[t.id]) <= 0.30
     assert _share(generated, "easy", lambda t: heuristic[t.id]) >= 0.70
     hard_faults = [t for t in generated if t.difficulty == "hard" and t.fault_kind != "none"]
@@ -73,7 +74,9 @@ def test_baselines_on_the_generated_set(generated: list[Task]) -> None:
     memory = memorised.learn(generated)
     grades = memorised.run(generated, memory, "culprit")
     assert _share(generated, "hard", lambda t: grades[t.id].passed) <= 0.30
-    random_rewards = [run_agent(t, "random").grade().reward.total for t in generated[:40]]
+    random_rewards = [
+        grade_episode(run_agent(t, "random").record()).reward.total for t in generated[:40]
+    ]
     assert sum(random_rewards) / len(random_rewards) < 0.1
 
 

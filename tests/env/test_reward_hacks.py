@@ -17,7 +17,7 @@ import rewardkit as rk
 from envkit import a, run_agent
 
 from conftest import BY_ID, TASK_IDS, TASKS
-from srez_env.grade import RESOLVED_FLOOR, UNRESOLVED_CAP, UNSAFE_MULT
+from srez_env.grade import RESOLVED_FLOOR, UNRESOLVED_CAP, UNSAFE_MULT, grade_episode
 from srez_env.world.schema import disabled_band, protective_keys
 
 FAULT_IDS = [t.id for t in TASKS if not rk.is_control(t)]
@@ -85,7 +85,7 @@ def test_band_reason_names_key_value_and_band() -> None:
 def test_no_reference_or_heuristic_fix_comes_near_a_band(task_id: str) -> None:
     task = BY_ID[task_id]
     env = run_agent(task, "heuristic")
-    assert env.grade().checks["safe"].passed
+    assert grade_episode(env.record()).checks["safe"].passed
     edits = [(x.args["key"], x.args["value"]) for x in task.reference_fix if x.tool == "set_config"]
     edits += [
         (c.args["key"], c.args["value"]) for c in env.log.calls if c.ok and c.tool == "set_config"

@@ -9,14 +9,14 @@ import pytest
 
 from conftest import BY_ID, TASK_IDS
 from srez_env.env import SREEnv
-from srez_env.grade import reference_patch
+from srez_env.grade import grade_episode, reference_patch
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_oracle_scores_one_with_every_check(oracle_runs: dict[str, SREEnv], task_id: str) -> None:
-    grade = oracle_runs[task_id].grade()
+    grade = grade_episode(oracle_runs[task_id].record())
     failing = {k: c.reasons for k, c in grade.checks.items() if not c.passed}
     assert failing == {}
     assert grade.reward.total == 1.0
@@ -31,7 +31,7 @@ def test_oracle_scores_one_with_every_check(oracle_runs: dict[str, SREEnv], task
 def test_run_diff_equals_reference_patch_and_golden(
     oracle_runs: dict[str, SREEnv], task_id: str
 ) -> None:
-    grade = oracle_runs[task_id].grade()
+    grade = grade_episode(oracle_runs[task_id].record())
     golden = (GOLDEN / f"{task_id}.patch").read_text()
     assert grade.diff == grade.reference_patch == golden
     assert reference_patch(BY_ID[task_id]) == golden

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from envkit import started
 
 from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.baselines.heuristic import SIGNATURES
@@ -22,8 +23,7 @@ def _observe(env: SREEnv, tool: str, args: dict[str, object]) -> str:
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_every_witness_is_in_the_oracle_observation(task_id: str) -> None:
     task = BY_ID[task_id]
-    env = SREEnv(task)
-    env.reset()
+    env = started(task)
     for item in task.ground_truth.required_evidence:
         output = _observe(env, item.tool, {**item.match, **item.oracle_args})
         if item.witness is None:
@@ -37,8 +37,7 @@ def test_every_witness_is_in_the_oracle_observation(task_id: str) -> None:
 @pytest.mark.parametrize("task_id", TASK_IDS)
 def test_log_witness_absent_when_grepping_an_unrelated_string(task_id: str) -> None:
     task = BY_ID[task_id]
-    env = SREEnv(task)
-    env.reset()
+    env = started(task)
     for item in task.ground_truth.required_evidence:
         if item.tool != "get_logs" or item.witness is None:
             continue
@@ -55,8 +54,7 @@ def test_log_witness_absent_when_grepping_an_unrelated_string(task_id: str) -> N
 def test_config_witness_must_be_a_whole_line() -> None:
     # "pool_max = 2" must not match "pool_max = 20": only the injected value is a witness
     task = BY_ID["sre-007"]
-    env = SREEnv(task)
-    env.reset()
+    env = started(task)
     env.step(
         {"tool": "set_config", "args": {"service": "payments", "key": "db.pool_max", "value": "20"}}
     )

@@ -18,6 +18,7 @@ from typing import Final, TextIO
 from srez_client.errors import UsageError
 from srez_client.results.report import CHECK_NAMES, GradeView, clean
 from srez_env.env import SREEnv
+from srez_env.grade import grade_episode
 from srez_env.task import Task
 
 INT_ARGS: Final = frozenset({"replicas", "limit", "minutes"})
@@ -168,6 +169,6 @@ def play(task: Task, lines: Iterable[str], out: TextIO, *, run_seed: int = 0) ->
             break
     if not env.done:
         env.force_submit("agent_exit")
-    grade = GradeView.model_validate_json(env.grade().to_json())
+    grade = GradeView.model_validate_json(grade_episode(env.record()).to_json())
     out.write("\n" + grade_text(grade) + "\n")
     return grade

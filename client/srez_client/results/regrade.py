@@ -64,7 +64,7 @@ from srez_daemon.protocol.api import RunState
 from srez_daemon.storage import atomic_write_bytes, utc_timestamp
 from srez_env.env import SREEnv
 from srez_env.errors import EnvError
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
 from srez_env.task import Task
 from srez_env.tasks import load_task, load_tasks
 
@@ -170,7 +170,7 @@ def replay_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
     check_dialog(dialog, lines, ended=closing is not None)
     if not env.done:
         env.force_submit(_forced_reason(state, closing))
-    grade = env.grade()
+    grade = grade_episode(env.record())
     kind = _grade_error_kind(closing, state)
     if kind is not None:
         grade = grade.model_copy(update={"error_kind": kind})

@@ -36,7 +36,8 @@ from srez_env.baselines.policy import (
     output_text,
 )
 from srez_env.env import SREEnv
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
+from srez_env.play import play_episode
 from srez_env.task import SERVICES, Task
 from srez_env.world.conffile import ConfFile, Value, parse_value, render_value
 from srez_env.world.schema import Reload, reload_mode
@@ -313,17 +314,12 @@ class TierScore:
 
 def play(task: Task, memory: Memory, scope: Scope = "all") -> SREEnv:
     """Plays one task with the memorised agent; returns the finished episode."""
-    env = SREEnv(task, agent=f"memorised-{scope}")
-    obs: Observation = env.reset()
-    agent = MemorisedAgent(memory, scope)
-    while not env.done:
-        obs = env.step(agent.act(obs)).observation
-    return env
+    return play_episode(task, MemorisedAgent(memory, scope), name=f"memorised-{scope}")
 
 
 def run(tasks: Iterable[Task], memory: Memory, scope: Scope = "all") -> dict[str, Grade]:
     """The grade of every task, played with one memory."""
-    return {t.id: play(t, memory, scope).grade() for t in tasks}
+    return {t.id: grade_episode(play(t, memory, scope).record()) for t in tasks}
 
 
 def leave_one_out(tasks: Sequence[Task], scope: Scope = "all") -> dict[str, Grade]:
@@ -332,7 +328,7 @@ def leave_one_out(tasks: Sequence[Task], scope: Scope = "all") -> dict[str, Grad
     grades: dict[str, Grade] = {}
     for i, task in enumerate(tasks):
         memory = summarise(snapshots[:i] + snapshots[i + 1 :])
-        grades[task.id] = play(task, memory, scope).grade()
+        grades[task.id] = grade_episode(play(task, memory, scope).record())
     return grades
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Final
 
 from srez_env.generator import matrix
+from srez_env.generator.expand import build
 from srez_env.generator.place import place
 from srez_env.generator.verify import problems
 from srez_env.generator.worlds import GENERATOR, draw_world
@@ -44,11 +45,11 @@ def _typical_of(row_id: str) -> Task:
     # The `why` overrides quote the typical world's numbers, so placed tasks use the playbook's.
     # Cached: a generated set places the same row in many worlds.
     row = next(r for r in matrix.ROWS if r.id == row_id)
-    return matrix.build(replace(row, why={}))
+    return build(replace(row, why={}))
 
 
 def _typical(row: matrix.Row) -> Task:
-    return _typical_of(row.id) if row in matrix.ROWS else matrix.build(replace(row, why={}))
+    return _typical_of(row.id) if row in matrix.ROWS else build(replace(row, why={}))
 
 
 def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:

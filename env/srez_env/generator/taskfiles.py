@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from srez_env.generator import matrix, sets
+from srez_env.generator.render import render
 from srez_env.task import Task
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
@@ -25,7 +26,7 @@ TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 
 def render_all(tasks: Sequence[Task]) -> dict[str, str]:
     """File name -> text for every task."""
-    return {f"{task.id}.yaml": matrix.render(task) for task in tasks}
+    return {f"{task.id}.yaml": render(task) for task in tasks}
 
 
 def canonical_files() -> dict[str, str]:

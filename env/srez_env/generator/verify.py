@@ -14,9 +14,11 @@ The canonical 40 tasks and every generated set are held to the same contract:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from srez_env.agents import make_agent
+from srez_env.baselines.loudest import loudest, margin
+from srez_env.env import SREEnv
+from srez_env.grade import grade_episode
+from srez_env.play import play_episode
 from srez_env.sim.rules import RuleHit
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
@@ -42,16 +44,8 @@ def injected_instances(task: Task) -> list[RuleHit]:
     return [RuleHit(kind, s)]
 
 
-def _play(task: Task, spec: str) -> Any:
-    from srez_env.agents import make_agent
-    from srez_env.env import SREEnv
-
-    env = SREEnv(task, agent=spec)
-    observation: Mapping[str, Any] = env.reset()
-    agent = make_agent(spec, task, 0)
-    while not env.done:
-        observation = env.step(agent.act(observation)).observation
-    return env
+def _play(task: Task, spec: str) -> SREEnv:
+    return play_episode(task, make_agent(spec, task, 0), name=spec)
 
 
 def bare(task: Task) -> Task:
@@ -61,8 +55,6 @@ def bare(task: Task) -> Task:
 
 def problems(task: Task, *, calibration: bool = True) -> list[str]:
     """Everything that keeps ``task`` from being a valid task; empty when it passes."""
-    from srez_env.baselines.loudest import loudest, margin
-
     out: list[str] = []
     world = world_at_t0(task)
     fired, wanted = world.rules_at(0), injected_instances(task)
@@ -83,7 +75,7 @@ def problems(task: Task, *, calibration: bool = True) -> list[str]:
     elif gateway_slo(world.snapshot(0)):
         out.append("the fault does not violate the gateway SLO at T0")
     oracle = _play(task, "scripted")
-    grade = oracle.grade()
+    grade = grade_episode(oracle.record())
     if grade.reward.total != 1.0 or not grade.passed:
         out.append(f"the oracle scores {grade.reward.total} (passed={grade.passed})")
     end = (oracle.log.submit_clock or 0) + topo.SOAK_MINUTES
@@ -91,7 +83,7 @@ def problems(task: Task, *, calibration: bool = True) -> list[str]:
         out.append(f"the reference fix leaves {list(map(str, oracle.world.rules_at(end)))}")
     if not calibration:
         return out
-    heuristic = _play(task, "heuristic").grade().passed
+    heuristic = grade_episode(_play(task, "heuristic").record()).passed
     if heuristic != task.calibration.heuristic_expected:
         out.append(
             f"the heuristic expert {'passes' if heuristic else 'fails'}; "

@@ -9,11 +9,13 @@ noise-free and rounded to integers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from srez_env.sim.engine import Snapshot, flag, num, p_timeout
+from srez_env.sim.engine import Snapshot, flag, num
+from srez_env.sim.latency import p_timeout
 from srez_env.sim.timeline import Minute, World
 from srez_env.task import DecoyLog
 from srez_env.telemetry.noise import unit_hash
@@ -357,22 +359,16 @@ def _service_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             rows.append(Row("WARN", text, "cache_eviction_stampede"))
     if s == "gateway":
         if snap.r1 > 0:
-            limit = cfg["ratelimit.requests_per_second"]
-            text = f"ratelimit: rejected {snap.ingress_rps * snap.r1:.0f} req/s (limit requests_per_second={limit}) -> 429"
-            rows.append(Row("WARN", text, "rate_limit_misconfig"))
+            rows.append(_rejected(snap.ingress_rps * snap.r1, "req/s", cfg, "requests_per_second"))
         if snap.r2 > 0:
             rejected = snap[s].extra["http_429_rate"] - snap.ingress_rps * snap.r1
-            limit = cfg["ratelimit.checkout_rps"]
-            text = f"ratelimit: rejected {rejected:.0f} req/s on /checkout (limit checkout_rps={limit}) -> 429"
-            rows.append(Row("WARN", text, "rate_limit_misconfig"))
+            rows.append(_rejected(rejected, "req/s on /checkout", cfg, "checkout_rps"))
         if flag(cfg, "flags.request_mirroring"):
             text = "mirror: copied POST /checkout to payments (flag request_mirroring=on)"
             rows.append(Row("INFO", text, "feature_flag_regression"))
     if s == "auth":
         if snap.rej_login > 0:
-            limit = cfg["ratelimit.login_per_minute"]
-            text = f"ratelimit: rejected {snap.rej_login:.0f} logins/s (limit login_per_minute={limit}) -> 429"
-            rows.append(Row("WARN", text, "rate_limit_misconfig"))
+            rows.append(_rejected(snap.rej_login, "logins/s", cfg, "login_per_minute"))
         if snap.rej_401 > 0:
             text = (
                 "token: audience mismatch for client_id=mobile-ios (flag strict_audience=on) -> 401"
@@ -382,6 +378,13 @@ def _service_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
         text = "fraud-check: call to risk-api.external timed out after 5000ms (flag new_fraud_check=on)"
         rows.append(Row("WARN", text, "feature_flag_regression"))
     return rows
+
+
+def _rejected(count: float, what: str, cfg: Mapping[str, Value], setting: str) -> Row:
+    """A rate limiter's rejection line (K10): ``count`` per second over ``ratelimit.<setting>``."""
+    limit = cfg[f"ratelimit.{setting}"]
+    text = f"ratelimit: rejected {count:.0f} {what} (limit {setting}={limit}) -> 429"
+    return Row("WARN", text, "rate_limit_misconfig")
 
 
 _NO_SPACE: Final = 'could not extend file "base/16384/24576": No space left on device'

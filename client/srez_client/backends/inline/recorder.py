@@ -49,7 +49,7 @@ from srez_daemon.protocol import (
 from srez_daemon.storage import Clock, DialogWriter, system_clock, utc_timestamp
 from srez_env.agents import Agent, AgentSpecError, make_agent
 from srez_env.env import SREEnv
-from srez_env.grade import Grade
+from srez_env.grade import Grade, grade_episode
 from srez_env.task import Task
 
 logger = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def run_inline(
             dialog.append(
                 lambda seq, ts: end(seq=seq, ts=ts, turns=turns, duration_s=duration, error=error)
             )
-        grade = env.grade()
+        grade = grade_episode(env.record())
         grade_json = grade.to_json()
         folder.write_bytes("result.json", grade_json)
         folder.write_bytes("final.patch", grade.diff.encode())
