@@ -8,20 +8,16 @@ agent in any language that speaks this can be benchmarked.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from srez_daemon.http import ApiError, error_response, http_error_response, json_response
+from srez_daemon.http import MAX_BODY, ApiError, errors_middleware, json_response
 from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
 
-logger = logging.getLogger(__name__)
-
-MAX_BODY = 1 << 20
+Body = TypeVar("Body", bound=BaseModel)
 
 
 class AgentPort:
@@ -39,7 +35,7 @@ class AgentPort:
 
 def create_agent_app(port: AgentPort) -> web.Application:
     """The agent socket's application."""
-    app = web.Application(client_max_size=MAX_BODY, middlewares=[_errors])
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[errors_middleware])
 
     async def task(_request: web.Request) -> web.Response:
         return json_response(port.agent_task())
@@ -50,21 +46,12 @@ def create_agent_app(port: AgentPort) -> web.Application:
         return json_response(StepObservation.model_validate(obs))
 
     async def submit(request: web.Request) -> web.Response:
-        body = await _json_object(request)
-        try:
-            req = SubmitRequest.model_validate(body)
-        except ValidationError as e:
-            raise ApiError(code="bad_request", message=_first_error(e)) from e
+        req = await _body(request, SubmitRequest)
         obs = await port.agent_call("submit", {"summary": req.summary})
         return json_response(StepObservation.model_validate(obs))
 
     async def dialog(request: web.Request) -> web.Response:
-        body = await _json_object(request)
-        try:
-            note = AgentNote.model_validate(body)
-        except ValidationError as e:
-            raise ApiError(code="bad_request", message=_first_error(e)) from e
-        await port.agent_note(note)
+        await port.agent_note(await _body(request, AgentNote))
         return web.Response(status=204)
 
     app.router.add_get("/task", task)
@@ -87,24 +74,15 @@ async def _json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
+async def _body(request: web.Request, model: type[Body]) -> Body:
+    """The request's JSON object as ``model``; a 400 naming the first wrong field otherwise."""
+    try:
+        return model.model_validate(await _json_object(request))
+    except ValidationError as e:
+        raise ApiError(code="bad_request", message=_first_error(e)) from e
+
+
 def _first_error(e: ValidationError) -> str:
     first = e.errors()[0]
     where = ".".join(str(x) for x in first["loc"]) or "body"
     return f"{where}: {first['msg']}"
-
-
-@web.middleware
-async def _errors(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except ApiError as e:
-        return e.response()
-    except web.HTTPException as e:
-        if e.status < 400:
-            raise
-        return http_error_response(request, e)
-    except Exception:  # an answer the agent can parse, never a plain-text 500
-        logger.exception("unhandled error in %s %s", request.method, request.path)
-        return error_response("internal", "the daemon failed to answer; see logs/daemon.log")

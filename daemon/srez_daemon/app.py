@@ -1,11 +1,13 @@
 """``create_app(settings)``: the daemon's aiohttp application (DESIGN.md §4).
 
 The factory does the cheap, security-relevant work up front: it reads the token (fail closed) and
-checks that ``run.json`` names a packaged task (fail fast). The daemon then listens at once and
-answers ``/api/health`` with phase ``starting`` while :mod:`srez_daemon.runtime` (the simulator,
-the wire models, the services) is imported in the background and the run starts; until then
-every other route answers ``503 unavailable``. There is no module-level state, so every test gets
-a fresh app.
+checks that ``run.json`` names a packaged task (fail fast). It registers every route of the route
+table (:data:`srez_daemon.protocol.routes.ROUTES`), so aiohttp's router answers an unknown path
+(404), a wrong method (405 with ``Allow``) and HEAD wherever GET is. The daemon then listens at
+once and answers ``/api/health`` with phase ``starting`` while :mod:`srez_daemon.runtime` (the
+simulator, the wire models, the services) is imported in the background and the run starts;
+until then :func:`readiness_middleware` answers every other route ``503 unavailable``. There is
+no module-level state, so every test gets a fresh app.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import importlib
 import importlib.util
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import orjson
 from aiohttp import web
@@ -25,8 +27,9 @@ from aiohttp import web
 from srez_daemon.aio import spawn
 from srez_daemon.auth import load_token, make_auth_middleware
 from srez_daemon.errors import RunSetupError
-from srez_daemon.http import ApiError, error_response, http_error_response, method_not_allowed
+from srez_daemon.http import MAX_BODY, Handler, error_response, errors_middleware
 from srez_daemon.probe import srez_version, terminal_available
+from srez_daemon.protocol.routes import HEALTH, ROUTES, Route
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.wire_version import PROTOCOL_VERSION
 
@@ -35,24 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-MAX_BODY = 1 << 20
-
-
-@web.middleware
-async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure becomes the closed-code error body; never a traceback."""
-    try:
-        return await handler(request)
-    except ApiError as e:
-        return e.response()
-    except web.HTTPException as e:
-        if e.status < 400:
-            raise
-        return http_error_response(request, e)
-    except Exception:
-        logger.exception("unhandled error in %s %s", request.method, request.path)
-        return error_response("internal", "the daemon failed to answer; see logs/daemon.log")
+STARTING: Final = "the run is still starting; retry in a moment"
 
 
 def check_run_folder(settings: DaemonSettings) -> None:
@@ -77,7 +63,7 @@ def check_run_folder(settings: DaemonSettings) -> None:
 
 
 class RunHost:
-    """Answers health at once, and routes everything else to the runtime once it is loaded."""
+    """Answers health at once, and hands every other route to the runtime once it is loaded."""
 
     def __init__(self, settings: DaemonSettings, environ: dict[str, str] | None) -> None:
         self.settings = settings
@@ -89,6 +75,8 @@ class RunHost:
         self.terminal = terminal_available()
         self.settled = asyncio.Event()  # set once the runtime is loaded or failed to load
         self._loading: asyncio.Task[None] | None = None
+        self.served_early: dict[str, Handler] = {HEALTH.name: self.health}
+        """The routes answered before the runtime is loaded, by name; the runtime binds the rest."""
 
     @property
     def phase(self) -> str:
@@ -107,20 +95,35 @@ class RunHost:
         }
         return web.Response(body=orjson.dumps(body), content_type="application/json")
 
-    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+    def handler_for(self, route: Route) -> Handler:
+        """The handler registered for ``route``: its own when it is served early, otherwise one
+        that hands the request to the runtime's."""
+        early = self.served_early.get(route.name)
+        if early is not None:
+            return early
+        name = route.name
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self.loaded().handlers[name](request)
+
+        return handle
+
+    def loaded(self) -> Runtime:
+        """The runtime. Called only behind :func:`readiness_middleware`, which answers 503 until
+        there is one: without it, a request would end here as an internal error."""
         if self.runtime is None:
-            reason = self.failure or "the run is still starting; retry in a moment"
-            return error_response("unavailable", reason)
-        method = "GET" if request.method == "HEAD" else request.method
-        handler = self.runtime.handlers.get((method, request.path))
-        if handler is not None:
-            return await handler(request)
-        allowed = {m for m, path in self.runtime.handlers if path == request.path}
-        if request.path == "/api/health":  # served by its own route, before this one
-            allowed.add("GET")
-        if allowed:
-            return method_not_allowed(request.method, request.path, allowed)
-        return error_response("not_found", f"no route {request.path}")
+            msg = "a route of the runtime was called before the run was loaded"
+            raise RuntimeError(msg)
+        return self.runtime
+
+    def needs_runtime(self, request: web.Request) -> bool:
+        """Whether answering ``request`` needs the runtime: a route it binds (an unknown path or
+        a wrong method is answered by the router alone)."""
+        match = request.match_info
+        return match.http_exception is None and match.handler not in self.served_early.values()
+
+    def unavailable(self) -> web.Response:
+        return error_response("unavailable", self.failure or STARTING)
 
     async def _load(self) -> None:
         try:
@@ -129,6 +132,7 @@ class RunHost:
             from srez_daemon.runtime import Runtime
 
             runtime = Runtime(self.settings, self.environ)
+            check_bindings(ROUTES, self.served_early, runtime.handlers)
             await runtime.start()
             self.runtime = runtime
         except Exception as e:
@@ -161,6 +165,40 @@ class RunHost:
 HOST = web.AppKey("host", RunHost)
 
 
+def check_bindings(routes: Iterable[Route], early: Iterable[str], late: Iterable[str]) -> None:
+    """Fails unless every route has exactly one handler, served early or by the runtime."""
+    names = [route.name for route in routes]
+    bound = [*early, *late]
+    unbound = sorted(set(names) - set(bound))
+    unknown = sorted(set(bound) - set(names))
+    twice = sorted({name for name in bound if bound.count(name) > 1})
+    if unbound or unknown or twice:
+        msg = (
+            "route handlers do not match the route table:"
+            f" unbound {unbound}, unknown {unknown}, bound twice {twice}"
+        )
+        raise ValueError(msg)
+
+
+@web.middleware
+async def readiness_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Answers 503 on a route the runtime serves until it is loaded (or with why it failed)."""
+    host = request.app[HOST]
+    if host.runtime is None and host.needs_runtime(request):
+        return host.unavailable()
+    return await handler(request)
+
+
+def register_routes(app: web.Application, host: RunHost) -> None:
+    """Adds every route of the table to the router (HEAD with every GET, as RFC 9110 wants)."""
+    for route in ROUTES:
+        handler = host.handler_for(route)
+        if route.method == "GET":
+            app.router.add_get(route.path, handler, allow_head=True)
+        else:
+            app.router.add_route(route.method, route.path, handler)
+
+
 def create_app(
     settings: DaemonSettings, *, environ: dict[str, str] | None = None
 ) -> web.Application:
@@ -173,15 +211,15 @@ def create_app(
     token = load_token(settings.token_file)
     check_run_folder(settings)
     app = web.Application(
-        middlewares=[errors_middleware, make_auth_middleware(token)], client_max_size=MAX_BODY
+        middlewares=[errors_middleware, make_auth_middleware(token), readiness_middleware],
+        client_max_size=MAX_BODY,
     )
     host = RunHost(settings, environ)
     app[HOST] = host
-    app.router.add_get("/api/health", host.health)
-    app.router.add_route("*", "/api/{path:.*}", host.dispatch)
+    register_routes(app, host)
     app.cleanup_ctx.append(host.lifecycle)
     app.on_shutdown.append(host.close_sessions)
     return app
 
 
-__all__ = ["HOST", "RunHost", "check_run_folder", "create_app", "errors_middleware"]
+__all__ = ["HOST", "RunHost", "check_bindings", "check_run_folder", "create_app"]

@@ -1,39 +1,36 @@
 """Token auth and the host check of the public API (DESIGN.md §4, SECURITY.md A3, A4).
 
 The token is 32 random bytes made by the host per run, read from a file. The daemon refuses to
-start without it (fail closed). Every route but ``/api/health`` needs
+start without it (fail closed). Every route the route table (:mod:`srez_daemon.protocol.routes`)
+does not mark ``open`` (only ``/api/health``), and every unknown path, needs
 ``Authorization: Bearer <token>``, compared in constant time with :func:`hmac.compare_digest`
 (the single call site), never taken from a query string. Requests naming a foreign ``Host`` or
 carrying a foreign ``Origin`` (DNS rebinding, a web page poking loopback) are refused, and no CORS
 header is ever sent.
 
-Exec and the pty run commands in the run, so a token alone is not enough for them: the request must
-also claim the admin capability with ``X-Srez-Admin: 1`` (SECURITY.md A4). Viewers attach
-view-only (the client sends the claim only when the user asked for a shell or a command), so a
-viewer bug, or a page that got hold of a token, cannot run anything. Each refusal is logged.
+Exec and the pty (``admin`` in the table) run commands in the run, so a token alone is not enough
+for them: the request must also claim the admin capability with ``X-Srez-Admin: 1`` (SECURITY.md
+A4). Viewers attach view-only (the client sends the claim only when the user asked for a shell or a
+command), so a viewer bug, or a page that got hold of a token, cannot run anything. Each refusal
+is logged.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
 from aiohttp import web
 
 from srez_daemon.errors import TokenError
-from srez_daemon.http import error_response
+from srez_daemon.http import Handler, error_response
+from srez_daemon.protocol.routes import ACCESS_BY_PATH, ADMIN_HEADER, Access
 
 logger = logging.getLogger(__name__)
 
-OPEN_PATHS: Final = frozenset({"/api/health"})
-ADMIN_PATHS: Final = frozenset({"/api/exec", "/api/pty"})
-"""Routes that run commands: they need the admin claim as well as the token."""
-ADMIN_HEADER: Final = "X-Srez-Admin"
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def load_token(path: Path) -> bytes:
@@ -59,9 +56,15 @@ def _host_name(host: str) -> str:
 
 
 def make_auth_middleware(
-    token: bytes, *, extra_hosts: frozenset[str] = frozenset()
+    token: bytes,
+    *,
+    extra_hosts: frozenset[str] = frozenset(),
 ) -> web.middleware:  # type: ignore[valid-type]
-    """The middleware that enforces the host check and the bearer token."""
+    """The middleware that enforces the host check, the bearer token and the admin claim.
+
+    A path the route table does not name needs the token: an unknown path answers 401 to a caller
+    without one, never whether it exists.
+    """
     allowed_hosts = LOOPBACK_HOSTS | extra_hosts
     expected = b"Bearer " + token
 
@@ -75,14 +78,15 @@ def make_auth_middleware(
         origin = request.headers.get("Origin")
         if origin is not None and _host_name(origin.split("://", 1)[-1]) not in allowed_hosts:
             return error_response("forbidden_host", "cross-origin requests are refused")
-        if request.path in OPEN_PATHS:
+        needs: Access = ACCESS_BY_PATH.get(request.path, "token")
+        if needs == "open":
             return await handler(request)
         given = request.headers.get("Authorization", "").encode("utf-8", "replace")
         if not hmac.compare_digest(given, expected):
             return error_response(
                 "unauthorized", "a valid 'Authorization: Bearer <token>' header is required"
             )
-        if request.path in ADMIN_PATHS and request.headers.get(ADMIN_HEADER) != "1":
+        if needs == "admin" and request.headers.get(ADMIN_HEADER) != "1":
             logger.warning(
                 "refused %s %s: no admin claim (view-only)", request.method, request.path
             )

@@ -1,14 +1,16 @@
-"""JSON responses and the closed-code error body, shared by every route (DESIGN.md §4).
+"""JSON responses and the closed-code error body, shared by every route of the public API and
+the agent socket (DESIGN.md §4, §5).
 
 Bodies are pydantic models serialised with orjson; an error is always
 ``{"error": {"code": <closed code>, "message": <one line>}}`` with the matching status, never a
-traceback.
+traceback: :func:`errors_middleware` turns every failure into one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Final
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import orjson
 from aiohttp import web
@@ -18,7 +20,12 @@ if TYPE_CHECKING:  # kept out of the import: the daemon answers health before py
 
     from srez_daemon.protocol.api import ErrorCode
 
+logger = logging.getLogger(__name__)
+
+Handler: TypeAlias = Callable[[web.Request], Awaitable[web.StreamResponse]]
 JSON: Final = "application/json"
+MAX_BODY: Final = 1 << 20
+"""The largest request body either server reads (a bigger one is a 413)."""
 STATUS: Final[dict[str, int]] = {
     "unauthorized": 401,
     "forbidden_host": 403,
@@ -52,12 +59,9 @@ def error_response(
     return web.Response(body=body, status=STATUS[code], content_type=JSON, headers=headers)
 
 
-def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> web.Response:
-    """A 405 with the ``Allow`` header RFC 9110 requires (HEAD wherever GET is)."""
-    methods = {m for m in allowed if m}
-    if "GET" in methods:
-        methods.add("HEAD")
-    allow = ", ".join(sorted(methods))
+def method_not_allowed(method: str, path: str, allow: str) -> web.Response:
+    """A 405 with the ``Allow`` header RFC 9110 requires (aiohttp's router lists the methods,
+    HEAD included wherever GET is)."""
     message = f"{method} is not allowed on {path} (allowed: {allow})"
     return error_response("method_not_allowed", message, {"Allow": allow})
 
@@ -69,11 +73,27 @@ def http_error_response(request: web.Request, error: web.HTTPException) -> web.R
     if error.status == 404:
         code = "not_found"
     elif error.status == 405:
-        allowed = error.headers.get("Allow", "")
-        return method_not_allowed(request.method, request.path, allowed.replace(" ", "").split(","))
+        allowed = error.headers.get("Allow", "").replace(" ", "").split(",")
+        return method_not_allowed(request.method, request.path, ", ".join(sorted(allowed)))
     elif error.status == 413:
         code = "payload_too_large"
     return error_response(code, f"{request.method} {request.path}: {error.reason}")
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure becomes the closed-code error body; never a traceback."""
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return e.response()
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return http_error_response(request, e)
+    except Exception:  # an answer the caller can parse, never a plain-text 500
+        logger.exception("unhandled error in %s %s", request.method, request.path)
+        return error_response("internal", "the daemon failed to answer; see logs/daemon.log")
 
 
 class ApiError(Exception):

@@ -1,4 +1,5 @@
-"""The run's public read routes: health, run, diff, files, reference, similarity, grade, logs.
+"""The handlers of the run's public read routes: run, diff, files, reference, similarity, grade,
+logs (their wire side is in :mod:`srez_daemon.protocol.routes`).
 
 The diff and the changed files are computed from the live ``world/<service>/<service>.conf`` files
 against the configs at the incident's start. The reference patch and the similarity are refused
@@ -11,13 +12,12 @@ import asyncio
 import difflib
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final
 
 from aiohttp import web
 
-from srez_daemon.http import ApiError, json_response
+from srez_daemon.http import ApiError, Handler, json_response
 from srez_daemon.protocol.api import (
     AGENT_OVER,
     FileChange,
@@ -26,16 +26,24 @@ from srez_daemon.protocol.api import (
     Similarity,
     TaskSummary,
 )
+from srez_daemon.protocol.routes import (
+    DIFF,
+    DIFF_MEDIA,
+    FILES,
+    FOLLOW_VALUES,
+    GRADE,
+    JSON_MEDIA,
+    LOG_NAMES,
+    LOGS,
+    REFERENCE,
+    RUN,
+    SIMILARITY,
+)
 from srez_daemon.run import RunController
 from srez_env.grade import unified_diff_texts
 from srez_env.world import topology as topo
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-DIFF_TYPE: Final = "text/x-diff"
-LOG_NAMES: Final = ("agent", "evaluator", "daemon")
 FOLLOW_POLL_S: Final = 0.2
-FOLLOW_VALUES: Final = ("0", "1", "false", "true")
-"""What ``/api/logs?follow=`` accepts (anything else is a 400)."""
 
 
 class PublicRoutes:
@@ -44,16 +52,16 @@ class PublicRoutes:
     def __init__(self, run: RunController) -> None:
         self.run = run
 
-    def handlers(self) -> dict[tuple[str, str], Handler]:
-        """(method, path) -> handler for the routes served here."""
+    def handlers(self) -> dict[str, Handler]:
+        """Route name -> handler for the routes served here."""
         return {
-            ("GET", "/api/run"): self.run_info,
-            ("GET", "/api/diff"): self.diff,
-            ("GET", "/api/files"): self.files,
-            ("GET", "/api/reference"): self.reference,
-            ("GET", "/api/similarity"): self.similarity,
-            ("GET", "/api/grade"): self.grade,
-            ("GET", "/api/logs"): self.logs,
+            RUN.name: self.run_info,
+            DIFF.name: self.diff,
+            FILES.name: self.files,
+            REFERENCE.name: self.reference,
+            SIMILARITY.name: self.similarity,
+            GRADE.name: self.grade,
+            LOGS.name: self.logs,
         }
 
     # ------------------------------------------------------------------ handlers
@@ -83,7 +91,7 @@ class PublicRoutes:
         )
 
     async def diff(self, _request: web.Request) -> web.Response:
-        return web.Response(text=self.live_diff(), content_type=DIFF_TYPE)
+        return web.Response(text=self.live_diff(), content_type=DIFF_MEDIA)
 
     async def files(self, _request: web.Request) -> web.Response:
         return json_response(FilesResponse(files=self.changed_files()))
@@ -93,7 +101,7 @@ class PublicRoutes:
         path = self.run.paths.reference_patch
         if not path.exists():
             raise ApiError(code="not_found", message="the reference patch is not written yet")
-        return web.Response(text=path.read_text(encoding="utf-8"), content_type=DIFF_TYPE)
+        return web.Response(text=path.read_text(encoding="utf-8"), content_type=DIFF_MEDIA)
 
     async def similarity(self, _request: web.Request) -> web.Response:
         self._require_agent_over("the similarity")
@@ -108,7 +116,7 @@ class PublicRoutes:
             raise ApiError(
                 code="no_grade", message=f"the run is not graded yet (phase {self.run.phase})"
             )
-        return web.Response(body=path.read_bytes(), content_type="application/json")
+        return web.Response(body=path.read_bytes(), content_type=JSON_MEDIA)
 
     async def logs(self, request: web.Request) -> web.StreamResponse:
         name = request.query.get("name", "daemon")

@@ -1,5 +1,6 @@
 """The run's components, built once their (heavy) modules are imported: the controller, the
-dialog tail and stream hub, the exec and pty services, and the routes that use them.
+dialog tail and stream hub, the exec and pty services, and the handlers they bind to the routes of
+the route table (:mod:`srez_daemon.protocol.routes`), by name.
 
 :mod:`srez_daemon.app` imports this module in the background after the daemon listens, so
 ``/api/health`` answers while the simulator and the wire models load.
@@ -8,14 +9,15 @@ dialog tail and stream hub, the exec and pty services, and the routes that use t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
 
 from srez_daemon.aio import spawn
+from srez_daemon.http import JSON, Handler
 from srez_daemon.openapi import openapi_document
 from srez_daemon.probe import srez_version
+from srez_daemon.protocol import routes
 from srez_daemon.protocol.api import FileChange
 from srez_daemon.routes import PublicRoutes
 from srez_daemon.run import RunController
@@ -25,8 +27,6 @@ from srez_daemon.services.pty import PtyService
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.stream import StreamHub
 from srez_daemon.tail import DialogTail
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Runtime:
@@ -45,16 +45,17 @@ class Runtime:
         document = orjson.dumps(openapi_document(srez_version()))
 
         async def openapi(_request: web.Request) -> web.Response:
-            return web.Response(body=document, content_type="application/json")
+            return web.Response(body=document, content_type=JSON)
 
-        self.handlers: dict[tuple[str, str], Handler] = {
+        self.handlers: dict[str, Handler] = {
             **self.public.handlers(),
-            ("GET", "/api/dialog"): self.hub.handle_dialog_page,
-            ("GET", "/api/ws"): self.hub.handle_ws,
-            ("POST", "/api/exec"): self.exec.handle,
-            ("GET", "/api/pty"): self.pty.handle,
-            ("GET", "/api/openapi.json"): openapi,
+            routes.DIALOG.name: self.hub.handle_dialog_page,
+            routes.STREAM.name: self.hub.handle_ws,
+            routes.EXEC.name: self.exec.handle,
+            routes.PTY.name: self.pty.handle,
+            routes.OPENAPI.name: openapi,
         }
+        """Route name -> handler, for every route of the table but those the host serves early."""
         self._starting: asyncio.Task[None] | None = None
 
     def _files(self) -> list[FileChange]:

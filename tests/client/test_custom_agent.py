@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.socket_agent import agent_script
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.errors import UsageError
 from srez_daemon.protocol import iter_dialog
@@ -17,31 +18,16 @@ from srez_daemon.protocol import iter_dialog
 SREZ = Path(sys.executable).parent / "srez"
 
 # Reports what GET /task handed it, then submits.
-PROBE = """\
-import http.client, json, os, socket
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("agent")
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(os.environ["SREZ_AGENT_SOCKET"])
-
-def call(method, path, body=None):
-    conn = Conn()
-    conn.request(method, path, None if body is None else json.dumps(body),
-                 {"Content-Type": "application/json"})
-    data = conn.getresponse().read()
-    conn.close()
-    return data
-
-raw = call("GET", "/task")
-task = json.loads(raw)
-seen = {"oracle": task.get("oracle"), "ground_truth": b"ground_truth" in raw,
-        "spec": os.environ.get("SREZ_AGENT_SPEC")}
-call("POST", "/dialog", {"type": "assistant", "fields": {"text": json.dumps(seen)}})
-call("POST", "/submit", {"summary": "probe"})
-"""
+PROBE = agent_script(
+    """
+    _, raw = call("GET", "/task")
+    task = json.loads(raw)
+    seen = {"oracle": task.get("oracle"), "ground_truth": b"ground_truth" in raw,
+            "spec": os.environ.get("SREZ_AGENT_SPEC")}
+    call("POST", "/dialog", {"type": "assistant", "fields": {"text": json.dumps(seen)}})
+    call("POST", "/submit", {"summary": "probe"})
+    """
+)
 
 
 def srez(

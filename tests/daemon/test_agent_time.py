@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 from daemonkit import RUN_ID, SLEEPER, live_daemon, prepare
 
+from fakes.socket_agent import agent_script
 from srez_daemon.agent_clock import AgentClock
 from srez_daemon.attest import provider_waits_attested
 from srez_daemon.protocol import iter_dialog
@@ -25,29 +26,14 @@ from srez_daemon.settings import DaemonSettings, SettingsError
 ENDLESS = {"kind": "rate_limit", "message": "429", "retry_in_s": 1e300, "cooldown": True}
 
 # A custom agent that claims an endless cooldown, then keeps acting as if its clock had stopped.
-CLAIMING_AGENT = """\
-import http.client, json, os, socket, sys, time
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self):
-        super().__init__("agent")
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(os.environ["SREZ_AGENT_SOCKET"])
-
-def call(path, body):
-    conn = Conn()
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    return response.status
-
-note = {"kind": "rate_limit", "message": "429", "retry_in_s": 1e300, "cooldown": True}
-call("/dialog", {"type": "provider_error", "fields": note})
-while call("/tools/get_alerts", {}) == 200:
-    time.sleep(0.5)
-"""
+CLAIMING_AGENT = agent_script(
+    """
+    note = {"kind": "rate_limit", "message": "429", "retry_in_s": 1e300, "cooldown": True}
+    call("POST", "/dialog", {"type": "provider_error", "fields": note})
+    while call("POST", "/tools/get_alerts", {})[0] == 200:
+        time.sleep(0.5)
+    """
+)
 
 
 # ---------------------------------------------------------------------- the clock (pure)

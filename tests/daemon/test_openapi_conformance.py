@@ -23,7 +23,7 @@ from pathlib import Path
 
 from daemonkit import live_daemon, request
 
-from srez_daemon.openapi import MAX_OFFSET
+from srez_daemon.protocol.routes import MAX_OFFSET
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 CHECKS = (

@@ -20,6 +20,7 @@ import psutil
 import pytest
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestClient
+from processkit import marked, wait_for
 from pytest_aiohttp import AiohttpClient
 
 from srez_daemon.services import procs
@@ -90,25 +91,6 @@ async def read_until(ws: aiohttp.ClientWebSocketResponse, pattern: str, within_s
             seen += msg.data
             if match := re.search(pattern, screen(seen)):
                 return match.group(0)
-
-
-def marked(marker: str) -> list[psutil.Process]:
-    """Live processes anywhere on the machine whose command line contains ``marker``."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if proc.info["status"] != psutil.STATUS_ZOMBIE and marker in (proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
-
-
-async def wait_for(check: Callable[[], bool], within_s: float) -> float:
-    """Seconds until ``check()`` holds; fails after ``within_s``."""
-    start = time.perf_counter()
-    async with asyncio.timeout(within_s):
-        while True:
-            if check():
-                return time.perf_counter() - start
-            await asyncio.sleep(0.02)
 
 
 def zombies() -> int:

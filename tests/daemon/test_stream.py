@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import socket
 import statistics
@@ -19,29 +18,17 @@ import orjson
 import pytest
 from aiohttp import ClientWebSocketResponse, WSMsgType, web
 from aiohttp.test_utils import TestClient
+from dialogkit import TS, append, line
 from pytest_aiohttp import AiohttpClient
 
 from srez_daemon.aio import spawn
-from srez_daemon.protocol import Thinking, encode_entry
+from srez_daemon.protocol import Thinking
 from srez_daemon.protocol.api import PhaseFrame
 from srez_daemon.storage import DialogWriter
 from srez_daemon.stream import CLOSE_GOING_AWAY, CLOSE_RESUME, StreamHub
 from srez_daemon.tail import DialogTail
 
-TS = "2025-01-01T00:00:00.000Z"
 Frame = dict[str, Any]
-
-
-def line(seq: int, text: str | None = None) -> bytes:
-    return encode_entry(Thinking(seq=seq, ts=TS, text=text if text is not None else f"entry {seq}"))
-
-
-def append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 def think(text: str) -> Callable[[int, str], Thinking]:

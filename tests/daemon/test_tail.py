@@ -10,25 +10,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from dialogkit import append, line
 
 from srez_daemon.aio import spawn
-from srez_daemon.protocol import MAX_LINE_BYTES, ErrorEntry, Thinking, encode_entry, parse_line
+from srez_daemon.protocol import MAX_LINE_BYTES, ErrorEntry, Thinking, parse_line
 from srez_daemon.protocol.api import DialogFrame
 from srez_daemon.tail import DialogTail, Watcher
-
-TS = "2025-01-01T00:00:00.000Z"
-
-
-def line(seq: int, text: str | None = None) -> bytes:
-    return encode_entry(Thinking(seq=seq, ts=TS, text=text if text is not None else f"entry {seq}"))
-
-
-def append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 def size_of(path: Path) -> int:

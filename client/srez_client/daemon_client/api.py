@@ -1,8 +1,10 @@
 """A typed async client of a run daemon's public API (DESIGN.md §4).
 
 One method per route, each returning the wire models of :mod:`srez_daemon.protocol.api`, so the
-client and the daemon share one definition of every body. Errors come back as the daemon's closed
-codes mapped to one exception class per family (:func:`srez_client.errors.daemon_api_error`);
+client and the daemon share one definition of every body. Every request goes through a route of
+the daemon's route table (:mod:`srez_daemon.protocol.routes`): its method, its path and whether it
+takes the token come from there, never from a path written here. Errors come back as the daemon's
+closed codes mapped to one exception class per family (:func:`srez_client.errors.daemon_api_error`);
 a daemon that does not answer raises :class:`~srez_client.errors.DaemonUnreachableError`.
 
 The token travels in the ``Authorization`` header only: never in a URL, a query string, a log
@@ -36,6 +38,7 @@ from srez_client.errors import (
     DaemonUnreachableError,
     daemon_api_error,
 )
+from srez_daemon.protocol import routes
 from srez_daemon.protocol.api import (
     DialogPage,
     ErrorResponse,
@@ -53,9 +56,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["LOG_NAMES", "DaemonClient", "ReconnectPolicy", "pty_resize"]
 
-LOG_NAMES: Final = ("agent", "evaluator", "daemon")
+LOG_NAMES: Final = routes.LOG_NAMES
 """The logs ``/api/logs`` serves."""
-ADMIN_CLAIM: Final = {"X-Srez-Admin": "1"}
+ADMIN_CLAIM: Final = {routes.ADMIN_HEADER: "1"}
 """The header that claims the admin capability exec and pty need (SECURITY.md A4)."""
 
 _STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
@@ -138,33 +141,35 @@ class DaemonClient:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         return self._session
 
-    def _url(self, path: str) -> str:
-        return f"{self.base_url}{path}"
+    def _url(self, route: routes.Route) -> str:
+        return f"{self.base_url}{route.path}"
 
     # ------------------------------------------------------------------ plain requests
 
     async def _request(
         self,
-        method: str,
-        path: str,
+        route: routes.Route,
         *,
         params: dict[str, str] | None = None,
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
-        auth: bool = True,
+        auth: bool | None = None,
         limits: aiohttp.ClientTimeout | None = None,
     ) -> tuple[bytes, str]:
-        """Send one request; returns (body, content type) of a 2xx answer.
+        """Send one request on ``route``; returns (body, content type) of a 2xx answer.
+
+        The token goes with it unless the route is open (``auth`` overrides that).
 
         Raises:
             DaemonAPIError: For a non-2xx answer (a subclass per code family).
             DaemonUnreachableError: If the daemon does not answer.
         """
-        all_headers = {**(self._auth if auth else {}), **(headers or {})}
+        send_token = route.access != "open" if auth is None else auth
+        all_headers = {**(self._auth if send_token else {}), **(headers or {})}
         try:
             async with self._http().request(
-                method,
-                self._url(path),
+                route.method,
+                self._url(route),
                 params=params,
                 data=body,
                 headers=all_headers,
@@ -176,39 +181,39 @@ class DaemonClient:
                     raise _api_error(resp.status, data)
                 return data, resp.content_type
         except (aiohttp.ClientConnectionError, TimeoutError) as e:
-            raise self._unreachable(method, path, e) from e
+            raise self._unreachable(route, e) from e
 
-    def _unreachable(self, method: str, path: str, e: BaseException) -> DaemonUnreachableError:
+    def _unreachable(self, route: routes.Route, e: BaseException) -> DaemonUnreachableError:
         reason = type(e).__name__ if isinstance(e, TimeoutError) else str(e) or type(e).__name__
-        msg = f"daemon at {self.base_url} did not answer {method} {path}: {reason}"
+        msg = f"daemon at {self.base_url} did not answer {route.method} {route.path}: {reason}"
         return DaemonUnreachableError(msg)
 
-    async def _json(self, path: str, **kwargs: Any) -> bytes:
-        data, _ = await self._request("GET", path, **kwargs)
+    async def _json(self, route: routes.Route, **kwargs: Any) -> bytes:
+        data, _ = await self._request(route, **kwargs)
         return data
 
     async def health(self) -> Health:
         """``GET /api/health`` (sent without the token)."""
-        return Health.model_validate_json(await self._json("/api/health", auth=False))
+        return Health.model_validate_json(await self._json(routes.HEALTH))
 
     async def run(self) -> RunInfo:
         """``GET /api/run``: the run's metadata."""
-        return RunInfo.model_validate_json(await self._json("/api/run"))
+        return RunInfo.model_validate_json(await self._json(routes.RUN))
 
     async def dialog(self, offset: int = 0, limit: int | None = None) -> DialogPage:
         """``GET /api/dialog``: complete entries from byte ``offset`` (at most ``limit``)."""
         params = {"offset": str(offset)}
         if limit is not None:
             params["limit"] = str(limit)
-        return DialogPage.model_validate_json(await self._json("/api/dialog", params=params))
+        return DialogPage.model_validate_json(await self._json(routes.DIALOG, params=params))
 
     async def diff(self) -> str:
         """``GET /api/diff``: every change to the services' config files (unified diff)."""
-        return (await self._json("/api/diff")).decode("utf-8", "replace")
+        return (await self._json(routes.DIFF)).decode("utf-8", "replace")
 
     async def files(self) -> FilesResponse:
         """``GET /api/files``: the changed config files."""
-        return FilesResponse.model_validate_json(await self._json("/api/files"))
+        return FilesResponse.model_validate_json(await self._json(routes.FILES))
 
     async def reference(self) -> str:
         """``GET /api/reference``: the reference patch.
@@ -216,7 +221,7 @@ class DaemonClient:
         Raises:
             DaemonConflictError: ``agent_phase`` while the agent acts.
         """
-        return (await self._json("/api/reference")).decode("utf-8", "replace")
+        return (await self._json(routes.REFERENCE)).decode("utf-8", "replace")
 
     async def similarity(self) -> Similarity:
         """``GET /api/similarity``: the share of changed lines the two diffs have in common.
@@ -224,7 +229,7 @@ class DaemonClient:
         Raises:
             DaemonConflictError: ``agent_phase`` while the agent acts.
         """
-        return Similarity.model_validate_json(await self._json("/api/similarity"))
+        return Similarity.model_validate_json(await self._json(routes.SIMILARITY))
 
     async def grade(self) -> dict[str, JsonValue]:
         """``GET /api/grade``: ``result.json`` as a dict.
@@ -232,7 +237,7 @@ class DaemonClient:
         Raises:
             DaemonNotFoundError: ``no_grade`` until the run is graded.
         """
-        value = orjson.loads(await self._json("/api/grade"))
+        value = orjson.loads(await self._json(routes.GRADE))
         if not isinstance(value, dict):
             err = DaemonAPIError("internal", "result.json is not a JSON object", 200)
             raise err
@@ -240,7 +245,7 @@ class DaemonClient:
 
     async def openapi(self) -> dict[str, JsonValue]:
         """``GET /api/openapi.json``: the OpenAPI document of the API."""
-        value = orjson.loads(await self._json("/api/openapi.json"))
+        value = orjson.loads(await self._json(routes.OPENAPI))
         return value if isinstance(value, dict) else {}
 
     async def exec(
@@ -279,7 +284,7 @@ class DaemonClient:
         for attempt in range(retries + 1):
             try:
                 data, _ = await self._request(
-                    "POST", "/api/exec", body=body.encode(), headers=headers, limits=timeout
+                    routes.EXEC, body=body.encode(), headers=headers, limits=timeout
                 )
                 return ExecResult.model_validate_json(data)
             except DaemonUnreachableError:
@@ -313,8 +318,12 @@ class DaemonClient:
         )
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         try:
-            async with self._http().get(
-                self._url("/api/logs"), params=params, headers=self._auth, timeout=timeout
+            async with self._http().request(
+                routes.LOGS.method,
+                self._url(routes.LOGS),
+                params=params,
+                headers=self._auth,
+                timeout=timeout,
             ) as resp:
                 if resp.status >= 300:
                     raise _api_error(resp.status, await resp.read())
@@ -322,7 +331,7 @@ class DaemonClient:
                     if text := decoder.decode(chunk):
                         yield text
         except (aiohttp.ClientConnectionError, TimeoutError) as e:
-            err = self._unreachable("GET", "/api/logs", e)
+            err = self._unreachable(routes.LOGS, e)
             raise err from e
         if tail := decoder.decode(b"", final=True):
             yield tail
@@ -345,10 +354,10 @@ class DaemonClient:
         wrong = {"Authorization": "Bearer " + secrets.token_urlsafe(32)}
         for what, headers in (("without a token", {}), ("with a wrong token", wrong)):
             try:
-                await self._request("GET", "/api/run", auth=False, headers=headers)
+                await self._request(routes.RUN, auth=False, headers=headers)
             except DaemonAuthError:
                 continue
-            msg = f"{self.base_url} answered /api/run {what}: not a daemon to trust"
+            msg = f"{self.base_url} answered {routes.RUN.path} {what}: not a daemon to trust"
             raise DaemonAuthError(code="unauthorized", message=msg, status=200)
         return await self.run()
 
@@ -356,13 +365,14 @@ class DaemonClient:
 
     async def websocket(
         self,
-        path: str,
+        route: routes.Route,
         params: dict[str, str],
         *,
         connect_timeout_s: float | None = None,
         headers: dict[str, str] | None = None,
     ) -> aiohttp.ClientWebSocketResponse:
-        """Open a WebSocket route with the token in the header (errors mapped as for requests).
+        """Open the WebSocket ``route`` with the token in the header (errors mapped as for
+        requests).
 
         The handshake is bounded (``connect_timeout_s``, default 10 s): a daemon that is shutting
         down may accept a connection and never answer it.
@@ -370,7 +380,7 @@ class DaemonClient:
         try:
             async with asyncio.timeout(connect_timeout_s or self._connect_timeout_s):
                 return await self._http().ws_connect(
-                    self._url(path),
+                    self._url(route),
                     params=params,
                     headers={**self._auth, **(headers or {})},
                     autoping=True,
@@ -381,7 +391,7 @@ class DaemonClient:
                 _STATUS_CODES.get(e.status, f"http_{e.status}"), e.message, e.status
             ) from e
         except (aiohttp.ClientConnectionError, TimeoutError) as e:
-            err = self._unreachable("GET", path, e)
+            err = self._unreachable(route, e)
             raise err from e
 
     async def pty(
@@ -398,7 +408,7 @@ class DaemonClient:
             DaemonUnreachableError: If the daemon does not answer.
         """
         return await self.websocket(
-            "/api/pty",
+            routes.PTY,
             {"cols": str(cols), "rows": str(rows)},
             headers=self._admin if admin is None else ({**ADMIN_CLAIM} if admin else {}),
         )
@@ -446,7 +456,7 @@ class DaemonClient:
         try:
             while True:
                 params = {"offset": str(offset), "limit": "1000"}
-                data, _ = await self._request("GET", "/api/dialog", params=params, limits=quick)
+                data, _ = await self._request(routes.DIALOG, params=params, limits=quick)
                 page = DialogPage.model_validate_json(data)
                 if not page.entries or page.next_offset <= offset:
                     return offset

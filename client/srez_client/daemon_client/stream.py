@@ -20,7 +20,7 @@ import aiohttp
 from pydantic import TypeAdapter, ValidationError
 
 from srez_client.errors import DaemonAPIError, DaemonUnreachableError
-from srez_daemon.protocol import ErrorEntry
+from srez_daemon.protocol import ErrorEntry, routes
 from srez_daemon.protocol.api import DialogFrame, HeartbeatFrame, PhaseFrame, StreamFrame
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ async def follow(
                 await _prove_again(client, quick)
             reconnecting = True
             params = {"offset": str(state.next_offset)}
-            ws = await client.websocket("/api/ws", params, connect_timeout_s=quick)
+            ws = await client.websocket(routes.STREAM, params, connect_timeout_s=quick)
         except DaemonUnreachableError:
             ws = None
             if state.terminal:  # the daemon exits once a run is done: nothing more to read

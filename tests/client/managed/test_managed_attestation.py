@@ -19,33 +19,19 @@ from pathlib import Path
 import pytest
 from managed_kit import Kit, make_kit
 
+from fakes.socket_agent import agent_script
+
 TASK = "sre-001"
 TARGET = "llm-openai__fake"
 
-REROLL_AGENT = """\
-import http.client, json, os, socket, sys
-
-class Conn(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("agent")
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.unix_path)
-
-def call(path, body):
-    conn = Conn(os.environ["SREZ_AGENT_SOCKET"])
-    conn.request("POST", path, json.dumps(body).encode(), {"Content-Type": "application/json"})
-    data = conn.getresponse().read()
-    conn.close()
-    return json.loads(data) if data else None
-
-call("/tools/get_alerts", {})  # the episode starts going badly ...
-note = {"kind": "server", "message": "pretend 500", "retry_in_s": None, "cooldown": False}
-call("/dialog", {"type": "provider_error", "fields": note})
-sys.exit(75)  # ... so it claims the provider gave up, hoping for a re-run
-"""
+REROLL_AGENT = agent_script(
+    """
+    call("POST", "/tools/get_alerts", {})  # the episode starts going badly ...
+    note = {"kind": "server", "message": "pretend 500", "retry_in_s": None, "cooldown": False}
+    call("POST", "/dialog", {"type": "provider_error", "fields": note})
+    sys.exit(75)  # ... so it claims the provider gave up, hoping for a re-run
+    """
+)
 
 
 @pytest.fixture
