@@ -34,8 +34,8 @@ test-all: $(STAMP)
 	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check env daemon client bench tests
-	$(VENV)/bin/ruff format --check env daemon client bench tests
+	$(VENV)/bin/ruff check env daemon client bench images tests
+	$(VENV)/bin/ruff format --check env daemon client bench images tests
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from srez_env.task import Task
 
 
@@ -18,3 +20,11 @@ def expert_actions(task: Task) -> list[dict[str, object]]:
     actions += [{"tool": a.tool, "args": dict(a.args)} for a in task.reference_fix]
     actions.append({"tool": "submit", "args": {}})
     return actions
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
+    """``proc`` failed as a usage error (exit 2) with one line ``srez: error: ...`` naming ``needle``."""
+    assert proc.returncode == 2, proc
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("srez: error: "), proc.stderr
+    assert needle in lines[0], lines[0]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from client_helpers import one_line_error
 
 from srez_client.daemon_client.follow import render_entry
 from srez_daemon.protocol import Assistant, ToolCall, ToolResult
@@ -31,13 +32,6 @@ def srez(state: Path, *args: str, cwd: Path | None = None) -> subprocess.Complet
         check=False,
         timeout=120,
     )
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert proc.returncode == 2, proc
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("srez: error: "), proc.stderr
-    assert needle in lines[0]
 
 
 def test_run_mirrors_prints_the_grade_and_cleans_its_state(tmp_path: Path) -> None:

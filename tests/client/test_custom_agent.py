@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from client_helpers import one_line_error
 
 from fakes.socket_agent import agent_script
 from srez_client.agent_command import agent_command, parse_option
@@ -46,13 +47,6 @@ def srez(
         check=False,
         timeout=120,
     )
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
-    assert proc.returncode == 2, proc
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("srez: error: "), proc.stderr
-    assert needle in lines[0], lines[0]
 
 
 def test_cmd_agent_is_recorded_filed_under_its_name_and_never_the_oracle(tmp_path: Path) -> None:

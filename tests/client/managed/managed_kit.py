@@ -25,6 +25,12 @@ if os.environ.get("SREZ_AGENT_SPEC"):  # the agent process alone has it
 """
 
 
+def baseline_queue(name: str, tasks: str, backend: str, baselines: str = "scripted") -> list[str]:
+    """The arguments of ``srez managed create`` for a queue of baselines only (no model)."""
+    return ["create", name, "--baselines", baselines, "--models", "none", "--tasks", tasks,
+            "--backend", backend]  # fmt: skip
+
+
 @dataclass
 class Kit:
     """One test's world: the folders, the environment, and ways to call ``srez``."""

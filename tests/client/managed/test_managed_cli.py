@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from managed_kit import baseline_queue
 
 from srez_client.cli import main
 from srez_client.managed import api
@@ -104,16 +105,7 @@ def test_managed_cli_pause_blocks_run(root: Path, capsys: pytest.CaptureFixture[
     assert (
         srez(
             root,
-            "create",
-            "p",
-            "--baselines",
-            "scripted",
-            "--models",
-            "none",
-            "--tasks",
-            "sre-001",
-            "--backend",
-            "inline",
+            *baseline_queue("p", "sre-001", "inline"),
         )
         == 0
     )

@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from managed_kit import Kit, make_kit, results_dirs, running_local_runs, wait_for
+from managed_kit import (
+    Kit,
+    baseline_queue,
+    make_kit,
+    results_dirs,
+    running_local_runs,
+    wait_for,
+)
 
 from srez_client.managed.ledger import BudgetLedger
 
@@ -23,16 +30,7 @@ def kit(tmp_path: Path) -> Kit:
 def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> None:
     kit.srez(
         "managed",
-        "create",
-        "p",
-        "--baselines",
-        "scripted",
-        "--models",
-        "none",
-        "--tasks",
-        TASKS,
-        "--backend",
-        "local",
+        *baseline_queue("p", TASKS, "local"),
     )
     # task 2 must still be running when the pause lands: 3 s covers a slow `srez` start
     runner = kit.runner("p", env=kit.slow(3.0))
@@ -59,16 +57,7 @@ def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> 
 def test_managed_stop_interrupts_in_flight_task_and_its_run(kit: Kit) -> None:
     kit.srez(
         "managed",
-        "create",
-        "s",
-        "--baselines",
-        "scripted",
-        "--models",
-        "none",
-        "--tasks",
-        TASKS,
-        "--backend",
-        "local",
+        *baseline_queue("s", TASKS, "local"),
     )
     runner = kit.runner("s", env=kit.slow(20.0))
     wait_for(
@@ -145,16 +134,7 @@ def test_managed_budget_exhaustion_pauses_and_resumes_next_day(kit: Kit) -> None
 def test_managed_results_of_runs_survive_delete(kit: Kit) -> None:
     kit.srez(
         "managed",
-        "create",
-        "d",
-        "--baselines",
-        "scripted",
-        "--models",
-        "none",
-        "--tasks",
-        "sre-001",
-        "--backend",
-        "inline",
+        *baseline_queue("d", "sre-001", "inline"),
     )
     kit.srez("managed", "run", "d")
     before = results_dirs(kit.results, "scripted")

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from managed_kit import Kit, make_kit, results_dirs, running_local_runs
+from managed_kit import Kit, baseline_queue, make_kit, results_dirs, running_local_runs
 
 from srez_client.managed.ledger import BudgetLedger
 from srez_client.managed.store import verified
@@ -46,29 +46,11 @@ def kill_sweep(kit: Kit, kills: int, seed: int, tasks: str = TASKS, longest_s: f
     targets = ["scripted", "random"]
     kit.srez(
         "managed",
-        "create",
-        "k",
-        "--baselines",
-        ",".join(targets),
-        "--models",
-        "none",
-        "--tasks",
-        tasks,
-        "--backend",
-        "local",
+        *baseline_queue("k", tasks, "local", ",".join(targets)),
     )
     kit.srez(
         "managed",
-        "create",
-        "ref",
-        "--baselines",
-        ",".join(targets),
-        "--models",
-        "none",
-        "--tasks",
-        tasks,
-        "--backend",
-        "inline",
+        *baseline_queue("ref", tasks, "inline", ",".join(targets)),
     )
     kit.srez("managed", "run", "ref")
     slow = kit.slow(1.0)  # each task about 1.2 s: the kills land mid-queue
