@@ -26,6 +26,8 @@ IMAGES: Final = ROOT / "images"
 DOCKERFILE: Final = IMAGES / "Dockerfile"
 BUILD_SCRIPTS: Final = ("build.py", "inputs.py", "leaks.py")
 TASKS_DIR: Final = ROOT / "env" / "srez_env" / "tasks"
+GENERATOR_DIR: Final = ROOT / "env" / "srez_env" / "generator"
+"""Its ``*.yaml`` data is root-only in the image, like the task files (the Dockerfile)."""
 RUN_REPOSITORY: Final = "srez-run"
 PYTHON_SLIM: Final = "python:3.11-slim"
 HASH_LABEL: Final = "srez.image-hash"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from inputs import AGENT_UID, ROOT, TASKS_DIR, BuildError, source_files
+from inputs import AGENT_UID, GENERATOR_DIR, ROOT, TASKS_DIR, BuildError, source_files
 
 # --- task secrets -----------------------------------------------------------------------------
 
@@ -85,8 +85,9 @@ def task_markers(text: str) -> set[str]:
 def secret_markers(root: Path = ROOT) -> tuple[list[str], list[str]]:
     """The markers to search the image for, and the task file names.
 
-    Candidates found in any public file of the packages (everything but the task files) are
-    dropped: the simulator's own source legitimately says ``connection refused``.
+    Candidates found in any public file of the packages (everything but the task files and the
+    generator's data, both root-only in the image) are dropped: the simulator's own source
+    legitimately says ``connection refused``.
     """
     names = sorted(p.name for p in TASKS_DIR.glob("*.yaml"))
     if not names:
@@ -102,7 +103,7 @@ def secret_markers(root: Path = ROOT) -> tuple[list[str], list[str]]:
         # source of the secrets, and must not veto a marker
         if rel.parts[1:2] not in (("srez_env",), ("srez_daemon",), ("srez_client",)):
             continue
-        if path.parent == TASKS_DIR and path.suffix == ".yaml":
+        if path.parent in (TASKS_DIR, GENERATOR_DIR) and path.suffix == ".yaml":
             continue
         with contextlib.suppress(UnicodeDecodeError):
             public.append(path.read_text(encoding="utf-8"))

@@ -37,5 +37,5 @@ def task(task_id: str) -> Task:
 @functools.cache
 def typical(task_id: str) -> Task:
     """The matrix row of ``task_id`` built in the typical world of §3.2 (the design's numbers)."""
-    row = next(r for r in matrix.ROWS if r.id == task_id)
+    row = next(r for r in matrix.load().rows if r.id == task_id)
     return build(row)

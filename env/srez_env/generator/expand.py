@@ -12,15 +12,7 @@ from datetime import timedelta
 
 from srez_env.baselines.heuristic import HeuristicAgent
 from srez_env.baselines.loudest import loudest
-from srez_env.generator.matrix import (
-    BRIEF_END,
-    DEPLOY_KINDS,
-    KIND_NAME,
-    T0,
-    TIERS,
-    Json,
-    Row,
-)
+from srez_env.generator.matrix import DEPLOY_KINDS, Json, Row, load
 from srez_env.generator.playbook import playbook
 from srez_env.grade import grade_episode
 from srez_env.play import play_episode
@@ -40,9 +32,9 @@ def fault_event(row: Row) -> str:
 
 
 def brief(row: Row) -> str:
-    since = T0 - timedelta(minutes=row.onset)
+    since = load().t0 - timedelta(minutes=row.onset)
     text = row.brief.replace("{since}", f"{since:%H:%M}")
-    return text if text.endswith("fix.") else f"{text} {BRIEF_END}"
+    return text if text.endswith("fix.") else f"{text} {load().brief_end}"
 
 
 def calibrate(task: Task) -> Calibration:
@@ -62,8 +54,8 @@ def calibrate(task: Task) -> Calibration:
 
 def build(row: Row) -> Task:
     """Expands one row into a validated task."""
-    tier = TIERS[row.tier]
-    kind = KIND_NAME[row.kind]
+    tier = load().tiers[row.tier]
+    kind = load().kind_name[row.kind]
     heuristic, blamed = row.calibration
     injection: Json = {
         "config": [
@@ -82,7 +74,7 @@ def build(row: Row) -> Task:
         "difficulty": tier.name,
         "seed": derive_seed(row.id),
         "max_steps": tier.max_steps,
-        "incident": {"start": T0, "onset_min_before": row.onset, "brief": brief(row)},
+        "incident": {"start": load().t0, "onset_min_before": row.onset, "brief": brief(row)},
         "injection": injection,
         "noise": {
             "alert_scope": tier.alert_scope,
@@ -124,7 +116,7 @@ def check_row(row: Row, task: Task) -> None:
         if event.kind == "deploy" and deployed != event.minutes_before:
             msg = f"{row.id}: decoy deploy {event.text!r} needs its version at the same minute"
             raise ValueError(msg)
-    onset = T0 - timedelta(minutes=row.onset)
+    onset = load().t0 - timedelta(minutes=row.onset)
     for edit in task.injection.config if row.kind == "K02" else ():
         # §6.9: the certificate the injected edit points back to expires exactly at the onset
         if not any(c.path == edit.value and c.not_after == onset for c in task.injection.certs):
@@ -144,5 +136,5 @@ def check_row(row: Row, task: Task) -> None:
             msg = f"{row.id}: {item.id}: a get_config witness must be a whole 'key = value' line"
             raise ValueError(msg)
     if not task.incident.brief.endswith(("apply a minimal fix.", "apply a minimal, durable fix.")):
-        msg = f"{row.id}: the brief must end with {BRIEF_END!r}"
+        msg = f"{row.id}: the brief must end with {load().brief_end!r}"
         raise ValueError(msg)

@@ -9,6 +9,7 @@ nothing. :mod:`srez_env.generator.expand` turns a row into a task.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -189,19 +190,30 @@ def _row(spec: Mapping[str, Any], data: Mapping[str, Any]) -> Row:
     )
 
 
-def _load() -> Mapping[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Matrix:
+    """The matrix read from ``matrix.yaml``: its rows and the tables they share."""
+
+    t0: datetime
+    """The incident start of every canonical task."""
+    brief_end: str
+    """The sentence a brief ends with when it does not say otherwise."""
+    kind_name: Mapping[str, str]
+    """Fault kind codes (``K01``) and their names (``wrong_upstream_port``); ``K00`` is the control."""
+    tiers: Mapping[str, Tier]
+    rows: tuple[Row, ...]
+
+
+@functools.cache
+def load() -> Matrix:
+    """The matrix, read on first use: in the run image its data is root-only (it names every
+    canonical task's fault), and the agent user may still import this module."""
     text = resources.files(__package__).joinpath("matrix.yaml").read_text(encoding="utf-8")
     data: Mapping[str, Any] = yaml.safe_load(text)
-    return data
-
-
-_DATA: Final = _load()
-
-T0: Final[datetime] = _DATA["t0"]
-"""The incident start of every canonical task."""
-BRIEF_END: Final[str] = _DATA["brief_end"]
-"""The sentence a brief ends with when it does not say otherwise."""
-KIND_NAME: Final[Mapping[str, str]] = dict(_DATA["kinds"])
-"""Fault kind codes (``K01``) and their names (``wrong_upstream_port``); ``K00`` is the control."""
-TIERS: Final[Mapping[str, Tier]] = {code: Tier(**spec) for code, spec in _DATA["tiers"].items()}
-ROWS: Final[tuple[Row, ...]] = tuple(_row(spec, _DATA) for spec in _DATA["rows"])
+    return Matrix(
+        t0=data["t0"],
+        brief_end=data["brief_end"],
+        kind_name=dict(data["kinds"]),
+        tiers={code: Tier(**spec) for code, spec in data["tiers"].items()},
+        rows=tuple(_row(spec, data) for spec in data["rows"]),
+    )

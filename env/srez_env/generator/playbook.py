@@ -8,6 +8,7 @@ the placeholders and the fields of an item.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any, Final
@@ -25,14 +26,13 @@ _SERVER_PORTS: Final = {
 _BASE_REPLICAS: Final = {s: str(file.values["deploy.replicas"]) for s, file in BASE_FILES.items()}
 
 
-def _load() -> Mapping[str, Any]:
+@functools.cache
+def _kinds() -> Mapping[str, Any]:
+    """Per kind code: ``roles`` (optional) and ``variants``; read on first use (root-only data
+    in the run image, like the matrix)."""
     text = resources.files(__package__).joinpath("playbook.yaml").read_text(encoding="utf-8")
     data: Mapping[str, Any] = yaml.safe_load(text)
     return data
-
-
-PLAYBOOK: Final = _load()
-"""Per kind code: ``roles`` (optional) and ``variants``."""
 
 
 def _matches(when: Mapping[str, Any] | None, facts: Mapping[str, object]) -> bool:
@@ -89,7 +89,7 @@ def _item(template: Mapping[str, Any], names: Mapping[str, str], dedup: bool) ->
 
 def playbook(row: Row) -> list[Json]:
     """The required evidence of a row, with ids E1..En and the row's ``why`` overrides."""
-    kind = PLAYBOOK[row.kind]
+    kind = _kinds()[row.kind]
     facts = {"root": row.root, "tier": row.tier, "hard": row.tier == "H"}
     facts["key"] = row.inject[0][1] if row.inject else None
     variant = next(v for v in kind["variants"] if _matches(v.get("when"), facts))

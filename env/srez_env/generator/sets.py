@@ -28,8 +28,6 @@ CANONICAL_SEED: Final = 20250314
 MAX_ATTEMPTS: Final = 40
 """Worlds drawn for one task before the generator gives up on it."""
 
-KIND_CODES: Final = {name: code for code, name in matrix.KIND_NAME.items()}
-
 
 class GenerationError(ValueError):
     """No world in :data:`MAX_ATTEMPTS` draws gave a valid task."""
@@ -44,12 +42,12 @@ def _world_seed(set_seed: int, task_id: str, attempt: int) -> int:
 def _typical_of(row_id: str) -> Task:
     # The `why` overrides quote the typical world's numbers, so placed tasks use the playbook's.
     # Cached: a generated set places the same row in many worlds.
-    row = next(r for r in matrix.ROWS if r.id == row_id)
+    row = next(r for r in matrix.load().rows if r.id == row_id)
     return build(replace(row, why={}))
 
 
 def _typical(row: matrix.Row) -> Task:
-    return _typical_of(row.id) if row in matrix.ROWS else build(replace(row, why={}))
+    return _typical_of(row.id) if row in matrix.load().rows else build(replace(row, why={}))
 
 
 def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
@@ -93,9 +91,9 @@ def _renamed(task: Task, task_id: str) -> Task:
     return task.model_copy(update={"id": task_id, "seed": derive_seed(task_id)})
 
 
-def canonical(rows: Sequence[matrix.Row] = matrix.ROWS, seed: int = CANONICAL_SEED) -> list[Task]:
-    """The public set: every row of the matrix in its own world."""
-    return [realise(row, seed) for row in rows]
+def canonical(rows: Sequence[matrix.Row] | None = None, seed: int = CANONICAL_SEED) -> list[Task]:
+    """The public set: every row of the matrix (or ``rows``) in its own world."""
+    return [realise(row, seed) for row in (matrix.load().rows if rows is None else rows)]
 
 
 def set_tag(seed: int) -> str:
@@ -114,10 +112,12 @@ def select_rows(
     tiers = {"easy": "E", "medium": "M", "hard": "H"}
     wanted_kinds = None if kinds is None else set(kinds)
     wanted_tiers = None if difficulties is None else set(difficulties)
+    kind_names = matrix.load().kind_name
     if wanted_kinds is not None:
-        unknown = sorted(wanted_kinds - set(KIND_CODES))
+        allowed = list(kind_names.values())
+        unknown = sorted(wanted_kinds - set(allowed))
         if unknown:
-            msg = f"unknown fault kind {unknown[0]!r} (allowed: {', '.join(KIND_CODES)})"
+            msg = f"unknown fault kind {unknown[0]!r} (allowed: {', '.join(allowed)})"
             raise ValueError(msg)
     if wanted_tiers is not None:
         unknown = sorted(wanted_tiers - set(tiers))
@@ -126,8 +126,8 @@ def select_rows(
             raise ValueError(msg)
     rows = [
         row
-        for row in matrix.ROWS
-        if (wanted_kinds is None or matrix.KIND_NAME[row.kind] in wanted_kinds)
+        for row in matrix.load().rows
+        if (wanted_kinds is None or kind_names[row.kind] in wanted_kinds)
         and (wanted_tiers is None or row.tier in {tiers[t] for t in wanted_tiers})
     ]
     if not rows:
