@@ -200,10 +200,12 @@ class Backend(ABC):
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
-        """The backend its config describes (how the registry makes it).
+        """The backend its config describes (how the registry makes it). Every backend of the
+        registry implements it; a test double made directly need not.
 
         Raises:
             TypeError: If ``config`` is another backend's.
+            NotImplementedError: The default: the class has no config.
         """
         msg = f"{cls.__name__} is not made from a config"
         raise NotImplementedError(msg)
