@@ -24,7 +24,9 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
-from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, RunHandle, get_backend
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle
+from srez_client.backends.config import BackendSettings
+from srez_client.backends.registry import config_for, make_backend
 from srez_client.errors import ClientError
 from srez_client.mirror.fs import read_small_file
 from srez_client.runs import run_to_results, scratch_dir
@@ -61,11 +63,14 @@ def eval_on_backend(
     Raises:
         ClientError: If every run failed (the first failure), unless interrupted.
     """
-    settings = BackendSettings.from_env(os.environ)
-    backend = get_backend(backend_name, settings)
-    return asyncio.run(
-        _eval(backend, jobs, results_root, parallel, scratch_dir(settings.state_dir), model)
-    )
+    config = config_for(backend_name, BackendSettings.from_env(os.environ))
+    backend = make_backend(config)
+    try:
+        return asyncio.run(
+            _eval(backend, jobs, results_root, parallel, scratch_dir(config.state_dir), model)
+        )
+    finally:
+        backend.close()
 
 
 async def _eval(

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -40,6 +40,8 @@ STOP_WAIT_S: Final = 30.0
 
 Progress = Callable[[str], None]
 """Receives one line of progress (for stderr)."""
+CopyOut = Callable[[RunHandle, Path], Awaitable[Path]]
+"""Copies a run's folder to a path (:meth:`Backend.copy_out` or a read-only variant)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +87,21 @@ def manifest_for(handle: RunHandle, copied: Path | None) -> RunManifest:
     )
 
 
-async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
+async def collect(
+    backend: Backend, handle: RunHandle, scratch: Path, *, copy: CopyOut | None = None
+) -> Path:
     """Mirror a run into its results root (label ``srez.results``); returns the results folder.
 
     A run its daemon left without ``result.json`` is graded by the host from its transcript
     before the mirror (:func:`srez_client.results.regrade.regrade_copy`).
 
     Backends that write results themselves (``inline``) need no copy: their folder is returned.
+
+    Args:
+        backend: Where the run executed.
+        handle: The run.
+        scratch: A private folder for the copy before the mirror.
+        copy: How the run's folder is copied out (default :meth:`Backend.copy_out`).
 
     Raises:
         BackendError: If the run cannot be copied out.
@@ -103,7 +113,7 @@ async def collect(backend: Backend, handle: RunHandle, scratch: Path) -> Path:
     await asyncio.to_thread(scratch.mkdir, mode=0o700, parents=True, exist_ok=True)
     copied = scratch / f".copy-{handle.run_id}-{secrets.token_hex(4)}"
     try:
-        await backend.copy_out(handle, copied)
+        await (copy or backend.copy_out)(handle, copied)
         await asyncio.to_thread(regrade_copy, copied, handle.run_id)
         manifest = manifest_for(handle, copied)
         return await asyncio.to_thread(mirror_run, copied, root, manifest)

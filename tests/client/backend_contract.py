@@ -4,35 +4,82 @@ Each check is a reusable async function taking the backend under test. :func:`ru
 runs the whole lifecycle in order and returns, per step, ``"ok"`` or ``"n/a: <why>"``:
 
     launch -> listed -> endpoint answers /api/health -> token -> wait (finished) -> copy_out
-    (run.json, result.json, summary.json, the dialog) -> stop (twice) -> remove (twice) -> gone
+    (run.json, result.json, summary.json, the dialog) -> stop (twice) -> mirror hooks ->
+    remove (twice) -> gone
 
-Launches use ``keep=True`` so a daemon stays up to be asked. Steps that cannot apply to a backend
-are declared in :data:`NOT_APPLICABLE` with the reason, and the suite checks that the backend
-refuses them the documented way (so "not applicable" is tested too, not skipped).
+Launches use ``keep=True`` so a daemon stays up to be asked. The suite runs against every backend
+of the registry, one :class:`ContractCase` each (:data:`CASES`; a test checks that every backend
+has one): its marks, the settings its config needs in tests, and the steps that cannot apply to it
+with the reason; the suite checks that the backend refuses those the documented way (so "not
+applicable" is tested too, not skipped).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
+import pytest
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
+from srez_client.backends.recovery import is_mirrored
+from srez_client.backends.registry import make_backend, parse_config
 from srez_client.errors import NoDaemonError, RunNotFoundError
 from srez_daemon.protocol import RunManifest, RunSummary, SessionStarted, iter_dialog
 from srez_daemon.protocol.api import Health
 
-NOT_APPLICABLE: Final[dict[str, dict[str, str]]] = {
-    "inline": {
-        "running": "launch runs the whole episode before it returns; the run is never running",
-        "endpoint": "inline runs have no daemon, so no endpoint (NoDaemonError)",
-        "token": "inline runs have no daemon, so no token (NoDaemonError)",
-        "logs": "an inline run has no process output of its own (logs yields nothing)",
-    },
-    "local": {},
-}
+Settings = Callable[[pytest.FixtureRequest], Mapping[str, object]]
+
+
+def _docker_settings(request: pytest.FixtureRequest) -> Mapping[str, object]:
+    """The session's run image, and its label (the session's finaliser removes what carries it)."""
+    engine: Any = request.getfixturevalue("engine")  # skips without an engine or image
+    return {"image": engine.image, "extra_labels": engine.labels}
+
+
+@dataclass(frozen=True)
+class ContractCase:
+    """How the suite runs against one backend."""
+
+    name: str
+    """The backend's name in the registry."""
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+    """Steps that do not apply to it, and why."""
+    marks: tuple[pytest.MarkDecorator, ...] = ()
+    """Its pytest marks (``docker`` needs an engine)."""
+    settings: Settings = lambda _request: {}
+    """Config values its tests need beyond the state folder."""
+
+    def param(self) -> Any:
+        """This case as a ``pytest.param`` (id: the backend's name)."""
+        return pytest.param(self, marks=self.marks, id=self.name)
+
+    def make(self, request: pytest.FixtureRequest, state_dir: Path) -> Backend:
+        """The backend under test, made from its config through the registry."""
+        values = {"kind": self.name, "state_dir": state_dir, **self.settings(request)}
+        return make_backend(parse_config(values))
+
+
+CASES: Final = (
+    ContractCase(
+        "inline",
+        not_applicable={
+            "running": "launch runs the whole episode before it returns; the run is never running",
+            "endpoint": "inline runs have no daemon, so no endpoint (NoDaemonError)",
+            "token": "inline runs have no daemon, so no token (NoDaemonError)",
+            "logs": "an inline run has no process output of its own (logs yields nothing)",
+        },
+    ),
+    ContractCase("local"),
+    ContractCase("docker", marks=(pytest.mark.docker,), settings=_docker_settings),
+)
+"""One case per backend of the registry."""
+
+NOT_APPLICABLE: Final = {case.name: case.not_applicable for case in CASES}
 """Steps that do not apply to a backend, and why."""
 
 RUN_FILES: Final = ("run.json", "result.json", "summary.json", "archive/dialog.jsonl")
@@ -135,6 +182,20 @@ async def check_stop_idempotent(backend: Backend, handle: RunHandle) -> None:
     assert after.finished  # SIGTERM or not, summary.json stays
 
 
+async def check_mirror_hooks(backend: Backend, handle: RunHandle, scratch: Path) -> None:
+    """A stopped run is mirrored into its results folder by ``mirror_stopped`` (or is there
+    already), a second time changes nothing, and ``recover_unmirrored`` then has nothing left."""
+    stopped = await backend.get(handle.run_id)
+    first = await backend.mirror_stopped(stopped, scratch, results_root=stopped.results_root)
+    assert first.run_id == stopped.run_id
+    assert first.outcome == ("skipped" if backend.writes_results else "mirrored"), first
+    assert is_mirrored(stopped)
+    again = await backend.mirror_stopped(stopped, scratch, results_root=stopped.results_root)
+    assert again.outcome == "skipped", again
+    assert await backend.recover_unmirrored(scratch) == []
+    assert stopped.run_id in {r.run_id for r in await backend.list(include_exited=True)}
+
+
 async def check_remove_idempotent(backend: Backend, handle: RunHandle) -> None:
     """remove forgets the run; removing again is not an error; results stay."""
     results = handle.results_root
@@ -171,6 +232,8 @@ async def run_contract(backend: Backend, spec: LaunchSpec, scratch: Path) -> dic
         report["logs"] = await check_logs(backend, handle)
         await check_stop_idempotent(backend, handle)
         report["stop"] = "ok"
+        await check_mirror_hooks(backend, handle, scratch / "mirror")
+        report["mirror"] = "ok"
     finally:
         await check_remove_idempotent(backend, handle)
     report["remove"] = "ok"

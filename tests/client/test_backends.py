@@ -1,20 +1,22 @@
-"""The backend conformance suite against every backend, plus what each backend adds."""
+"""The backend conformance suite against every backend of the registry, plus what each adds."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from backend_contract import NOT_APPLICABLE, run_contract, spec_for
+from backend_contract import CASES, ContractCase, run_contract, spec_for
 
-from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, get_backend
-from srez_client.backends.local.backend import LocalBackend, passed_environment
+from srez_client.backends.base import Backend, LaunchSpec, WatchOptions
+from srez_client.backends.config import BackendSettings
+from srez_client.backends.local.backend import LocalBackend
+from srez_client.backends.local.environment import absolute_replay, passed_environment
+from srez_client.backends.registry import get_backend
 from srez_client.errors import BackendError, NoDaemonError, RunNotFoundError, UsageError
 from srez_client.runs import run_to_results
 from srez_env.errors import EnvError
-
-BACKENDS = ["inline", "local"]
 
 
 def proc_file(pid: int, name: str) -> bytes:
@@ -25,49 +27,75 @@ def make(name: str, tmp_path: Path) -> Backend:
     return get_backend(name, BackendSettings(tmp_path / "state"))
 
 
-@pytest.mark.parametrize("name", BACKENDS)
-async def test_backend_passes_the_conformance_suite(name: str, tmp_path: Path) -> None:
-    backend = make(name, tmp_path)
-    report = await run_contract(backend, spec_for(tmp_path / "results"), tmp_path / "scratch")
-    expected_na = set(NOT_APPLICABLE[name]) & set(report)
+@pytest.fixture(params=[case.param() for case in CASES])
+def case(request: pytest.FixtureRequest) -> ContractCase:
+    """Each backend of the registry in turn."""
+    found: ContractCase = request.param
+    return found
+
+
+@pytest.fixture
+def under_test(
+    case: ContractCase, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Backend]:
+    """The backend of ``case``, made through the registry, with a fresh state folder."""
+    made = case.make(request, tmp_path / "state")
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+async def test_backend_passes_the_conformance_suite(
+    case: ContractCase, under_test: Backend, tmp_path: Path
+) -> None:
+    report = await run_contract(under_test, spec_for(tmp_path / "results"), tmp_path / "scratch")
+    expected_na = set(case.not_applicable) & set(report)
     assert {k for k, v in report.items() if v.startswith("n/a")} == expected_na
     assert all(v == "ok" for k, v in report.items() if k not in expected_na), report
+    assert "mirror" in report and "gone" in report
 
 
-@pytest.mark.parametrize("name", BACKENDS)
 async def test_backend_refuses_an_unknown_task_or_agent_before_starting(
-    name: str, tmp_path: Path
+    under_test: Backend, tmp_path: Path
 ) -> None:
-    backend = make(name, tmp_path)
     with pytest.raises(EnvError):
-        await backend.launch(spec_for(tmp_path / "results", task_id="sre-999"))
+        await under_test.launch(spec_for(tmp_path / "results", task_id="sre-999"))
     with pytest.raises(EnvError):
-        await backend.launch(spec_for(tmp_path / "results", agent="nobody"))
-    assert await backend.list(include_exited=True) == []
+        await under_test.launch(spec_for(tmp_path / "results", agent="nobody"))
+    # nothing was started: this state owns no run (an engine may list other states' containers)
+    assert [r for r in await under_test.list(include_exited=True) if r.owned] == []
 
 
-@pytest.mark.parametrize("name", BACKENDS)
 async def test_backend_run_to_results_mirrors_one_complete_folder(
-    name: str, tmp_path: Path
+    under_test: Backend, tmp_path: Path
 ) -> None:
-    backend = make(name, tmp_path)
     spec = LaunchSpec(task_id="sre-003", agent_spec="heuristic", results_root=tmp_path / "res")
-    outcome = await run_to_results(backend, spec, tmp_path / "scratch")
+    outcome = await run_to_results(under_test, spec, tmp_path / "scratch")
     assert outcome.summary is not None and outcome.summary.run_id == outcome.handle.run_id
     folder = outcome.results_dir
     assert folder.parent.parent.parent.parent == tmp_path / "res"
     assert folder.parts[-4:-1] == ("sre-003", "none", "heuristic")
     for name_ in ("run.json", "result.json", "summary.json", "archive/dialog.jsonl"):
         assert (folder / name_).is_file()
-    if name == "local":
+    if not under_test.writes_results:  # mirrored from the run's own process
         assert (folder / "logs" / "container.log").stat().st_size > 0
         assert (folder / "mirror.json").is_file()
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]
-    await backend.remove(outcome.handle)
+    await under_test.remove(outcome.handle)
+
+
+async def test_backend_hooks_have_nothing_to_do_on_an_empty_state(
+    under_test: Backend, tmp_path: Path
+) -> None:
+    assert await under_test.recover_unmirrored(tmp_path / "scratch") == []
+    if not under_test.follows_stops:
+        watched = await under_test.watch_stopped(tmp_path / "scratch", WatchOptions(tmp_path))
+        assert watched == []
 
 
 def test_get_backend_names_the_available_ones(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="inline, local"):
+    with pytest.raises(UsageError, match="inline, local, docker"):
         get_backend("kubernetes", BackendSettings(tmp_path))
 
 
@@ -75,6 +103,13 @@ def test_settings_default_state_dir_follows_the_environment(tmp_path: Path) -> N
     assert BackendSettings.from_env({"SREZ_STATE": str(tmp_path)}).state_dir == tmp_path
     home = BackendSettings.from_env({"HOME": "/home/x"}).state_dir
     assert home == Path("/home/x/.local/state/srez")
+
+
+def test_settings_keep_only_the_srez_variables() -> None:
+    settings = BackendSettings.from_env(
+        {"HOME": "/h", "SREZ_SANDBOX": "none", "OPENAI_API_KEY": "k"}
+    )
+    assert settings.variables == {"SREZ_SANDBOX": "none"}
 
 
 async def test_inline_has_no_daemon(tmp_path: Path) -> None:
@@ -152,7 +187,5 @@ async def test_local_launch_gives_up_on_a_silent_daemon_and_stops_it(tmp_path: P
 
 
 def test_local_replay_path_is_made_absolute(tmp_path: Path) -> None:
-    from srez_client.backends.local.backend import _absolute_replay
-
-    assert _absolute_replay("replay:x.jsonl") == f"replay:{Path('x.jsonl').resolve()}"
-    assert _absolute_replay("scripted") == "scripted"
+    assert absolute_replay("replay:x.jsonl") == f"replay:{Path('x.jsonl').resolve()}"
+    assert absolute_replay("scripted") == "scripted"

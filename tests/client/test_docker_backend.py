@@ -1,5 +1,6 @@
-"""The ``docker`` backend on a real engine: the conformance suite, parity with ``inline``, the
-keep-container flow, and SECURITY.md §4 tests 1, 18, 19, 21 (scaled), 22, 36, 40 and 41.
+"""The ``docker`` backend on a real engine (its conformance suite runs in ``test_backends.py``):
+parity with ``inline``, the keep-container flow, its mirror hooks, and SECURITY.md §4 tests 1,
+18, 19, 21 (scaled), 22, 36, 40 and 41.
 
 Figures are printed as ``FIGURE <name>: <value>`` lines (see them with ``pytest -s``).
 """
@@ -19,13 +20,12 @@ from typing import Any
 
 import psutil
 import pytest
-from backend_contract import run_contract, spec_for
+from backend_contract import spec_for
 from client_helpers import expert_actions
 from docker_kit import SREZ, Engine, fake_run, figure, sh, tree_digest, wait_state
 
-from srez_client.backends.base import LaunchSpec
+from srez_client.backends.base import LaunchSpec, MirrorOutcome, WatchOptions
 from srez_client.backends.docker.backend import DockerBackend
-from srez_client.backends.docker.watch import MirrorOutcome, mirror_stopped, watch
 from srez_client.errors import BackendError, NotOwnedError
 from srez_client.mirror.plan import MirrorLimits
 from srez_client.runs import run_to_results
@@ -36,17 +36,8 @@ pytestmark = pytest.mark.docker
 PARITY_TASKS = ("sre-003", "sre-007", "sre-014", "sre-025", "sre-031")
 
 
-# ---------------------------------------------------------------------- the contract
-
-
-async def test_docker_passes_the_conformance_suite(backend: DockerBackend, tmp_path: Path) -> None:
-    started = time.monotonic()
-    report = await run_contract(backend, spec_for(tmp_path / "results"), tmp_path / "scratch")
-    assert report == {
-        k: "ok"
-        for k in ("launch", "endpoint", "wait", "copy_out", "logs", "stop", "remove", "gone")
-    }
-    figure("conformance suite on docker (s)", f"{time.monotonic() - started:.1f}")
+# ---------------------------------------------------------------------- launch
+# (the conformance suite runs on docker with the others: tests/client/test_backends.py)
 
 
 async def test_launch_is_healthy_quickly_and_leaks_no_token(
@@ -369,7 +360,7 @@ async def test_sec36_a_killed_cli_loses_nothing_the_watch_mirrors_its_run(
             seen.set()
 
     watcher = asyncio.ensure_future(
-        watch(backend, state / "tmp", results_root=results, timeout_s=90, report=report)
+        backend.watch_stopped(state / "tmp", WatchOptions(results, timeout_s=90, report=report))
     )
     args = ["run", "--backend", "docker", "--task", "sre-002", "--agent", "heuristic"]
     cli = await asyncio.create_subprocess_exec(
@@ -482,24 +473,24 @@ async def test_sec41_a_wrong_nonce_is_never_stopped_removed_or_mirrored_as_owned
         await backend.copy_out(handle, tmp_path / "copy")
     cli = engine.srez(tmp_path / "state", "runs", "rm", "--backend", "docker", spoof.run_id)
     assert cli.returncode == 2 and "not launched from this state" in cli.stderr
-    outcome = await mirror_stopped(backend, handle, tmp_path / "scratch", results_root=results)
+    outcome = await backend.mirror_stopped(handle, tmp_path / "scratch", results_root=results)
     assert outcome.outcome == "skipped"  # running: a read-only mirror never pauses or stops it
     spoof.container.reload()
     assert spoof.container.status == "running"
     spoof.container.stop(timeout=1)
     stopped = await backend.get(spoof.run_id)
-    elsewhere = await mirror_stopped(
-        backend, stopped, tmp_path / "scratch", results_root=tmp_path / "other"
+    elsewhere = await backend.mirror_stopped(
+        stopped, tmp_path / "scratch", results_root=tmp_path / "other"
     )
     assert elsewhere.outcome == "refused" and "not launched from this state" in elsewhere.detail
-    here = await mirror_stopped(
-        backend, stopped, tmp_path / "scratch", results_root=results, remove=True
+    here = await backend.mirror_stopped(
+        stopped, tmp_path / "scratch", results_root=results, remove=True
     )
     assert here.outcome == "mirrored"  # read-only, into the accepted root; never removed
     spoof.container.reload()
     assert spoof.container.status == "exited"
     digest = tree_digest(results)
-    replay = await mirror_stopped(backend, stopped, tmp_path / "scratch", results_root=results)
+    replay = await backend.mirror_stopped(stopped, tmp_path / "scratch", results_root=results)
     assert replay.outcome == "skipped" and tree_digest(results) == digest
     figure("foreign containers stopped/removed/mirrored-as-owned", 0)
 

@@ -16,7 +16,7 @@ from fakes.expert import expert_replies
 from fakes.openai_server import FakeOpenAI
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.inline.recorder import run_inline
-from srez_client.backends.local.backend import LocalBackend
+from srez_client.backends.local.environment import daemon_environment
 from srez_daemon.supervisor import agent_environment
 from srez_env.agents import AgentSpecError
 from srez_env.tasks import load_tasks
@@ -41,16 +41,16 @@ def test_local_daemon_gets_credentials_only_for_a_run_with_a_model(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("SREZ_LLM_TIMEOUT_S", "9")
     monkeypatch.setenv("UNRELATED_SECRET", "x")
-    backend = LocalBackend(tmp_path / "state")
+    state = tmp_path / "state"
     llm = LaunchSpec(
         task_id="sre-007", agent_spec="llm", model="openai/x", results_root=tmp_path,
         agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
     )  # fmt: skip
-    env = backend._environment(tmp_path, llm)
+    env = daemon_environment(tmp_path, llm, state)
     assert env["OPENAI_API_KEY"] == "sk-test" and env["SREZ_LLM_TIMEOUT_S"] == "3"
     assert "UNRELATED_SECRET" not in env
     baseline = LaunchSpec(task_id="sre-007", agent_spec="heuristic", results_root=tmp_path)
-    assert "OPENAI_API_KEY" not in backend._environment(tmp_path, baseline)
+    assert "OPENAI_API_KEY" not in daemon_environment(tmp_path, baseline, state)
 
 
 def test_agent_environment_forwards_model_variables_by_pattern(tmp_path: Path) -> None:

@@ -1,37 +1,38 @@
 """Backends: where and how a run executes (DESIGN.md §9).
 
-The interface is :class:`~srez_client.backends.base.Backend`; :func:`get_backend` makes one by
-name, importing its module only then. ``inline`` runs the episode in this process
-(:func:`run_inline` is also usable on its own, for the fastest sweeps); ``local`` runs one
-``srez-daemon`` process per run on 127.0.0.1; ``docker`` runs one container per run from the run
-image, published on 127.0.0.1 only.
+The interface is :class:`~srez_client.backends.base.Backend`; the registry
+(:mod:`srez_client.backends.registry`) makes one by name from its config, importing its module
+only then. ``inline`` runs the episode in this process (:func:`run_inline` is also usable on its
+own, for the fastest sweeps); ``local`` runs one ``srez-daemon`` process per run on 127.0.0.1;
+``docker`` runs one container per run from the run image, published on 127.0.0.1 only.
 """
 
 from srez_client.backends.base import (
-    BACKEND_NAMES,
     Backend,
-    BackendSettings,
     LaunchSpec,
+    MirrorOutcome,
     RunHandle,
     RunStatus,
-    get_backend,
+    WatchOptions,
 )
+from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.inline.backend import InlineBackend
 from srez_client.backends.inline.recorder import InlineRun, run_inline
-
-AVAILABLE_BACKENDS = BACKEND_NAMES
-"""Backends the command line accepts."""
+from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, get_backend
 
 __all__ = [
-    "AVAILABLE_BACKENDS",
     "BACKEND_NAMES",
+    "DEFAULT_BACKEND",
     "Backend",
+    "BackendConfig",
     "BackendSettings",
     "InlineBackend",
     "InlineRun",
     "LaunchSpec",
+    "MirrorOutcome",
     "RunHandle",
     "RunStatus",
+    "WatchOptions",
     "get_backend",
     "run_inline",
 ]

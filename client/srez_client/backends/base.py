@@ -16,23 +16,30 @@ Lifecycle of a run::
 a run launched with ``keep=True`` keeps serving after it is finished, until it is stopped.
 ``stop`` and ``remove`` are idempotent: repeating them, or calling them on a run that is already
 stopped or gone, returns without error.
+
+Besides the lifecycle, a backend answers the command line through hooks whose defaults do
+nothing, so the commands never ask which backend they hold: :meth:`Backend.recover_unmirrored`
+(``srez runs list``), :meth:`Backend.mirror_stopped` (``srez mirror RUN``),
+:meth:`Backend.watch_stopped` (``srez mirror --watch``), :meth:`Backend.stopped_run_folder`
+(``srez regrade``) and :meth:`Backend.close`; and through traits (:attr:`Backend.writes_results`,
+:attr:`Backend.runs_agent_commands`, :attr:`Backend.follows_stops`). Backends are made by name
+through :mod:`srez_client.backends.registry`; this module imports none of them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from srez_client.errors import RunNotFoundError, UsageError
+from srez_client.backends.config import BackendConfig
+from srez_client.errors import RunNotFoundError
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -50,10 +57,12 @@ LABEL_KEYS: Final = (
 )
 """The labels every run carries (DESIGN.md §8)."""
 
-BACKEND_NAMES: Final = ("inline", "local", "docker")
 AGENT_ENV_KEY: Final = re.compile(r"^SREZ_LLM_[A-Z0-9_]+$")
 """Names :attr:`LaunchSpec.agent_env` accepts."""
-"""Backends :func:`get_backend` knows."""
+
+Outcome = Literal["mirrored", "skipped", "refused", "failed"]
+"""What mirroring a stopped run did; ``failed``: copying or writing went wrong (the run can be
+mirrored again later)."""
 
 
 class LaunchSpec(BaseModel):
@@ -122,52 +131,87 @@ class RunHandle(BaseModel):
         """The results root the run mirrors to (label ``srez.results``)."""
         return Path(self.labels.get("srez.results", "results"))
 
+    @classmethod
+    def from_labels(
+        cls,
+        backend: str,
+        labels: Mapping[str, str],
+        *,
+        status: RunStatus,
+        finished: bool,
+        owned: bool,
+    ) -> Self:
+        """A run named by its labels (``srez.run``, ``srez.task`` ...)."""
+        return cls(
+            run_id=labels.get("srez.run", ""),
+            backend=backend,
+            task_id=labels.get("srez.task", ""),
+            agent=labels.get("srez.agent", ""),
+            model=labels.get("srez.model", "none"),
+            status=status,
+            finished=finished,
+            owned=owned,
+            labels=dict(labels),
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class BackendSettings:
-    """How the client's backends are configured; built once by :meth:`from_env`."""
+class MirrorOutcome:
+    """What happened to one stopped run that was to be mirrored."""
 
-    state_dir: Path
-    """Where backends keep their state (``$SREZ_STATE``, default ``~/.local/state/srez``)."""
-    any_owner: bool = False
-    """Act on runs another owner or state launched (``--any``)."""
-    docker_image: str | None = None
-    """The run image of the ``docker`` backend (``$SREZ_DOCKER_IMAGE``; default
-    ``srez-run:<version>``)."""
-    docker_labels: tuple[tuple[str, str], ...] = ()
-    """More labels for the containers it creates (``$SREZ_DOCKER_LABELS``, ``k=v,k=v``)."""
+    run_id: str
+    outcome: Outcome
+    detail: str
+    """The results folder, or why."""
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str], *, any_owner: bool = False) -> BackendSettings:
-        """Read ``SREZ_STATE`` (else ``$HOME/.local/state/srez``), ``SREZ_DOCKER_IMAGE`` and
-        ``SREZ_DOCKER_LABELS`` from an environment mapping."""
-        state = environ.get("SREZ_STATE", "").strip()
-        if state:
-            state_dir = Path(state).expanduser()
-        else:
-            home = environ.get("HOME", "").strip() or os.path.expanduser("~")  # noqa: PTH111
-            state_dir = Path(home) / ".local" / "state" / "srez"
-        labels = tuple(
-            (key.strip(), value.strip())
-            for key, sep, value in (
-                item.partition("=") for item in environ.get("SREZ_DOCKER_LABELS", "").split(",")
-            )
-            if sep and key.strip()
-        )
-        image = environ.get("SREZ_DOCKER_IMAGE", "").strip() or None
-        return cls(state_dir, any_owner, image, labels)
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    """How :meth:`Backend.watch_stopped` watches (``srez mirror --watch``)."""
+
+    results_root: Path
+    """The only results root accepted for runs this state did not launch."""
+    once: bool = False
+    """Only the runs stopped now; do not follow stops."""
+    timeout_s: float | None = None
+    """Stop following after this long (None: until cancelled)."""
+    remove: bool = False
+    """Remove the runs this state launched once mirrored."""
+    report: Callable[[MirrorOutcome], None] | None = None
+    """Receives each outcome as it happens."""
 
 
 class Backend(ABC):
     """One place runs execute. All methods are coroutines; none blocks the event loop.
 
-    Subclasses set :attr:`name` and :attr:`writes_results`.
+    Subclasses set :attr:`name` and the traits that differ from the defaults, implement
+    :meth:`from_config`, and override the hooks that apply to them.
     """
 
     name: ClassVar[str]
     """The backend's name (``inline``, ``local`` ...), as ``run.json`` records it."""
     writes_results: ClassVar[bool] = False
-    """True when :meth:`launch` writes the results folder itself (nothing to mirror)."""
+    """True when :meth:`launch` runs the episode in this process and writes the results folder
+    itself: no daemon, nothing to mirror, and ``srez eval`` may drive the episodes directly."""
+    runs_agent_commands: ClassVar[bool] = False
+    """True when it runs custom agent commands (``cmd:NAME``)."""
+    follows_stops: ClassVar[bool] = False
+    """True when :meth:`watch_stopped` follows runs as they stop (``srez mirror --watch``)."""
+
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Self:
+        """The backend its config describes (how the registry makes it). Every backend of the
+        registry implements it; a test double made directly need not.
+
+        Raises:
+            TypeError: If ``config`` is another backend's.
+            NotImplementedError: The default: the class has no config.
+        """
+        msg = f"{cls.__name__} is not made from a config"
+        raise NotImplementedError(msg)
+
+    def close(self) -> None:  # noqa: B027 (a hook: most backends hold nothing to release)
+        """Release what the backend holds (connections, a model relay). Default: nothing."""
 
     @abstractmethod
     async def launch(self, spec: LaunchSpec) -> RunHandle:
@@ -288,69 +332,56 @@ class Backend(ABC):
             RunNotFoundError: If the run's folder is gone.
         """
 
+    # ------------------------------------------------------------------ hooks of the commands
 
-def get_backend(name: str, settings: BackendSettings) -> Backend:
-    """The backend called ``name``, imported only when asked for.
+    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
+        """Mirror every stopped run this state launched that nobody mirrored (its ``srez run``
+        or ``srez eval`` was killed), oldest first: what ``srez runs list`` does first.
 
-    Raises:
-        UsageError: If there is no such backend.
-    """
-    if name == "inline":
-        from srez_client.backends.inline.backend import InlineBackend
+        Default: nothing to recover (a backend that writes its results itself).
+        """
+        return []
 
-        return InlineBackend(settings.state_dir)
-    if name == "local":
-        from srez_client.backends.local.backend import LocalBackend
+    async def mirror_stopped(
+        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
+    ) -> MirrorOutcome:
+        """Mirror one run that has stopped into its results folder (``srez mirror RUN``).
 
-        return LocalBackend(settings.state_dir, any_owner=settings.any_owner)
-    if name == "docker":
-        from srez_client.backends.docker.backend import DockerBackend
+        Args:
+            run: The run.
+            scratch: A private folder for the copy before the mirror.
+            results_root: The only results root accepted for a run this state did not launch
+                (where the backend mirrors such runs at all).
+            remove: Remove the run's state once its results folder exists (ours only).
 
-        return DockerBackend(
-            settings.state_dir,
-            image=settings.docker_image,
-            any_owner=settings.any_owner,
-            extra_labels=dict(settings.docker_labels),
-        )
-    msg = f"backend {name!r} is not available (available: {', '.join(BACKEND_NAMES)})"
-    raise UsageError(msg)
+        Default: nothing to copy (the backend writes its results itself): ``skipped``.
+        """
+        return MirrorOutcome(run.run_id, "skipped", f"the {self.name} backend writes its results")
+
+    async def watch_stopped(
+        self, scratch: Path, options: WatchOptions
+    ) -> builtins.list[MirrorOutcome]:
+        """Mirror every stopped run, then (unless ``options.once``) each one as it stops, into
+        their results folders (``scratch``: a private folder for copies). Only on backends that
+        set :attr:`follows_stops`.
+
+        Returns:
+            Every outcome, in order. Default: none (nothing to follow).
+        """
+        return []
+
+    async def stopped_run_folder(self, run: RunHandle) -> Path | None:
+        """The folder of a stopped run on this host, where ``srez regrade`` grades it in place,
+        once nothing of the run is left running (the caller checked ``status``).
+
+        Raises:
+            NotOwnedError: If the run is not ours.
+
+        Default: None (the backend keeps no run folder here).
+        """
+        return None
 
 
 def not_found(backend: str, run_id: str) -> RunNotFoundError:
     """The error for a run a backend no longer knows."""
     return RunNotFoundError(f"no {backend} run {run_id!r}; see 'srez runs list --all'")
-
-
-def read_token(folder: Path, backend: str, run_id: str) -> str:
-    """A run's token from the client's own state folder (``<folder>/<run-id>/token``); never from
-    the run itself."""
-    try:
-        return (folder / run_id / "token").read_text().strip()
-    except OSError as e:
-        raise not_found(backend, run_id) from e
-
-
-async def poll_until_finished(
-    backend: str,
-    run_id: str,
-    probe: Callable[[], Awaitable[RunHandle | None]],
-    timeout_s: float | None,
-    *,
-    first_delay_s: float,
-    max_delay_s: float,
-) -> RunHandle:
-    """Polls ``probe`` (None: the run is gone) until the run finished or stopped running."""
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout_s is None else loop.time() + timeout_s
-    delay = first_delay_s
-    while True:
-        handle = await probe()
-        if handle is None:
-            raise not_found(backend, run_id)
-        if handle.finished or handle.status != "running":
-            return handle
-        if deadline is not None and loop.time() >= deadline:
-            msg = f"run {run_id} did not finish within {timeout_s:g} s"
-            raise TimeoutError(msg)
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, max_delay_s)

@@ -17,10 +17,11 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from srez_client.backends.base import not_found
 from srez_client.errors import BackendError
 from srez_client.results.layout import RUN_ID_RE
 from srez_daemon.storage import atomic_write_json
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 NONCE_BYTES: Final = 16
 """A nonce is 128 bits, written as 32 hex digits."""
+
+Record = TypeVar("Record", bound=BaseModel)
 
 
 class OwnedRun(BaseModel):
@@ -131,3 +134,27 @@ def is_owned(labels: dict[str, str], ledger: Ledger, backend: str) -> bool:
         and entry.owner == os.getuid()
         and secrets.compare_digest(labels.get("srez.nonce", ""), entry.nonce)
     )
+
+
+def read_record(folder: Path, run_id: str, model: type[Record]) -> Record | None:
+    """A run's record, ``<folder>/<run-id>/record.json``, or None (a malformed run id, a missing,
+    unreadable or invalid file)."""
+    if not RUN_ID_RE.match(run_id):
+        return None
+    try:
+        return model.model_validate_json((folder / run_id / "record.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
+
+
+def read_token(folder: Path, backend: str, run_id: str) -> str:
+    """A run's token from the client's own state folder (``<folder>/<run-id>/token``); never from
+    the run itself.
+
+    Raises:
+        RunNotFoundError: If there is none (the run is gone).
+    """
+    try:
+        return (folder / run_id / "token").read_text().strip()
+    except OSError as e:
+        raise not_found(backend, run_id) from e

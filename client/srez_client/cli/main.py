@@ -1,8 +1,8 @@
 """The ``srez`` command line (also installed as ``srez-client``).
 
 Commands: ``tasks list``, ``tasks show ID``, ``eval``, ``play ID``, ``schema dialog``, the
-run commands of :mod:`srez_client.cli.runs` (``run``, ``runs list|stop|rm|logs|exec|url|token|
-results``, ``attach``) and ``mirror`` (:mod:`srez_client.cli.mirror`). Results and tables go to stdout; progress, warnings and errors go to
+run commands of :mod:`srez_client.cli.run` (``run``) and :mod:`srez_client.cli.runs`
+(``runs list|stop|rm|logs|exec|url|token|results``, ``attach``) and ``mirror`` (:mod:`srez_client.cli.mirror`). Results and tables go to stdout; progress, warnings and errors go to
 stderr. A bad input (unknown task, agent or backend, malformed replay or task file, a bad option
 value) is reported as one line ``srez: error: ...`` with exit status 2, never as a traceback.
 """
@@ -22,13 +22,15 @@ from typing import NoReturn
 import yaml
 from tqdm import tqdm
 
-from srez_client.backends import AVAILABLE_BACKENDS, run_inline
+from srez_client.backends import run_inline
+from srez_client.backends.registry import backend_class, names_where
 from srez_client.cli import generate as cli_generate
 from srez_client.cli.export import add_export_command
 from srez_client.cli.managed import add_managed_command
 from srez_client.cli.mirror import add_mirror_command
 from srez_client.cli.play import play, prompted_lines
-from srez_client.cli.runs import add_commands, model_for
+from srez_client.cli.run import model_for
+from srez_client.cli.runs import add_commands
 from srez_client.cli.tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.evaluation import eval_on_backend
@@ -287,11 +289,12 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``srez eval``: every (agent, task, seed) on the chosen backend, then the report."""
-    if args.backend not in AVAILABLE_BACKENDS:
-        msg = f"backend {args.backend!r} is not available (available: {', '.join(AVAILABLE_BACKENDS)})"
-        raise UsageError(msg)
-    if args.backend != "inline" and args.tasks_dir is not None:
-        msg = f"--tasks-dir works with --backend inline only (the {args.backend} daemon loads the packaged tasks)"
+    # a backend that writes its results runs the episodes in this process, so eval drives them
+    # directly (with task files from anywhere); the others are driven through their daemons
+    in_process = backend_class(args.backend).writes_results
+    if not in_process and args.tasks_dir is not None:
+        hosts = " or ".join(names_where(lambda b: b.writes_results))
+        msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
         raise UsageError(msg)
     agents = list(dict.fromkeys(_split(args.agent)))
     if not agents:
@@ -305,16 +308,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for spec in agents:  # fail fast on an unknown agent or a malformed replay file
         # An LLM agent is built in its own process, with its model; a custom command (cmd:NAME)
         # is its own process on a daemon backend (the inline backend refuses it below).
-        if spec in LLM_SPECS or (custom_agent_name(spec) and args.backend != "inline"):
+        if spec in LLM_SPECS or (custom_agent_name(spec) and not in_process):
             continue
         make_agent(spec, tasks[0], 0)
-    if model != "none" and args.backend == "inline":
-        msg = "the llm agents run on --backend local or docker (their own process), not inline"
+    if model != "none" and in_process:
+        hosts = " or ".join(names_where(lambda b: not b.writes_results))
+        msg = f"the llm agents run on --backend {hosts} (their own process), not {args.backend}"
         raise UsageError(msg)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
     grades: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
-    if args.backend != "inline":
+    if not in_process:
         done = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
         _print_eval(args, done.grades, done.rows)
         return 130 if done.interrupted else 0

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from srez_client.backends.base import BACKEND_NAMES, BackendSettings, get_backend
+from srez_client.backends.config import BackendSettings
+from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, get_backend
 from srez_client.errors import UsageError
 from srez_client.managed import api
 from srez_client.managed.models import BASELINES
@@ -69,7 +70,7 @@ def add_managed_command(sub: Any) -> None:
         "--models", help="comma list of litellm slugs, or none (default: catalogue defaults)"
     )
     create.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
-    create.add_argument("--backend", default="local", choices=BACKEND_NAMES)
+    create.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKEND_NAMES)
     create.add_argument("--daily-budget-usd", type=_money, metavar="X")
     create.add_argument("--cost-cap-usd", type=_positive, metavar="Y", help="per LLM task")
     create.add_argument(

@@ -1,15 +1,18 @@
 """``srez mirror`` and ``srez regrade``: bring stopped runs into their results folders.
 
-``srez mirror RUN`` mirrors one run: a ``local`` run of this state (:mod:`srez_client.backends.local.recover`)
-or a docker container (:mod:`srez_client.backends.docker.watch`); ``--backend`` picks one, else a local run
-of that id is looked for first. ``srez mirror --watch`` mirrors every srez container that has
-stopped, then each one as it stops (``--once``: only those stopped now; ``--timeout S``: stop
-watching after S seconds). One line per run on stdout: ``<run-id>: mirrored to PATH``,
-``skipped (...)``, ``refused: ...`` or ``failed: ...``.
+``srez mirror RUN`` mirrors one stopped run of a backend that keeps runs apart from their results
+(:meth:`~srez_client.backends.base.Backend.mirror_stopped`); ``--backend`` picks one, else the run
+is looked for in each such backend in registry order (a ``local`` run of this state first, then
+a docker container). ``srez mirror --watch`` mirrors every run that has stopped, then each one as
+it stops (``--once``: only those stopped now; ``--timeout S``: stop watching after S seconds), on
+a backend that follows stops (:meth:`~srez_client.backends.base.Backend.watch_stopped`; docker's
+containers). One line per run on stdout: ``<run-id>: mirrored to PATH``, ``skipped (...)``,
+``refused: ...`` or ``failed: ...``.
 
 ``srez regrade RUN`` grades, from its transcript, a run whose daemon died before grading
-(:mod:`srez_client.results.regrade`): a mirrored run under ``--results``, or a local run of this state
-whose daemon is gone (graded in its live folder; its mirror then copies the grade).
+(:mod:`srez_client.results.regrade`): a mirrored run under ``--results``, or a stopped run of this
+state that the default backend keeps on this host (a ``local`` run whose daemon is gone: graded in
+its live folder; its mirror then copies the grade).
 """
 
 from __future__ import annotations
@@ -21,16 +24,22 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from srez_client.backends.base import BackendSettings
+from srez_client.backends.base import Backend, MirrorOutcome, WatchOptions
+from srez_client.backends.config import BackendConfig, BackendSettings
+from srez_client.backends.registry import (
+    BACKEND_NAMES,
+    DEFAULT_BACKEND,
+    backend_class,
+    config_for,
+    make_backend,
+    names_where,
+)
 from srez_client.errors import RunNotFoundError, UsageError
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.runs import scratch_dir
 from srez_client.sanitize import sanitize_line
-
-if TYPE_CHECKING:
-    from srez_client.backends.local.recover import MirrorOutcome
 
 EXIT_REFUSED = 2
 """``srez mirror RUN`` of a run that may not be mirrored here."""
@@ -38,9 +47,9 @@ EXIT_REFUSED = 2
 
 def add_mirror_command(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``mirror`` and ``regrade`` to the subcommands ``sub`` of ``srez``."""
-    m = sub.add_parser("mirror", help="copy stopped local or docker runs into results folders")
+    m = sub.add_parser("mirror", help="copy stopped runs into their results folders")
     m.add_argument("run", nargs="?", metavar="RUN", help="the run to mirror (or --watch)")
-    m.add_argument("--watch", action="store_true", help="mirror every srez container as it stops")
+    m.add_argument("--watch", action="store_true", help="mirror every srez run as it stops")
     m.add_argument("--once", action="store_true", help="with --watch: only those stopped now")
     m.add_argument("--timeout", type=float, metavar="S", help="with --watch: watch for S seconds")
     m.add_argument(
@@ -49,11 +58,11 @@ def add_mirror_command(sub: Any, parser_class: type[argparse.ArgumentParser]) ->
         default=Path("results"),
         help="results root accepted for runs this state did not launch (default ./results)",
     )
-    m.add_argument("--rm", action="store_true", help="remove our containers once mirrored")
+    m.add_argument("--rm", action="store_true", help="remove our runs' state once mirrored")
     m.add_argument(
         "--backend",
-        choices=("local", "docker"),
-        help="where RUN is (default: a local run of this state if there is one, else docker)",
+        choices=BACKEND_NAMES,
+        help="where RUN is (default: the first backend that has it, in registry order)",
     )
     m.set_defaults(func=cmd_mirror)
 
@@ -90,77 +99,83 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         msg = f"--timeout must be a number > 0, got {args.timeout!r}"
         raise UsageError(msg)
-    if args.watch and args.backend == "local":
-        msg = "--watch follows docker containers; 'srez runs list' mirrors stopped local runs"
-        raise UsageError(msg)
-    if not args.watch and args.backend != "docker":
-        local = _mirror_local(args)
-        if local is not None:
-            return local
-    from srez_client.backends.docker.backend import DockerBackend  # the SDK is imported only here
-    from srez_client.backends.docker.watch import mirror_stopped, watch
-
-    settings = BackendSettings.from_env(os.environ)
-    backend = DockerBackend(
-        settings.state_dir, image=settings.docker_image, extra_labels=dict(settings.docker_labels)
-    )
-    scratch = scratch_dir(settings.state_dir)
-
-    async def go() -> int:
+    if args.watch:
+        return _watch(args)
+    # a backend that writes its results has nothing to mirror: RUN is looked for in the others
+    names = [args.backend] if args.backend else names_where(lambda b: not b.writes_results)
+    for name in names:
+        config = _config(name)
+        backend = make_backend(config)
         try:
-            if not args.watch:
-                handle = await backend.get(args.run)
-                outcome = await mirror_stopped(
-                    backend, handle, scratch, results_root=args.results, remove=args.rm
-                )
-                _print(outcome)
-                return {"failed": 1, "refused": EXIT_REFUSED}.get(outcome.outcome, 0)
-            task = asyncio.current_task()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):  # end the watch cleanly, exit 0
-                if task is not None:
-                    loop.add_signal_handler(sig, task.cancel)
-            try:
-                outcomes = await watch(
-                    backend,
-                    scratch,
-                    results_root=args.results,
-                    once=args.once,
-                    timeout_s=args.timeout,
-                    remove=args.rm,
-                    report=_print,
-                )
-            except asyncio.CancelledError:
-                sys.stderr.write("srez: mirror watch stopped\n")
-                return 0
-            return 1 if any(o.outcome == "failed" for o in outcomes) else 0
+            status = asyncio.run(_mirror_one(args, backend, config, last=name == names[-1]))
         finally:
             backend.close()
+        if status is not None:
+            return status
+    msg = "no backend keeps runs apart from their results: there is nothing to mirror"
+    raise UsageError(msg)
 
-    return asyncio.run(go())
+
+def _config(name: str) -> BackendConfig:
+    return config_for(name, BackendSettings.from_env(os.environ))
 
 
-def _mirror_local(args: argparse.Namespace) -> int | None:
-    """Mirror RUN if it is a local run (None when there is no local run of that id and
-    ``--backend`` was not given: the caller looks among docker containers)."""
-    from srez_client.backends.local.backend import LocalBackend
-    from srez_client.backends.local.recover import mirror_owned
+def _exit_status(outcome: MirrorOutcome) -> int:
+    return {"failed": 1, "refused": EXIT_REFUSED}.get(outcome.outcome, 0)
 
-    settings = BackendSettings.from_env(os.environ)
-    backend = LocalBackend(settings.state_dir)
 
-    async def go() -> int | None:
+async def _mirror_one(
+    args: argparse.Namespace, backend: Backend, config: BackendConfig, *, last: bool
+) -> int | None:
+    """Mirror RUN from ``backend``; None when it has no such run and is not the ``last`` one to
+    ask (the next backend is asked)."""
+    try:
+        handle = await backend.get(args.run)
+    except RunNotFoundError:
+        if last:
+            raise
+        return None
+    outcome = await backend.mirror_stopped(
+        handle, scratch_dir(config.state_dir), results_root=args.results, remove=args.rm
+    )
+    _print(outcome)
+    return _exit_status(outcome)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """``srez mirror --watch`` on ``--backend``, else on the first backend that follows stops."""
+    followers = names_where(lambda b: b.follows_stops)
+    name = args.backend or (followers[0] if followers else DEFAULT_BACKEND)
+    if not backend_class(name).follows_stops:
+        msg = f"--watch follows {' and '.join(followers) or 'no'} runs as they stop; 'srez runs list --backend {name}' mirrors stopped {name} runs"
+        raise UsageError(msg)
+    config = _config(name)
+    backend = make_backend(config)
+
+    async def go() -> int:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # end the watch cleanly, exit 0
+            if task is not None:
+                loop.add_signal_handler(sig, task.cancel)
         try:
-            handle = await backend.get(args.run)
-        except RunNotFoundError:
-            if args.backend == "local":
-                raise
-            return None
-        outcome = await mirror_owned(backend, handle, scratch_dir(settings.state_dir))
-        _print(outcome)
-        return {"failed": 1, "refused": EXIT_REFUSED}.get(outcome.outcome, 0)
+            options = WatchOptions(
+                results_root=args.results,
+                once=args.once,
+                timeout_s=args.timeout,
+                remove=args.rm,
+                report=_print,
+            )
+            outcomes = await backend.watch_stopped(scratch_dir(config.state_dir), options)
+        except asyncio.CancelledError:
+            sys.stderr.write("srez: mirror watch stopped\n")
+            return 0
+        return 1 if any(o.outcome == "failed" for o in outcomes) else 0
 
-    return asyncio.run(go())
+    try:
+        return asyncio.run(go())
+    finally:
+        backend.close()
 
 
 def cmd_regrade(args: argparse.Namespace) -> int:
@@ -184,7 +199,8 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
 
 def _regrade_target(run: str, results: Path) -> Path:
-    """The folder of RUN: a mirrored run under ``results``, else a stopped local run's ``run/``.
+    """The folder of RUN: a mirrored run under ``results``, else the folder of a stopped run of
+    the default backend kept on this host (a local run's ``run/``).
 
     Raises:
         RunNotFoundError: If RUN names no run, or several.
@@ -204,20 +220,23 @@ def _regrade_target(run: str, results: Path) -> Path:
         raise RunNotFoundError(msg)
     if found:
         return found[0]
-    from srez_client.backends.local.backend import LocalBackend
+    backend = make_backend(_config(DEFAULT_BACKEND))
+    missing = f"no run {run!r} under {results} nor among this state's {backend.name} runs"
 
-    backend = LocalBackend(BackendSettings.from_env(os.environ).state_dir)
-
-    async def local() -> Path:
+    async def kept_here() -> Path:
         try:
             handle = await backend.get(run)
         except RunNotFoundError as e:
-            msg = f"no run {run!r} under {results} nor among this state's local runs"
-            raise RunNotFoundError(msg) from e
+            raise RunNotFoundError(missing) from e
         if handle.status == "running":
-            msg = f"local run {handle.run_id} is still running: its daemon grades it"
+            msg = f"{backend.name} run {handle.run_id} is still running: its daemon grades it"
             raise UsageError(msg)
-        await backend.stop(handle)  # ownership check, and kills an agent a dead daemon left
-        return backend.live / handle.run_id / "run"
+        folder = await backend.stopped_run_folder(handle)
+        if folder is None:
+            raise RunNotFoundError(missing)
+        return folder
 
-    return asyncio.run(local())
+    try:
+        return asyncio.run(kept_here())
+    finally:
+        backend.close()

@@ -1,81 +1,45 @@
-"""The ``srez`` commands that launch and manage runs: ``run``, ``runs ...`` and ``attach``.
+"""The ``srez`` commands that manage runs: ``runs ...`` and ``attach`` (``run``: :mod:`.run`).
 
-``RUN`` is a run id or a unique prefix of one. ``--backend`` (default ``local``) says where runs
-live and ``--any`` lets a command act on runs this state did not launch (DESIGN.md §8). Progress
-goes to stderr, results to stdout; anything a run wrote is sanitised before it reaches a terminal.
+``RUN`` is a run id or a unique prefix of one; the backend options are :mod:`.options`'s. Results
+go to stdout, progress to stderr; anything a run wrote is sanitised before it reaches a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import logging
-import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from srez_client.agent_command import agent_command, parse_option
-from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, LaunchSpec, RunHandle
-from srez_client.backends.base import get_backend as make_backend
-from srez_client.backends.local.recover import is_mirrored, mirror_owned_stopped, results_folder
+from srez_client.backends.base import Backend, RunHandle
+from srez_client.backends.recovery import is_mirrored, results_folder
+from srez_client.backends.registry import make_backend
+from srez_client.cli.options import (
+    backend_of,
+    backend_options,
+    config_of,
+    positive_float,
+    run_async,
+    say,
+)
+from srez_client.cli.run import add_run_command
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.daemon_client.follow import attach_plain
 from srez_client.daemon_client.terminal import pty_session
 from srez_client.errors import ClientError, RunNotFoundError, UsageError
-from srez_client.models_catalog import valid_slug
 from srez_client.results.finder import find_results, results_rows
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.results.report import render_table
-from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
+from srez_client.runs import scratch_dir
 from srez_client.sanitize import sanitize, sanitize_line
-from srez_daemon.protocol import ToolCall
-from srez_daemon.protocol.api import DialogFrame, PhaseFrame
-from srez_env.agents import CUSTOM_PREFIX
-from srez_env.agents.llm import LLM_SPECS
-
-logger = logging.getLogger(__name__)
-
-Command = Callable[[argparse.Namespace], int]
 
 
 def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``run``, ``runs`` and ``attach`` to the subcommands ``sub`` of ``srez``."""
-    where = parser_class(add_help=False)
-    where.add_argument("--backend", default="local", choices=BACKEND_NAMES, help="default local")
-    where.add_argument("--any", action="store_true", help="act on runs this state did not launch")
-
-    run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
-    run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
-    run.add_argument(
-        "--agent",
-        required=True,
-        help="scripted, heuristic, random, replay:FILE, llm, llm-json, or cmd:NAME (your own)",
-    )
-    run.add_argument(
-        "--agent-cmd",
-        metavar="CMD",
-        help="the command of a cmd:NAME agent, e.g. 'python3 my_agent.py' (default: SREZ_AGENT_CMD)",
-    )
-    run.add_argument(
-        "--model",
-        metavar="SLUG",
-        help="litellm model slug: for --agent llm/llm-json; optional for cmd:NAME",
-    )
-    run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
-    run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
-    run.add_argument(
-        "--keep-container",
-        action="store_true",
-        help="keep the run serving until it is stopped ('srez runs stop', 'docker stop'), then mirror",
-    )
-    run.add_argument("--timeout", type=_positive_float, metavar="S", help="agent time limit (s)")
-    run.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    run.set_defaults(func=cmd_run)
-
+    where = backend_options(parser_class)
+    add_run_command(sub, where)
     runs = sub.add_parser("runs", help="list and manage runs")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
     listing = runs_sub.add_parser("list", parents=[where], help="runs and their state")
@@ -109,7 +73,7 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     ex = runs_sub.add_parser("exec", parents=[where], help="run a command in a run")
     ex.add_argument("run", metavar="RUN")
     ex.add_argument("--tty", action="store_true", help="an interactive shell (CMD optional)")
-    ex.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S")
+    ex.add_argument("--timeout", type=positive_float, default=60.0, metavar="S")
     ex.add_argument("cmd", nargs="*", metavar="CMD", help="after --")
     ex.set_defaults(func=cmd_runs_exec)
     res = runs_sub.add_parser("results", help="finished runs found in the results folder")
@@ -123,222 +87,15 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     att.set_defaults(func=cmd_attach)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        msg = f"must be a number > 0, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
-def backend_of(args: argparse.Namespace) -> Backend:
-    """The backend the options name, configured from the environment."""
-    settings = BackendSettings.from_env(os.environ, any_owner=getattr(args, "any", False))
-    return make_backend(getattr(args, "backend", "local"), settings)
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(f"srez: {line}\n")
-    sys.stderr.flush()
-
-
-def _run_async(make: Callable[[], Awaitable[int]]) -> int:
-    async def main() -> int:
-        return await make()
-
-    return asyncio.run(main())
-
-
-# ---------------------------------------------------------------------- srez run
-
-
-def model_for(agents: list[str], model: str | None) -> str:
-    """The model of runs of ``agents``: ``--model`` is required by the LLM agents and refused
-    without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
-    wants = [a for a in agents if a in LLM_SPECS]
-    if model is not None and agents and all(a.startswith(CUSTOM_PREFIX) for a in agents):
-        # a custom agent may call a model: the slug names its results folder
-        if not valid_slug(model):
-            msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
-            raise UsageError(msg)
-        return model
-    if not wants:
-        if model is not None:
-            msg = f"--model {model!r} is only for --agent llm, llm-json or cmd:NAME"
-            raise UsageError(msg)
-        return "none"
-    if model is None:
-        msg = f"--agent {wants[0]} needs --model SLUG (a litellm slug, e.g. openai/gpt-4o-mini)"
-        raise UsageError(msg)
-    if not valid_slug(model):
-        msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
-        raise UsageError(msg)
-    return model
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
-    backend = backend_of(args)
-    option = None if args.agent_cmd is None else parse_option(args.agent_cmd)
-    agent_cmd = agent_command(
-        args.agent, option, os.environ
-    )  # refuses SREZ_AGENT_CMD for baselines
-    spec = LaunchSpec(
-        task_id=args.task,
-        agent_spec=args.agent,
-        agent_cmd=agent_cmd,
-        model=model_for([args.agent], args.model),
-        run_seed=args.seed,
-        keep=args.keep or args.keep_container,
-        time_limit_s=args.timeout,
-        results_root=args.results,
-    )
-    if agent_cmd is not None and backend.name != "local":
-        msg = f"--agent {args.agent} (a custom command) runs on --backend local only, not {backend.name}"
-        raise UsageError(msg)
-    check_backend(backend, spec)
-    return _run_async(lambda: _run(backend, spec, args.timeout, keep_container=args.keep_container))
-
-
-async def _run(
-    backend: Backend, spec: LaunchSpec, limit_s: float | None, *, keep_container: bool = False
-) -> int:
-    """Launch, wait, mirror. SIGINT or SIGTERM stops the run (it writes its summary) and still
-    mirrors what it did (exit 130); a second signal acts as usual."""
-    handle = await backend.launch(spec)
-    _say(f"run {handle.run_id}: {handle.task_id} with {handle.agent} on {backend.name}")
-    wait_s = None if limit_s is None else limit_s + 120.0  # the daemon ends the agent itself
-    scratch = scratch_dir(_state(backend))
-    if keep_container:
-        _say(f"run {handle.run_id}: kept until stopped ('srez runs stop {handle.run_id}')")
-
-    async def until_done() -> RunOutcome | None:
-        if keep_container:
-            await wait_stopped(backend, handle)
-            return None  # mirrored below, like an interrupted run
-        return await run_to_results(
-            backend, spec, scratch, timeout_s=wait_s, progress=_say, handle=handle
-        )
-
-    waiting = asyncio.ensure_future(until_done())
-    interrupted = _interrupt_event()
-    signalled = asyncio.ensure_future(interrupted.wait())
-    watcher = asyncio.ensure_future(_show_progress(backend, handle))
-    try:
-        await asyncio.wait({waiting, signalled}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (watcher, signalled):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    stopped = not waiting.done()
-    if stopped:
-        waiting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await waiting
-        _say(f"run {handle.run_id}: interrupted; stopping it, then mirroring what it did")
-        await backend.stop(handle)
-    outcome = None if stopped else waiting.result()
-    if outcome is None:
-        current = await backend.get(handle.run_id)
-        outcome = await run_to_results(backend, spec, scratch, progress=_say, handle=current)
-    _print_outcome(outcome)
-    if (keep_container or not spec.keep) and outcome.handle.status != "running":
-        await backend.remove(outcome.handle)  # everything is in the results folder now
-    if spec.keep and outcome.handle.status == "running":
-        url = await backend.endpoint(outcome.handle)
-        print(f"daemon:   {url} (still serving; 'srez runs stop {handle.run_id}' ends it)")
-    ok = outcome.summary is not None and outcome.summary.status == "ok"
-    return 130 if stopped else 0 if ok else 1
-
-
-def _interrupt_event() -> asyncio.Event:
-    """An event set by the first SIGINT or SIGTERM (the handlers then go: a second one acts as
-    usual)."""
-    loop = asyncio.get_running_loop()
-    event = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-
-    def fire() -> None:
-        event.set()
-        for sig in signals:
-            loop.remove_signal_handler(sig)
-
-    for sig in signals:
-        loop.add_signal_handler(sig, fire)
-    return event
-
-
-async def _show_progress(backend: Backend, handle: RunHandle) -> None:
-    """Phase changes on stderr (and each step when stderr is a terminal), while the run runs."""
-    steps = sys.stderr.isatty()
-    try:
-        url, token = await backend.endpoint(handle), await backend.token(handle)
-        async with DaemonClient(url, token) as client:
-            await client.verify()  # even a progress line is only taken from the run's daemon
-            async for frame in client.stream():
-                if isinstance(frame, PhaseFrame):
-                    _say(f"run {handle.run_id}: phase {frame.phase}")
-                elif steps and isinstance(frame, DialogFrame) and isinstance(frame.entry, ToolCall):
-                    _say(f"run {handle.run_id}: {sanitize_line(frame.entry.name)}")
-    except (ClientError, OSError) as e:  # progress is a courtesy: never fail the run over it
-        logger.debug("no live progress for run %s: %s", handle.run_id, e)
-
-
-def _state(backend: Backend) -> Path:
-    state = getattr(backend, "state_dir", None)
-    return state if isinstance(state, Path) else BackendSettings.from_env(os.environ).state_dir
-
-
-def _print_outcome(outcome: RunOutcome) -> None:
-    h, s = outcome.handle, outcome.summary
-    print(f"run:      {h.run_id} ({h.task_id}, {h.agent}, model {h.model})")
-    if s is None:
-        print("status:   no summary.json (the run did not finish)")
-    else:
-        reward = "-" if s.reward is None else f"{s.reward:.3f}"
-        yes = {True: "yes", False: "no", None: "-"}
-        print(
-            f"status:   {s.status}, end {s.end_reason or '-'}, {s.steps or 0} steps, {s.duration_s:.1f} s"
-        )
-        host = ", graded by the host from its transcript" if s.graded_by == "host" else ""
-        print(
-            f"grade:    reward {reward}, resolved {yes[s.resolved]}, passed {yes[s.passed]}{host}"
-        )
-        if s.error:
-            print(f"error:    {sanitize(s.error)}")
-    print(f"results:  {outcome.results_dir}")
-
-
-# ---------------------------------------------------------------------- srez runs ...
-
-
-async def _find(backend: Backend, run: str) -> RunHandle:
-    return await backend.get(run)
-
-
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """``srez runs list``; on docker and local it first mirrors the stopped runs of this state
-    that are not mirrored yet (a run whose ``srez run`` or ``srez eval`` was killed is recovered
-    by the next ``srez runs list``)."""
-    backend = backend_of(args)
-    if backend.name == "local":
-        scratch = scratch_dir(_state(backend))
-        for outcome in asyncio.run(mirror_owned_stopped(backend, scratch)):
-            if outcome.outcome in ("mirrored", "failed", "refused"):
-                _say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
-    if backend.name == "docker":
-        from srez_client.backends.docker.backend import DockerBackend
-        from srez_client.backends.docker.watch import mirror_ours_stopped
-
-        assert isinstance(backend, DockerBackend)
-        scratch = scratch_dir(_state(backend))
-        for outcome in asyncio.run(mirror_ours_stopped(backend, scratch)):
-            if outcome.outcome in ("mirrored", "failed", "refused"):
-                _say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
+    """``srez runs list``; it first mirrors the stopped runs of this state that are not mirrored
+    yet, where the backend has any (a run whose ``srez run`` or ``srez eval`` was killed is
+    recovered by the next ``srez runs list``)."""
+    config = config_of(args)
+    backend = make_backend(config)
+    for outcome in asyncio.run(backend.recover_unmirrored(scratch_dir(config.state_dir))):
+        if outcome.outcome in ("mirrored", "failed", "refused"):
+            say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
     runs = asyncio.run(backend.list(include_exited=args.all))
     if not runs:
         print("no runs" if args.all else "no running runs (--all lists those that exited)")
@@ -378,7 +135,7 @@ def _gone_ok(
         print(f"{handle.run_id}: {done}")
         return 0
 
-    return _run_async(go)
+    return run_async(go)
 
 
 def cmd_runs_stop(args: argparse.Namespace) -> int:
@@ -406,24 +163,25 @@ def cmd_runs_rm(args: argparse.Namespace) -> int:
 
 def cmd_runs_url(args: argparse.Namespace) -> int:
     """``srez runs url RUN``."""
-    backend = backend_of(args)
-
-    async def go() -> int:
-        print(await backend.endpoint(await backend.get(args.run)))
-        return 0
-
-    return _run_async(go)
+    return _print_answer(args, lambda backend, handle: backend.endpoint(handle))
 
 
 def cmd_runs_token(args: argparse.Namespace) -> int:
     """``srez runs token RUN``."""
+    return _print_answer(args, lambda backend, handle: backend.token(handle))
+
+
+def _print_answer(
+    args: argparse.Namespace, ask: Callable[[Backend, RunHandle], Awaitable[str]]
+) -> int:
+    """Print what ``ask`` answers about RUN."""
     backend = backend_of(args)
 
     async def go() -> int:
-        print(await backend.token(await backend.get(args.run)))
+        print(await ask(backend, await backend.get(args.run)))
         return 0
 
-    return _run_async(go)
+    return run_async(go)
 
 
 async def _client(backend: Backend, run: str, *, admin: bool = False) -> DaemonClient:
@@ -457,7 +215,7 @@ def cmd_runs_logs(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
         return 0
 
-    return _run_async(go)
+    return run_async(go)
 
 
 def cmd_runs_exec(args: argparse.Namespace) -> int:
@@ -479,13 +237,13 @@ def cmd_runs_exec(args: argparse.Namespace) -> int:
         sys.stdout.write(sanitize(out) if sys.stdout.isatty() else out)
         sys.stderr.write(sanitize(err) if sys.stderr.isatty() else err)
         if result.truncated:
-            _say("output truncated at 1 MiB per stream")
+            say("output truncated at 1 MiB per stream")
         if result.exit_code is None:
-            _say(f"timed out after {args.timeout:g} s")
+            say(f"timed out after {args.timeout:g} s")
             return 124
         return result.exit_code
 
-    return _run_async(go)
+    return run_async(go)
 
 
 def cmd_runs_results(args: argparse.Namespace) -> int:
@@ -516,4 +274,4 @@ def cmd_attach(args: argparse.Namespace) -> int:
             await attach_plain(client, sys.stdout, offset=args.offset)
         return 0
 
-    return _run_async(go)
+    return run_async(go)

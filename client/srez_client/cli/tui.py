@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from srez_client.backends.base import BACKEND_NAMES, BackendSettings
+from srez_client.backends.config import BackendSettings
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.errors import UsageError
 
 

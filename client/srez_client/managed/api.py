@@ -20,7 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from srez_client.backends.base import BACKEND_NAMES, BackendSettings
+from srez_client.backends.config import BackendSettings
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.errors import UsageError
 from srez_client.managed.ledger import BudgetLedger, today
 from srez_client.managed.maintenance import (

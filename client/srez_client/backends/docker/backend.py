@@ -15,10 +15,8 @@ the relay's URL and a scoped token of its own, a different secret from the daemo
 exec and a root shell, and never sits in the environment). The launching process must stay alive
 while an LLM run's agent works: the relay lives in it.
 
-Authority (SECURITY.md A10): containers are discovered by the label ``srez.run``; the client acts
-on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
-nonce and owner uid *and* its record names that very container (by id, pinned at creation), unless
-``any_owner`` is set. Two containers claiming one run id show as one: ours, else the newest.
+Authority (SECURITY.md A10): containers are discovered by the label ``srez.run`` and acted on
+only when this state launched them (:mod:`.discovery`), unless ``any_owner`` is set.
 
 Copy-out (SECURITY.md A5, A6) reads the run folder as a tar stream only from a container whose
 processes cannot change it: a stopped one; a paused one; or a finished run kept serving
@@ -40,25 +38,25 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Final, NoReturn
+from typing import Any, ClassVar, NoReturn, Self
 
 import aiohttp
-from pydantic import ValidationError
 
 import docker  # type: ignore[import-untyped]
 from srez_client.backends.base import (
     LABEL_KEYS,
-    Backend,
     LaunchSpec,
+    MirrorOutcome,
     RunHandle,
+    WatchOptions,
     not_found,
-    poll_until_finished,
-    read_token,
 )
-from srez_client.backends.docker import engine
+from srez_client.backends.config import BackendConfig
+from srez_client.backends.docker import engine, watch
+from srez_client.backends.docker.config import DockerConfig
+from srez_client.backends.docker.discovery import BACKEND, ContainerRuns, Inspected
 from srez_client.backends.docker.models import RunModels
 from srez_client.backends.docker.state import (
-    DockerRecord,
     LaunchPlan,
     SeenContainer,
     agent_specs,
@@ -69,8 +67,10 @@ from srez_client.backends.docker.state import (
     write_state,
 )
 from srez_client.backends.inline.recorder import srez_version
-from srez_client.backends.state import Ledger, is_owned
-from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
+from srez_client.backends.recovery import mirror_unmirrored
+from srez_client.backends.state import read_token
+from srez_client.backends.wait import poll_until_finished
+from srez_client.errors import BackendError, NoDaemonError
 from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
 from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE
@@ -81,17 +81,13 @@ from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
-BACKEND: Final = "docker"
-Inspected = tuple[SeenContainer, dict[str, Any]] | None
-"""A container and its attributes, or None when it is gone."""
-
 
 def default_image() -> str:
     """The run image of this client's version: ``srez-run:<version>``."""
     return f"srez-run:{srez_version()}"
 
 
-class DockerBackend(Backend):
+class DockerBackend(ContainerRuns):
     """One container per run on a Docker engine; see the module docstring.
 
     Args:
@@ -108,6 +104,7 @@ class DockerBackend(Backend):
     """
 
     name: ClassVar[str] = BACKEND
+    follows_stops: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -123,39 +120,23 @@ class DockerBackend(Backend):
         mem_limit: str = "2g",
         pids_limit: int = 512,
     ) -> None:
-        self.state_dir = state_dir
-        """The client's state folder."""
-        self.folder = state_dir / "docker"
-        """One folder per run this state launched."""
-        self.ledger = Ledger(state_dir)
-        """Which runs this state launched."""
+        super().__init__(state_dir, client_factory=client_factory, any_owner=any_owner)
         self.image = image or default_image()
-        self.any_owner = any_owner
         self.extra_labels = {k: v for k, v in (extra_labels or {}).items() if k not in LABEL_KEYS}
         self.limits = limits
         self.ready_timeout_s = ready_timeout_s
         self.stop_grace_s = stop_grace_s
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
-        self._factory = client_factory
-        self._client: engine.DockerClient | None = None
-        self._client_lock = asyncio.Lock()
-        self._finished_exited: set[str] = set()  # containers seen exited with summary.json
         self.models = RunModels(lambda: self._call(engine.bridge_network))
         """The model relay of this backend's LLM runs."""
 
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Self:
+        """The backend a :class:`~.config.DockerConfig` describes."""
+        return cls(config.state_dir, **DockerConfig.of(config).options())
+
     # ------------------------------------------------------------------ the engine
-
-    async def client(self) -> engine.DockerClient:
-        """The SDK client (made on first use, in a thread).
-
-        Raises:
-            BackendError: If no engine answers.
-        """
-        async with self._client_lock:
-            if self._client is None:
-                self._client = await asyncio.to_thread(engine.connect, self._factory)
-            return self._client
 
     def close(self) -> None:
         """Close the model relay (every relay token stops working) and the SDK client's
@@ -168,9 +149,6 @@ class DockerBackend(Backend):
     async def relay(self) -> ModelRelay:
         """The model relay of this backend's LLM runs (:class:`RunModels`)."""
         return await self.models.relay()
-
-    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(fn, await self.client(), *args, **kwargs)
 
     # ------------------------------------------------------------------ launch
 
@@ -277,105 +255,7 @@ class DockerBackend(Backend):
         msg = f"run {run_id}: {why}; container output: {tail or '(none)'}"
         raise BackendError(msg)
 
-    # ------------------------------------------------------------------ discovery
-
-    def _record(self, run_id: str) -> DockerRecord | None:
-        if not RUN_ID_RE.match(run_id):
-            return None
-        try:
-            data = (self.folder / run_id / "record.json").read_bytes()
-            return DockerRecord.model_validate_json(data)
-        except (OSError, ValidationError):
-            return None
-
-    def _is_ours(self, seen: SeenContainer) -> bool:
-        """Owner uid and nonce match the ledger, and the record names this very container."""
-        record = self._record(seen.run_id)
-        if record is None:
-            return False
-        pinned = (
-            seen.id == record.container_id
-            if record.container_id
-            else seen.name == record.container_name
-        )
-        return pinned and is_owned(seen.labels, self.ledger, BACKEND)
-
-    async def _finished(self, seen: SeenContainer) -> bool:
-        """Whether ``/srez/summary.json`` is a regular file in the container."""
-        if seen.id in self._finished_exited:
-            return True
-        found = await self._call(engine.has_regular_file, seen.id, "/srez/summary.json")
-        if found and seen.status == "exited":
-            self._finished_exited.add(seen.id)  # a stopped container's files do not change
-        return bool(found)
-
-    async def _handle(self, seen: SeenContainer) -> RunHandle:
-        labels = seen.labels
-        return RunHandle(
-            run_id=seen.run_id,
-            backend=BACKEND,
-            task_id=labels.get("srez.task", ""),
-            agent=labels.get("srez.agent", ""),
-            model=labels.get("srez.model", "none"),
-            status=seen.status,
-            finished=await self._finished(seen),
-            owned=self._is_ours(seen),
-            labels={k: labels[k] for k in LABEL_KEYS if k in labels},
-        )
-
-    def _pick(self, candidates: builtins.list[SeenContainer]) -> SeenContainer | None:
-        """Of containers claiming one run id: ours if one is, else the newest."""
-        ours = [c for c in candidates if self._is_ours(c)]
-        pool = ours or candidates
-        return max(pool, key=lambda c: c.created) if pool else None
-
-    async def list(self, include_exited: bool = False) -> builtins.list[RunHandle]:
-        """Containers labelled ``srez.run`` with a well-formed run id, oldest run first."""
-        seen: builtins.list[SeenContainer] = await self._call(
-            engine.list_labelled, None, include_exited
-        )
-        by_run: dict[str, builtins.list[SeenContainer]] = {}
-        for item in seen:
-            if RUN_ID_RE.match(item.run_id):
-                by_run.setdefault(item.run_id, []).append(item)
-            else:
-                logger.debug("ignored container %s: label srez.run is not a run id", item.id[:12])
-        chosen = [self._pick(group) for _, group in sorted(by_run.items())]
-        return list(await asyncio.gather(*(self._handle(c) for c in chosen if c is not None)))
-
-    async def get(self, run: str) -> RunHandle:
-        """The run ``run`` (a whole run id is found without listing every container)."""
-        if not RUN_ID_RE.match(run):
-            return await super().get(run)
-        seen = await self._locate(run)
-        if seen is None:
-            raise not_found(BACKEND, run)
-        return await self._handle(seen)
-
-    async def _locate(self, run_id: str) -> SeenContainer | None:
-        """The run's container (ours, pinned by id, when this state launched it), or None."""
-        record = self._record(run_id)
-        if record is not None and record.container_id:
-            found: Inspected = await self._call(engine.inspect, record.container_id)
-            return None if found is None else found[0]
-        candidates: builtins.list[SeenContainer] = await self._call(
-            engine.list_labelled, run_id, True
-        )
-        if record is not None:  # created but its id not recorded yet: pinned by name
-            candidates = [c for c in candidates if c.name == record.container_name]
-        return self._pick(candidates)
-
-    def _authorize(self, seen: SeenContainer) -> None:
-        if not self.any_owner and not self._is_ours(seen):
-            msg = f"docker run {seen.run_id} (container {seen.id[:12]}) was not launched from this state ({self.state_dir}); pass --any to act on it"
-            raise NotOwnedError(msg)
-
-    async def _require(self, run: RunHandle) -> SeenContainer:
-        seen = await self._locate(run.run_id)
-        if seen is None:
-            raise not_found(BACKEND, run.run_id)
-        self._authorize(seen)
-        return seen
+    # ------------------------------------------------------------------ reaching a run
 
     async def endpoint(self, run: RunHandle) -> str:
         """``http://127.0.0.1:<published port>`` of a running container."""
@@ -485,6 +365,26 @@ class DockerBackend(Backend):
             if paused:
                 await self._call(engine.unpause, seen.id)
         return dest
+
+    # ------------------------------------------------------------------ hooks of the commands
+
+    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
+        """Mirror our stopped containers nobody mirrored, into their own results folders."""
+        return await mirror_unmirrored(self, scratch)
+
+    async def mirror_stopped(
+        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
+    ) -> MirrorOutcome:
+        """Mirror one stopped container, ours or (read-only) another's; see :mod:`.watch`."""
+        return await watch.mirror_stopped(
+            self, run, scratch, results_root=results_root, remove=remove
+        )
+
+    async def watch_stopped(
+        self, scratch: Path, options: WatchOptions
+    ) -> builtins.list[MirrorOutcome]:
+        """Mirror every stopped srez container, then each as the engine reports it stopped."""
+        return await watch.watch(self, scratch, options)
 
 
 async def _health_past_starting(http: aiohttp.ClientSession, port: int) -> bool:

@@ -19,11 +19,13 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
+from srez_client.backends.config import BackendConfig
+from srez_client.backends.inline.config import InlineConfig
 from srez_client.backends.inline.recorder import BACKEND, run_inline, srez_version
 from srez_client.backends.state import (
     Ledger,
@@ -65,6 +67,11 @@ class InlineBackend(Backend):
         """Which runs this state launched."""
         self.any_owner = any_owner
         """Act on runs that are not owned."""
+
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Self:
+        """The backend an :class:`~.config.InlineConfig` describes."""
+        return cls(config.state_dir, **InlineConfig.of(config).options())
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Run the whole episode now (in a worker thread) and write its results folder."""

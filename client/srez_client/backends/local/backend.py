@@ -15,11 +15,8 @@ nothing it started outlives its phase. Without one, every launch says so on stde
 ``run.json`` records ``isolation: "none"``. A relative file in ``SREZ_AGENT_CMD`` is made absolute
 against the launcher's working folder.
 
-The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
-and the ``SREZ_*`` settings of the run; never the token (a file). A run with a model (an LLM
-agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this environment, the
-variables the daemon forwards to a model-calling agent (provider keys and endpoints, ``SREZ_LLM_*``:
-:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+The daemon gets only the environment it needs (:mod:`.environment`); never the token (a file),
+and a provider key only when its run has a model.
 
 Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
 token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
@@ -33,6 +30,10 @@ the sandbox, the backend does it: ``stop``, ``remove`` and ``copy_out`` of a run
 gone first SIGKILL every process of this user whose environment names the run's agent socket
 (``SREZ_AGENT_SOCKET=<path>``, unique to the run; the agent and whatever it started carry it),
 with the process groups they lead. So the mirror of a run copies files that no longer change.
+
+A run whose launcher died stays in ``live/``; :meth:`LocalBackend.recover_unmirrored` (``srez runs
+list``) and :meth:`LocalBackend.mirror_stopped` (``srez mirror RUN``) mirror it by the rules of
+:mod:`srez_client.backends.recovery`, runs of this state only.
 """
 
 from __future__ import annotations
@@ -45,24 +46,19 @@ import os
 import secrets
 import shutil
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import ClassVar, Final, Self
 
 import aiohttp
-from pydantic import ValidationError
 
 from srez_client.agent_command import agent_command
-from srez_client.backends.base import (
-    Backend,
-    LaunchSpec,
-    RunHandle,
-    not_found,
-    poll_until_finished,
-    read_token,
-)
+from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
+from srez_client.backends.config import BackendConfig
 from srez_client.backends.inline.recorder import srez_version
+from srez_client.backends.local.config import LocalConfig, SandboxMode
+from srez_client.backends.local.environment import absolute_replay, daemon_environment
 from srez_client.backends.local.files import (
     LocalRecord,
     agent_socket_path,
@@ -70,15 +66,7 @@ from srez_client.backends.local.files import (
     prepare_folder,
     read_endpoint,
 )
-from srez_client.backends.local.sandbox import (
-    NO_ISOLATION,
-    Isolation,
-    SandboxMode,
-    absolute_command,
-    choose_isolation,
-    sandbox_mode,
-    warning,
-)
+from srez_client.backends.local.sandbox import choose_isolation, warning
 from srez_client.backends.process import (
     is_alive,
     kill_orphans,
@@ -87,6 +75,7 @@ from srez_client.backends.process import (
     tail_text,
     terminate,
 )
+from srez_client.backends.recovery import NOT_OURS, mirror_one, mirror_unmirrored
 from srez_client.backends.state import (
     Ledger,
     OwnedRun,
@@ -94,44 +83,20 @@ from srez_client.backends.state import (
     make_labels,
     new_nonce,
     private_dir,
+    read_record,
+    read_token,
 )
+from srez_client.backends.wait import poll_until_finished
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest
 from srez_daemon.storage import atomic_write_json, utc_timestamp
-from srez_daemon.supervisor import model_variables
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
 BACKEND: Final = "local"
-PASS_ENV: Final = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "TMPDIR",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONUTF8",
-    "PYTHONDONTWRITEBYTECODE",
-    "VIRTUAL_ENV",
-    "SREZ_PTY_IDLE_S",
-    "SREZ_MAX_SESSIONS",
-    "SREZ_EXEC_ALLOW",
-    "SREZ_PROVIDER_WAIT_CAP_S",
-    "SREZ_PROVIDER_WAIT_RUN_CAP_S",
-    "SREZ_AGENT_WALL_CAP_S",
-)
-"""Variables passed through to the daemon (when set); nothing else of this environment is.
-``SREZ_AGENT_CMD`` is not among them: a custom command reaches the daemon through ``run.json``
-(``agent_cmd`` of a ``cmd:NAME`` run), where it is recorded."""
 
 
 class LocalBackend(Backend):
@@ -143,11 +108,12 @@ class LocalBackend(Backend):
         daemon_argv: The daemon command (default ``python -m srez_daemon`` of this interpreter).
         ready_timeout_s: How long a launch waits for the daemon to answer ``/api/health``.
         stop_grace_s: How long ``stop`` waits after SIGTERM before SIGKILL.
-        sandbox: ``auto``, ``bubblewrap`` or ``none`` (:mod:`.sandbox`); default
-            ``$SREZ_SANDBOX``, else ``auto``.
+        sandbox: ``auto``, ``bubblewrap`` or ``none`` (:mod:`.sandbox`); the command line
+            reads it from ``$SREZ_SANDBOX`` (:class:`~.config.LocalConfig`).
     """
 
     name: ClassVar[str] = BACKEND
+    runs_agent_commands: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -157,7 +123,7 @@ class LocalBackend(Backend):
         daemon_argv: Sequence[str] | None = None,
         ready_timeout_s: float = 10.0,
         stop_grace_s: float = 10.0,
-        sandbox: SandboxMode | None = None,
+        sandbox: SandboxMode = "auto",
     ) -> None:
         self.state_dir = state_dir
         """The client's state folder."""
@@ -169,15 +135,20 @@ class LocalBackend(Backend):
         self.daemon_argv = tuple(daemon_argv or (sys.executable, "-m", "srez_daemon"))
         self.ready_timeout_s = ready_timeout_s
         self.stop_grace_s = stop_grace_s
-        self.sandbox: SandboxMode = sandbox_mode(sandbox or os.environ.get("SREZ_SANDBOX"))
+        self.sandbox: SandboxMode = sandbox
         """How runs' agents are isolated (checked again at each launch)."""
+
+    @classmethod
+    def from_config(cls, config: BackendConfig) -> Self:
+        """The backend a :class:`~.config.LocalConfig` describes."""
+        return cls(config.state_dir, **LocalConfig.of(config).options())
 
     # ------------------------------------------------------------------ launch
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Write the run's state, spawn its daemon and wait until it answers ``/api/health``."""
         (task,) = load_tasks([spec.task_id])
-        agent_spec = _absolute_replay(spec.agent_spec)
+        agent_spec = absolute_replay(spec.agent_spec)
         agent_cmd = agent_command(agent_spec, spec.agent_cmd, os.environ)
         # fails fast on a bad agent; a custom command is named by its spec
         name = custom_agent_name(agent_spec) or make_agent(agent_spec, task, spec.run_seed).name
@@ -226,7 +197,7 @@ class LocalBackend(Backend):
             run_id=run_id, labels=labels, manifest=manifest, keep=spec.keep, created_at=created
         )
         await asyncio.to_thread(prepare_folder, folder, record)
-        env = self._environment(folder, spec, isolation)
+        env = daemon_environment(folder, spec, self.state_dir, isolation)
         if isolation.kind == "none":
             sys.stderr.write(warning(run_id, isolation) + "\n")
             sys.stderr.flush()
@@ -241,35 +212,6 @@ class LocalBackend(Backend):
         logger.info("launched run %s (daemon pid %d)", run_id, pid)
         await self._wait_ready(folder, record)
         return self._handle(record)
-
-    def _environment(
-        self, folder: Path, spec: LaunchSpec, isolation: Isolation = NO_ISOLATION
-    ) -> dict[str, str]:
-        env = passed_environment(os.environ)
-        if "SREZ_AGENT_CMD" in env:
-            env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
-        if isolation.bwrap is not None:
-            env.update(
-                SREZ_SANDBOX="bubblewrap",
-                SREZ_BWRAP=str(isolation.bwrap),
-                SREZ_SANDBOX_HIDE=str(self.state_dir.resolve()),
-            )
-        else:
-            env["SREZ_SANDBOX"] = "none"
-        env.update(
-            SREZ_RUN_DIR=str((folder / "run").resolve()),
-            SREZ_TOKEN_FILE=str((folder / "token").resolve()),
-            SREZ_HOST="127.0.0.1",
-            SREZ_PORT="0",
-            SREZ_ENDPOINT_FILE=str((folder / "endpoint.json").resolve()),
-            SREZ_AGENT_SOCKET=str(agent_socket_path(folder)),
-        )
-        if spec.time_limit_s is not None:
-            env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
-        if spec.model not in ("", "none"):
-            env.update(model_variables(os.environ))
-            env.update(spec.agent_env)
-        return env
 
     async def _wait_ready(self, folder: Path, record: LocalRecord) -> None:
         """Wait until ``/api/health`` reports the run past ``starting`` (the daemon answers health
@@ -310,29 +252,18 @@ class LocalBackend(Backend):
     # ------------------------------------------------------------------ discovery
 
     def _record(self, run_id: str) -> LocalRecord | None:
-        if not RUN_ID_RE.match(run_id):
+        record = read_record(self.live, run_id, LocalRecord)
+        if record is None or not record.labels.get("srez.run") == run_id == record.run_id:
             return None
-        try:
-            record = LocalRecord.model_validate_json(
-                (self.live / run_id / "record.json").read_bytes()
-            )
-        except (OSError, ValidationError):
-            return None
-        return record if record.labels.get("srez.run") == run_id == record.run_id else None
+        return record
 
     def _handle(self, record: LocalRecord) -> RunHandle:
-        labels = record.labels
-        alive = is_alive(record.pid, record.pid_start)
-        return RunHandle(
-            run_id=record.run_id,
-            backend=BACKEND,
-            task_id=labels.get("srez.task", ""),
-            agent=labels.get("srez.agent", ""),
-            model=labels.get("srez.model", "none"),
-            status="running" if alive else "exited",
+        return RunHandle.from_labels(
+            BACKEND,
+            record.labels,
+            status="running" if is_alive(record.pid, record.pid_start) else "exited",
             finished=(self.live / record.run_id / "run" / "summary.json").is_file(),
-            owned=is_owned(labels, self.ledger, BACKEND),
-            labels=labels,
+            owned=is_owned(record.labels, self.ledger, BACKEND),
         )
 
     async def list(self, include_exited: bool = False) -> builtins.list[RunHandle]:
@@ -463,14 +394,21 @@ class LocalBackend(Backend):
         await asyncio.to_thread(copy_out_folder, folder, dest, run.run_id)
         return dest
 
+    # ------------------------------------------------------------------ hooks of the commands
 
-def _absolute_replay(agent_spec: str) -> str:
-    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder)."""
-    if agent_spec.startswith("replay:"):
-        return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
-    return agent_spec
+    async def mirror_stopped(
+        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
+    ) -> MirrorOutcome:
+        """Mirror one stopped run of this state (runs of other states are refused, whatever
+        ``results_root``); see :mod:`..recovery`."""
+        refusal = None if run.owned else NOT_OURS
+        return await mirror_one(self, run, scratch, refusal=refusal, remove=remove)
 
+    async def stopped_run_folder(self, run: RunHandle) -> Path | None:
+        """``live/<run-id>/run``, once an agent its dead daemon left is killed."""
+        await self.stop(run)  # checks ownership too
+        return self.live / run.run_id / "run"
 
-def passed_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """What of ``environ`` a daemon receives (for tests and ``srez runs`` diagnostics)."""
-    return {k: environ[k] for k in PASS_ENV if k in environ}
+    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
+        """Mirror, with :meth:`mirror_stopped`, the stopped runs of this state nobody mirrored."""
+        return await mirror_unmirrored(self, scratch)

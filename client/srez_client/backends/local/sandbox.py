@@ -1,7 +1,7 @@
 """How the ``local`` backend isolates its agents: a bubblewrap sandbox when ``bwrap`` works here,
 else none, said on every run (DESIGN.md §13 "Local isolation"; :mod:`srez_daemon.sandbox`).
 
-``SREZ_SANDBOX`` (or ``LocalBackend(sandbox=...)``) chooses:
+``SREZ_SANDBOX`` (:class:`~.config.LocalConfig`, or ``LocalBackend(sandbox=...)``) chooses:
 
 * ``auto`` (default): bubblewrap when ``bwrap`` is on ``PATH`` and starts a sandbox here (user
   namespaces may be disabled, e.g. in an unprivileged container), else none;
@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from srez_client.errors import BackendError, UsageError
+from srez_client.backends.local.config import SandboxMode
+from srez_client.errors import BackendError
 from srez_daemon.sandbox import find_bwrap, namespace_options
 
-SandboxMode = Literal["auto", "bubblewrap", "none"]
-MODES: Final = ("auto", "bubblewrap", "none")
 INSTALL_HINT: Final = "apt-get install bubblewrap"
 
 
@@ -41,19 +40,6 @@ class Isolation:
 
 
 NO_ISOLATION: Final = Isolation("none")
-
-
-def sandbox_mode(value: str | None) -> SandboxMode:
-    """``SREZ_SANDBOX`` (or the backend's argument) as a mode; empty or None is ``auto``."""
-    mode = (value or "").strip() or "auto"
-    if mode == "auto":
-        return "auto"
-    if mode == "bubblewrap":
-        return "bubblewrap"
-    if mode == "none":
-        return "none"
-    msg = f"SREZ_SANDBOX={mode!r} must be one of {', '.join(MODES)}"
-    raise UsageError(msg)
 
 
 @functools.cache

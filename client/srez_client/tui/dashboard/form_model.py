@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from srez_client.backends.base import BACKEND_NAMES
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.managed.models import BASELINES, Target, check_name, make_target
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.source import CreateRequest

@@ -12,7 +12,7 @@ from typing import Final
 
 import urwid
 
-from srez_client.backends.base import BACKEND_NAMES
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.managed.models import BASELINES, Target
 from srez_client.models_catalog import Catalog
 from srez_client.sanitize import sanitize_line

@@ -1,0 +1,91 @@
+"""What a ``local`` run's daemon is started with: its environment, and agent specs made absolute.
+
+The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
+and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file). A run with a
+model (an LLM agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this
+environment, the variables the daemon forwards to a model-calling agent
+(:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from srez_client.backends.base import LaunchSpec
+from srez_client.backends.local.files import agent_socket_path
+from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
+from srez_daemon.supervisor import model_variables
+
+PASS_ENV: Final = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUTF8",
+    "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV",
+    "SREZ_PTY_IDLE_S",
+    "SREZ_MAX_SESSIONS",
+    "SREZ_EXEC_ALLOW",
+    "SREZ_PROVIDER_WAIT_CAP_S",
+    "SREZ_PROVIDER_WAIT_RUN_CAP_S",
+    "SREZ_AGENT_WALL_CAP_S",
+)
+"""Variables passed through to the daemon (when set); nothing else of this environment is.
+``SREZ_AGENT_CMD`` is not among them: a custom command reaches the daemon through ``run.json``
+(``agent_cmd`` of a ``cmd:NAME`` run), where it is recorded."""
+
+
+def passed_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """What of ``environ`` a daemon receives (for tests and ``srez runs`` diagnostics)."""
+    return {k: environ[k] for k in PASS_ENV if k in environ}
+
+
+def daemon_environment(
+    folder: Path, spec: LaunchSpec, state_dir: Path, isolation: Isolation = NO_ISOLATION
+) -> dict[str, str]:
+    """The environment of the daemon of the run whose live folder is ``folder``: what passes
+    from this one, where its files are, its sandbox (which hides ``state_dir``) and its model."""
+    env = passed_environment(os.environ)
+    if "SREZ_AGENT_CMD" in env:
+        env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
+    if isolation.bwrap is not None:
+        env.update(
+            SREZ_SANDBOX="bubblewrap",
+            SREZ_BWRAP=str(isolation.bwrap),
+            SREZ_SANDBOX_HIDE=str(state_dir.resolve()),
+        )
+    else:
+        env["SREZ_SANDBOX"] = "none"
+    env.update(
+        SREZ_RUN_DIR=str((folder / "run").resolve()),
+        SREZ_TOKEN_FILE=str((folder / "token").resolve()),
+        SREZ_HOST="127.0.0.1",
+        SREZ_PORT="0",
+        SREZ_ENDPOINT_FILE=str((folder / "endpoint.json").resolve()),
+        SREZ_AGENT_SOCKET=str(agent_socket_path(folder)),
+    )
+    if spec.time_limit_s is not None:
+        env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
+    if spec.model not in ("", "none"):
+        env.update(model_variables(os.environ))
+        env.update(spec.agent_env)
+    return env
+
+
+def absolute_replay(agent_spec: str) -> str:
+    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder)."""
+    if agent_spec.startswith("replay:"):
+        return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
+    return agent_spec

@@ -1,0 +1,70 @@
+"""What the run commands share: ``--backend``/``--any`` and the backend they name.
+
+``--backend`` (default :data:`~srez_client.backends.registry.DEFAULT_BACKEND`) says where runs
+live and ``--any`` lets a command act on runs this state did not launch (DESIGN.md §8). The
+backend is made through the registry from the environment (:mod:`srez_client.backends.config`),
+so a command never needs to know which backend it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+
+from srez_client.backends.base import Backend
+from srez_client.backends.config import BackendConfig, BackendSettings
+from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, config_for, make_backend
+
+
+def backend_options(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """A parent parser with ``--backend`` and ``--any``."""
+    where = parser_class(add_help=False)
+    where.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        choices=BACKEND_NAMES,
+        help=f"default {DEFAULT_BACKEND}",
+    )
+    where.add_argument("--any", action="store_true", help="act on runs this state did not launch")
+    return where
+
+
+def config_of(args: argparse.Namespace) -> BackendConfig:
+    """The config of the backend the options name, read from the environment."""
+    settings = BackendSettings.from_env(os.environ, any_owner=getattr(args, "any", False))
+    return config_for(getattr(args, "backend", DEFAULT_BACKEND), settings)
+
+
+def backend_of(args: argparse.Namespace) -> Backend:
+    """The backend the options name, configured from the environment."""
+    return make_backend(config_of(args))
+
+
+def positive_float(text: str) -> float:
+    """An option value that must be a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        msg = f"must be a number > 0, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def say(line: str) -> None:
+    """One line of progress on stderr."""
+    sys.stderr.write(f"srez: {line}\n")
+    sys.stderr.flush()
+
+
+def run_async(make: Callable[[], Awaitable[int]]) -> int:
+    """The exit status of the coroutine ``make()`` returns, run on a fresh event loop."""
+
+    async def main() -> int:
+        return await make()
+
+    return asyncio.run(main())
