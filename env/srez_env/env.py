@@ -13,15 +13,11 @@ take effect, as they would in a real audit log; the design lists only the task's
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from srez_env.actions import (
-    FAULT_GLOSSARY,
-    MUTATING,
-    openai_tools,
-)
+from srez_env.actions import FAULT_GLOSSARY, MUTATING, TOOLS, openai_tools
 from srez_env.calls import InvalidCall, args_of, raw_text, tool_name, unpack, validate
 from srez_env.episode import CallRecord, EndReason, EpisodeLog, EpisodeRecord
 from srez_env.errors import EpisodeError
@@ -225,25 +221,11 @@ class SREEnv:
         self, obs: Observer, clock: int, tool: str, args: dict[str, Any]
     ) -> tuple[str, int, Any]:
         """Runs a validated call: (output text, minutes the clock advances, old value)."""
+        if TOOLS[tool].tool_class == "read":
+            # a read tool is the Observer method of its name, its arguments those of its model
+            read: Callable[..., str] = getattr(obs, tool)
+            return read(clock, **args), 1, None
         match tool:
-            case "list_services":
-                return obs.list_services(clock), 1, None
-            case "get_status":
-                return obs.get_status(clock, args["service"]), 1, None
-            case "get_config":
-                return obs.get_config(clock, args["service"]), 1, None
-            case "get_logs":
-                text = obs.get_logs(
-                    clock, args["service"], args["since"], args["grep"], args["limit"]
-                )
-                return text, 1, None
-            case "get_metrics":
-                text = obs.get_metrics(clock, args["service"], args["metric"], args["window"])
-                return text, 1, None
-            case "get_events":
-                return obs.get_events(clock, args["service"], args["since"]), 1, None
-            case "get_alerts":
-                return obs.get_alerts(clock), 1, None
             case "wait":
                 minutes = int(args["minutes"])
                 stamp = topo.timestamp(self.task.incident.start, clock + minutes)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+
 from envkit import started
 
 from conftest import BY_ID
 from srez_env.actions import FAULT_GLOSSARY, TOOLS, openai_tools
 from srez_env.env import SREEnv
+from srez_env.observe import Observer
 from srez_env.vocab import FAULT_KINDS
 
 
@@ -67,3 +70,15 @@ def test_prompt_holds_brief_alerts_budget_tools_and_glossary() -> None:
     assert {a["since"] for a in prompt["alerts"]} == {"2025-03-14T09:48:00Z"}
     # the prompt never carries the answer
     assert "pool_max" not in text and "ground_truth" not in str(prompt)
+
+
+def test_every_read_tool_is_an_observer_method_taking_its_arguments() -> None:
+    """A read tool is served by the Observer method of its name (env dispatches by name): adding
+    one is its ToolSpec plus that method, whose parameters are the clock and the model's fields."""
+    read_tools = [spec for spec in TOOLS.values() if spec.tool_class == "read"]
+    assert len(read_tools) == 7
+    for spec in read_tools:
+        method = getattr(Observer, spec.name, None)
+        assert callable(method), f"Observer has no method {spec.name}"
+        params = list(inspect.signature(method).parameters)
+        assert params == ["self", "clock", *spec.args.model_fields], spec.name
