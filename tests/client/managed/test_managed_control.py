@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -147,11 +147,14 @@ def test_managed_results_of_runs_survive_delete(kit: Kit) -> None:
     assert results_dirs(kit.results, "scripted") == before
 
 
-def _provider_pause(kit: Kit, name: str) -> None:
-    """A provider pause written now, as the runner writes one after an outage."""
-    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _provider_pause(kit: Kit, name: str, ago_s: float = 0.0) -> None:
+    """A provider pause as the runner writes one after an outage ``ago_s`` seconds ago (written
+    whole, by a rename, so a runner polling the file never reads half of it)."""
+    at = (datetime.now(UTC) - timedelta(seconds=ago_s)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     pause = {"reason": "provider", "at": at, "day": "2026-01-01", "message": "outage"}
-    (kit.managed(name) / "PAUSE").write_text(json.dumps(pause))
+    partial = kit.managed(name) / "PAUSE.partial"
+    partial.write_text(json.dumps(pause))
+    partial.replace(kit.managed(name) / "PAUSE")
 
 
 def _create_inline(kit: Kit, name: str) -> None:
@@ -164,13 +167,18 @@ def _create_inline(kit: Kit, name: str) -> None:
 def test_managed_run_wait_sleeps_through_a_provider_pause_then_goes_on(kit: Kit) -> None:
     _create_inline(kit, "w")
     _provider_pause(kit, "w")
-    env = {"SREZ_PROVIDER_COOLDOWN_S": "2"}
+    env = {"SREZ_PROVIDER_COOLDOWN_S": "3600"}
     assert kit.srez("managed", "run", "w", check=False, env=env).returncode == 75  # no --wait
-    done = kit.srez("managed", "run", "w", "--wait", env=env)
-    said = done.stderr.splitlines()
+    runner = kit.runner("w", "--wait", env=env)
+    wait_for("the runner waiting", lambda: "for the pause to lift" in kit.runner_err())
+    # the outage turns out to be an hour old: the cooldown is over at the runner's next look,
+    # whatever the time it took to start
+    _provider_pause(kit, "w", ago_s=3601)
+    assert runner.wait(60) == 0, kit.runner_err()
+    said = kit.runner_err().splitlines()
     waited = next(i for i, line in enumerate(said) if "for the pause to lift" in line)
-    lifted = next(i for i, line in enumerate(said) if "provider cooldown of 2 s is over" in line)
-    assert waited < lifted, done.stderr
+    lifted = next(i for i, line in enumerate(said) if "provider cooldown of 3600 s is over" in line)
+    assert waited < lifted, kit.runner_err()
     assert [r["status"] for r in kit.output("w", "scripted").values()] == ["completed"] * 2
     assert not (kit.managed("w") / "PAUSE").exists()
 
