@@ -8,7 +8,8 @@ from pathlib import Path
 from tui_kit import GRADE, TS, session
 
 import srez_client.tui.viewmodels as viewmodels_pkg
-from srez_client.tui.keys import BINDINGS, action_for, help_lines
+from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
+from srez_client.tui.tabs import TABS
 from srez_client.tui.viewmodels.attach_list import AttachList, AttachRow, merge_rows, push_recent
 from srez_client.tui.viewmodels.changes import ChangesModel, parse_diff, similarity_colour
 from srez_client.tui.viewmodels.detach import detach_options
@@ -426,14 +427,27 @@ def test_alerts_at_t0_and_detach_options() -> None:
     assert detach_options(live=True, running=False) == ["Detach", "Detach + Remove", "Cancel"]
 
 
-def test_help_lists_the_dashboard_monitor_and_picker_keys_from_their_tables() -> None:
-    from srez_client.tui.dashboard.monitor_model import MONITOR_KEYS
-    from srez_client.tui.dashboard.picker_model import PICKER_KEYS
-    from srez_client.tui.keys import help_lines
-
+def test_help_lists_the_dashboard_monitor_and_picker_keys_from_the_one_table() -> None:
     lines = help_lines()
-    assert {"dashboard:", "monitor:", "model picker:"} <= set(lines)
+    assert {"dashboard:", "monitor:", "model picker:", "managed-run forms:"} <= set(lines)
     monitor = lines[lines.index("monitor:") + 1 : lines.index("model picker:")]
-    assert len(monitor) == len(MONITOR_KEYS)
+    assert len(monitor) == len(context_keys("monitor"))
     assert any(line.split()[:2] == ["p", "pause"] for line in monitor)
-    assert len(lines) - lines.index("model picker:") - 1 == len(PICKER_KEYS)
+    picker = lines[lines.index("model picker:") + 1 : lines.index("managed-run forms:")]
+    assert len(picker) == len(context_keys("picker")) and "space" in picker[2]
+
+
+def test_screen_keys_do_not_fall_back_to_the_global_ones() -> None:
+    assert context_action("dashboard", "?") is None and action_for("dashboard", "?") == "help"
+    assert context_action("monitor", "esc") == "back"
+    assert context_action("picker", " ") == "toggle"
+
+
+def test_tab_rows_drive_the_layout_the_keys_and_the_help() -> None:
+    lines = help_lines()
+    for tab in TABS:
+        assert action_for("viewer", tab.key) == tab.action
+        assert any(line.split(None, 1) == [tab.key, tab.help] for line in lines)
+    assert Layout(terminal=True).tabs() == [t.name for t in TABS]
+    assert Layout(terminal=False).tabs() == [t.name for t in TABS if not t.needs_terminal]
+    assert Layout().tab == TABS[0].name

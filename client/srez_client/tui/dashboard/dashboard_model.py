@@ -1,7 +1,7 @@
 """The managed-run dashboard as a pure view model: one line per run, one per target under it.
 
 No urwid and no I/O: :class:`DashboardModel` is fed :class:`~.source.RunStatus` snapshots and
-turns key names into :class:`Action` values that the screen carries out, so the list, the cursor
+turns key names (the ``dashboard`` context of ``tui/keys.py``) into :class:`Action` values that the screen carries out, so the list, the cursor
 and which action applies to what are tested as plain Python.
 
 The figures per target (decisions where the design is silent):
@@ -20,26 +20,8 @@ from typing import Final
 from srez_client.managed.models import ManagedRun
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.keys import context_action
 
-DASHBOARD_KEYS: Final[dict[str, str]] = {
-    "up": "cursor_up",
-    "down": "cursor_down",
-    "n": "create",
-    "enter": "monitor",
-    "r": "run_target",
-    "a": "add_target",
-    "x": "remove_target",
-    "p": "pause",
-    "S": "stop",
-    "c": "clear_pause",
-    "s": "summarize",
-    "e": "export_queue",
-    "D": "delete_artifacts",
-    "X": "delete_run",
-    "g": "refresh",
-    "q": "quit",
-}
-"""Key name → action of the dashboard (key bindings as data)."""
 NEEDS_TARGET: Final = frozenset({"monitor", "run_target", "remove_target", "delete_artifacts"})
 NEEDS_RUN: Final = frozenset(
     {"add_target", "pause", "stop", "clear_pause", "summarize", "export_queue", "delete_run"}
@@ -179,7 +161,7 @@ class DashboardModel:
 
     def press(self, key: str) -> Action | None:
         """Moves the cursor, or returns the action a key asks for (None: nothing to do)."""
-        name = DASHBOARD_KEYS.get(key)
+        name = context_action("dashboard", key)
         self.message, self.error = "", False
         if name is None:
             return None
@@ -202,7 +184,6 @@ class DashboardModel:
 
 
 __all__ = [
-    "DASHBOARD_KEYS",
     "HELP",
     "Action",
     "DashboardModel",

@@ -18,11 +18,12 @@ from srez_client.errors import ClientError
 from srez_client.managed.models import Target
 from srez_client.models_catalog import Catalog, load_catalog
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.dashboard.dashboard_model import DASHBOARD_KEYS, HELP, Action, DashboardModel
+from srez_client.tui.dashboard.dashboard_model import HELP, Action, DashboardModel
 from srez_client.tui.dashboard.forms import AddTargetForm, CreateForm
 from srez_client.tui.dashboard.monitor_view import MonitorScreen
 from srez_client.tui.dashboard.source import CreateRequest, ManagedSource, RunStatus
 from srez_client.tui.dashboard.widgets import ConfirmDialog, ShownPoller, message_markup
+from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
 
 POLL_S: Final = 1.0
@@ -103,8 +104,8 @@ class DashboardScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
         return super().render(size, focus)
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
-        """Keys of :data:`~.dashboard_model.DASHBOARD_KEYS`; others go back to the application."""
-        if key not in DASHBOARD_KEYS:
+        """Keys of the ``dashboard`` context (``tui/keys.py``); others go back to the application."""
+        if context_action("dashboard", key) is None:
             return key
         action = self.model.press(key)
         if action is not None:

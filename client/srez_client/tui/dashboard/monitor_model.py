@@ -34,18 +34,8 @@ from srez_client.tui.dashboard.dashboard_model import (
     target_figures,
 )
 from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.keys import context_action
 
-MONITOR_KEYS: Final[dict[str, str]] = {
-    "up": "cursor_up",
-    "down": "cursor_down",
-    "enter": "open_task",
-    "p": "pause",
-    "s": "stop",
-    "c": "clear_pause",
-    "q": "back",
-    "esc": "back",
-}
-"""Key name → action of the live monitor (key bindings as data)."""
 HELP: Final = (
     "p pause after this task · s pause and stop now · c clear pause · Enter open task · q back"
 )
@@ -184,7 +174,7 @@ class MonitorModel:
 
     def press(self, key: str) -> Action | None:
         """Moves the cursor, or returns the action a key asks for."""
-        name = MONITOR_KEYS.get(key)
+        name = context_action("monitor", key)
         self.message, self.error = "", False
         if name is None:
             return None
@@ -209,4 +199,4 @@ class MonitorModel:
         return Action("open_task", self.run, self.target, ref)
 
 
-__all__ = ["HELP", "MONITOR_KEYS", "Evidence", "MonitorData", "MonitorModel"]
+__all__ = ["HELP", "Evidence", "MonitorData", "MonitorModel"]

@@ -17,9 +17,10 @@ from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.dashboard_model import Action
 from srez_client.tui.dashboard.monitor_io import MonitorPoller
-from srez_client.tui.dashboard.monitor_model import HELP, MONITOR_KEYS, MonitorModel
+from srez_client.tui.dashboard.monitor_model import HELP, MonitorModel
 from srez_client.tui.dashboard.source import ManagedSource
 from srez_client.tui.dashboard.widgets import ShownPoller, line_walker, message_markup
+from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
 
 POLL_S: Final = 0.7
@@ -83,8 +84,8 @@ class MonitorScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
         return super().render(size, focus)
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
-        """Keys of :data:`~.monitor_model.MONITOR_KEYS`; others go back to the application."""
-        if key not in MONITOR_KEYS:
+        """Keys of the ``monitor`` context (``tui/keys.py``); others go back to the application."""
+        if context_action("monitor", key) is None:
             return key
         action = self.model.press(key)
         if action is not None:
