@@ -4,8 +4,8 @@ Screens look keys up here instead of matching literals, so the help overlay is g
 the same table that dispatches, and a binding is changed in one place. Contexts: ``global``
 (everywhere), ``viewer`` (the run viewer; its tab keys come from the rows of
 :data:`srez_client.tui.tabs.TABS`), ``list`` (the attach list), and the managed-run screens
-``dashboard``, ``monitor``, ``picker`` (the model picker) and ``form`` (the create and
-add-target forms). Screens only consume this table; it imports no screen (and no urwid), so
+``dashboard``, ``monitor``, ``picker`` (the model picker), ``form`` (the create and
+add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it imports no screen (and no urwid), so
 any view model may read it.
 """
 
@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from srez_client.tui.tabs import TABS
 
-Context = Literal["global", "viewer", "list", "dashboard", "monitor", "picker", "form"]
+Context = Literal["global", "viewer", "list", "dashboard", "monitor", "picker", "form", "confirm"]
 CONTEXT_TITLES: Final[dict[Context, str]] = {
     "viewer": "viewer",
     "list": "list",
@@ -25,6 +25,7 @@ CONTEXT_TITLES: Final[dict[Context, str]] = {
     "monitor": "monitor",
     "picker": "model picker",
     "form": "managed-run forms",
+    "confirm": "questions",
 }
 """The help overlay's section titles, in its order."""
 
@@ -117,6 +118,11 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("picker", "esc", "cancel", "cancel"),
     Binding("form", "tab", "next_field", "next field (the rest go to the focused field)"),
     Binding("form", "shift tab", "prev_field", "previous field"),
+    Binding("confirm", "y", "yes", "yes"),
+    Binding("confirm", "Y", "yes", "yes"),
+    Binding("confirm", "n", "no", "no"),
+    Binding("confirm", "N", "no", "no"),
+    Binding("confirm", "esc", "no", "no"),
 )
 """Every binding."""
 _ACTIONS: Final[dict[tuple[Context, str], str]] = {(b.context, b.key): b.action for b in BINDINGS}

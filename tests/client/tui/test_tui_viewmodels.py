@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tui_kit import GRADE, TS, session
+from tui_kit import GRADE, TS, session, tool_result
 
 import srez_client.tui.viewmodels as viewmodels_pkg
 from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
@@ -26,7 +26,6 @@ from srez_daemon.protocol import (
     TaskPrompt,
     TokenCount,
     ToolCall,
-    ToolResult,
     Usage,
 )
 
@@ -72,31 +71,9 @@ def test_fold_marks_a_call_running_until_its_result_and_error_after() -> None:
     index = fold.add(ToolCall(seq=0, ts=TS, call_id="x", name="restart", args={}))
     assert index == 0 and fold.items[0].status == "running"
     version = fold.items[0].version
-    again = fold.add(
-        ToolResult(
-            seq=1,
-            ts=TS,
-            call_id="x",
-            status="error",
-            result="boom",
-            duration_ms=2,
-            step=1,
-            steps_left=3,
-        )
-    )
+    again = fold.add(tool_result(1, "x", "boom", status="error", left=3, ms=2))
     assert again == 0 and fold.items[0].status == "error" and fold.items[0].version > version
-    lone = fold.add(
-        ToolResult(
-            seq=2,
-            ts=TS,
-            call_id="nope",
-            status="success",
-            result="r",
-            duration_ms=0,
-            step=2,
-            steps_left=2,
-        )
-    )
+    lone = fold.add(tool_result(2, "nope", "r", step=2, left=2))
     assert lone == 1 and "call not seen" in fold.items[1].title
 
 
@@ -113,18 +90,7 @@ def test_prompt_and_results_are_cut_with_show_more() -> None:
     fold = DialogFold()
     fold.add(TaskPrompt(seq=0, ts=TS, text="p" * 1000))
     fold.add(ToolCall(seq=1, ts=TS, call_id="a", name="get_logs", args={}))
-    fold.add(
-        ToolResult(
-            seq=2,
-            ts=TS,
-            call_id="a",
-            status="success",
-            result="r" * 5000,
-            duration_ms=0,
-            step=1,
-            steps_left=1,
-        )
-    )
+    fold.add(tool_result(2, "a", "r" * 5000))
     prompt, tool = fold.items
     assert (
         prompt.shown_body().startswith("p" * PROMPT_CHARS + "…")
@@ -141,18 +107,7 @@ def test_prompt_and_results_are_cut_with_show_more() -> None:
 def test_fold_sanitises_everything_it_keeps() -> None:
     fold = DialogFold()
     fold.add(ToolCall(seq=0, ts=TS, call_id="a", name="x\x1b]52;c;AAAA\x07", args={"k": "\x9b2J"}))
-    fold.add(
-        ToolResult(
-            seq=1,
-            ts=TS,
-            call_id="a",
-            status="success",
-            result="ok\r\x1b[2Jgone\u202e",
-            duration_ms=0,
-            step=1,
-            steps_left=1,
-        )
-    )
+    fold.add(tool_result(1, "a", "ok\r\x1b[2Jgone\u202e"))
     item = fold.items[0]
     for text in (item.title, item.body):
         assert (
