@@ -2,7 +2,7 @@
 
 A row drives everything about its tab: the layout offers the tabs in row order (a tab that
 ``needs_terminal`` only when the run has one), the key table binds ``key`` to the action
-``tab_<name>`` with ``help`` (so the ``?`` overlay lists it), the viewer shows ``title`` in the
+``tab_<name>`` with its ``help`` (so the ``?`` overlay lists it), the viewer shows ``title`` in the
 tab bar and builds the tab's pane with ``view`` the first time the tab is shown, then refreshes
 it after each change of the run's models that ``refresh_on`` names. Adding a tab is one row here,
 its view module and its test.
@@ -56,12 +56,18 @@ class Tab:
     key: str
     """The key that shows the tab (its binding is in ``tui/keys.py``'s ``viewer`` context)."""
     title: str
-    help: str
     view: Callable[[TabHost], TabPane]
+    note: str = ""
+    """Said in the help after the title."""
     refresh_on: frozenset[str] = frozenset()
     """The model changes (``RunFeed``'s ``changed`` parts) after which the pane is refreshed."""
     needs_terminal: bool = False
     """Offered only when the run has a terminal (and ``SREZ_TERMINAL`` allows it)."""
+
+    @property
+    def help(self) -> str:
+        """The key's line in the help."""
+        return f"center: {self.title}" + (f" ({self.note})" if self.note else "")
 
     @property
     def action(self) -> str:
@@ -104,25 +110,11 @@ def _ai(host: TabHost) -> TabPane:
 
 
 TABS: Final[tuple[Tab, ...]] = (
-    Tab("changes", "1", "Changes", "center: Changes", _changes, frozenset({"changes"})),
-    Tab("files", "2", "Files", "center: Files", _files, frozenset({"changes"})),
-    Tab(
-        "evaluation",
-        "3",
-        "Evaluation Result",
-        "center: Evaluation Result",
-        _evaluation,
-        frozenset({"evaluation"}),
-    ),
-    Tab(
-        "terminal",
-        "4",
-        "Terminal",
-        "center: Terminal (when the run offers one)",
-        _terminal,
-        needs_terminal=True,
-    ),
-    Tab("ai", "5", "AI", "center: AI (explain the run)", _ai),
+    Tab("changes", "1", "Changes", _changes, refresh_on=frozenset({"changes"})),
+    Tab("files", "2", "Files", _files, refresh_on=frozenset({"changes"})),
+    Tab("evaluation", "3", "Evaluation Result", _evaluation, refresh_on=frozenset({"evaluation"})),
+    Tab("terminal", "4", "Terminal", _terminal, "when the run offers one", needs_terminal=True),
+    Tab("ai", "5", "AI", _ai, "explain the run"),
 )
 """Every center tab, in the order of the tab bar."""
 TAB_BY_NAME: Final[dict[str, Tab]] = {tab.name: tab for tab in TABS}

@@ -1,8 +1,9 @@
 """The managed-run dashboard as a pure view model: one line per run, one per target under it.
 
 No urwid and no I/O: :class:`DashboardModel` is fed :class:`~.source.RunStatus` snapshots and
-turns key names (the ``dashboard`` context of ``tui/keys.py``) into :class:`Action` values that the screen carries out, so the list, the cursor
-and which action applies to what are tested as plain Python.
+turns key names (the ``dashboard`` context of ``tui/keys.py``) into :class:`Action` values that
+the screen carries out, so the list, the cursor and which action applies to what are tested as
+plain Python.
 
 The figures per target (decisions where the design is silent):
 

@@ -275,11 +275,11 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         return True
 
 
-Action = Callable[[RunViewer], bool]
+ViewerAction = Callable[[RunViewer], bool]
 """Performs one action on a viewer; False when it does not apply (the key goes on)."""
 
 
-def _arranging(change: Callable[[Layout], object]) -> Action:
+def _arranging(change: Callable[[Layout], object]) -> ViewerAction:
     """An action that changes the layout, then shows the new arrangement."""
 
     def act(viewer: RunViewer) -> bool:
@@ -290,15 +290,15 @@ def _arranging(change: Callable[[Layout], object]) -> Action:
     return act
 
 
-def _tab(name: str) -> Action:
+def _tab(name: str) -> ViewerAction:
     return lambda viewer: viewer.choose_tab(name)
 
 
-def _side(side: Side) -> Action:
+def _side(side: Side) -> ViewerAction:
     return lambda viewer: viewer.choose_side(side)
 
 
-ACTIONS: Final[dict[str, Action]] = {
+ACTIONS: Final[dict[str, ViewerAction]] = {
     "toggle_left": _arranging(lambda lay: lay.toggle("left")),
     "toggle_center": _arranging(lambda lay: lay.toggle("center")),
     "toggle_bottom": _arranging(lambda lay: lay.toggle("bottom")),
