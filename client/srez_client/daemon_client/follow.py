@@ -11,26 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Final, TextIO
 
-import orjson
-
 from srez_client.daemon_client.api import DaemonClient
+from srez_client.dialog_entries import EntryVisitor, SessionEnd, args_json, session_outcome
 from srez_client.sanitize import sanitize, sanitize_line
-from srez_daemon.protocol import (
-    Assistant,
-    DialogEntry,
-    ErrorEntry,
-    NotesDropped,
-    ProviderError,
-    SessionCompleted,
-    SessionFailed,
-    SessionStarted,
-    SessionTimedOut,
-    TaskPrompt,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from srez_daemon.protocol import dialog
 from srez_daemon.protocol.api import (
     DialogFrame,
     DiffFrame,
@@ -54,49 +38,66 @@ def _indent(text: str) -> str:
     return "\n".join(f"    {line}" for line in sanitize(text).splitlines() or [""])
 
 
-def render_entry(entry: DialogEntry) -> str:
+class _PlainEntry(EntryVisitor[str]):
+    """One entry as plain, sanitised text: ``[seq]`` then what happened."""
+
+    def session_started(self, entry: dialog.SessionStarted) -> str:
+        who = sanitize_line(f"{entry.agent} ({entry.model}) on {entry.task_id}")
+        return f"[{entry.seq}] session started: {who}, run {sanitize_line(entry.run_id)}"
+
+    def task_prompt(self, entry: dialog.TaskPrompt) -> str:
+        lines = entry.text.splitlines()
+        more = (
+            f"\n    ... ({len(lines) - PROMPT_LINES} more lines)"
+            if len(lines) > PROMPT_LINES
+            else ""
+        )
+        return f"[{entry.seq}] task prompt:\n{_indent(chr(10).join(lines[:PROMPT_LINES]))}{more}"
+
+    def assistant(self, entry: dialog.Assistant) -> str:
+        return f"[{entry.seq}] assistant:\n{_indent(entry.text)}"
+
+    def thinking(self, entry: dialog.Thinking) -> str:
+        return f"[{entry.seq}] thinking:\n{_indent(entry.text)}"
+
+    def tool_call(self, entry: dialog.ToolCall) -> str:
+        args = sanitize_line(_clip(args_json(entry.args), 300))
+        return f"[{entry.seq}] -> {sanitize_line(entry.name)} {args}"
+
+    def tool_result(self, entry: dialog.ToolResult) -> str:
+        head = f"[{entry.seq}] <- {entry.status} (step {entry.step}, {entry.steps_left} left)"
+        return f"{head}\n{_indent(_clip(entry.result, RESULT_CHARS))}"
+
+    def provider_error(self, entry: dialog.ProviderError) -> str:
+        retry = f", retry in {entry.retry_in_s:g} s" if entry.retry_in_s is not None else ""
+        return f"[{entry.seq}] provider error ({entry.kind}{retry}): {sanitize_line(entry.message)}"
+
+    def usage(self, entry: dialog.Usage) -> str:
+        cost = f", ${entry.cost_usd:.4f}" if entry.cost_usd is not None else ""
+        return f"[{entry.seq}] usage: {entry.tokens.input} in / {entry.tokens.output} out{cost}"
+
+    def notes_dropped(self, entry: dialog.NotesDropped) -> str:
+        return (
+            f"[{entry.seq}] notes dropped from here on: the {entry.reason} cap ({entry.limit})"
+            f" was reached after {entry.notes_kept} notes"
+        )
+
+    def session_ended(self, entry: SessionEnd) -> str:
+        error = f": {sanitize_line(entry.error)}" if entry.error else ""
+        took = f"after {entry.turns} turns, {entry.duration_s:.1f} s"
+        return f"[{entry.seq}] session {session_outcome(entry)} {took}{error}"
+
+    def unreadable(self, entry: dialog.ErrorEntry) -> str:
+        what = f"unreadable entry ({entry.kind}): {sanitize_line(entry.message)}"
+        return f"[line {entry.line}] {what}"
+
+
+_PLAIN_ENTRY: Final = _PlainEntry()
+
+
+def render_entry(entry: dialog.DialogEntry) -> str:
     """One dialog entry as plain, sanitised text (one or more lines)."""
-    match entry:
-        case SessionStarted():
-            who = sanitize_line(f"{entry.agent} ({entry.model}) on {entry.task_id}")
-            return f"[{entry.seq}] session started: {who}, run {sanitize_line(entry.run_id)}"
-        case TaskPrompt():
-            lines = entry.text.splitlines()
-            more = (
-                f"\n    ... ({len(lines) - PROMPT_LINES} more lines)"
-                if len(lines) > PROMPT_LINES
-                else ""
-            )
-            return (
-                f"[{entry.seq}] task prompt:\n{_indent(chr(10).join(lines[:PROMPT_LINES]))}{more}"
-            )
-        case Assistant():
-            return f"[{entry.seq}] assistant:\n{_indent(entry.text)}"
-        case Thinking():
-            return f"[{entry.seq}] thinking:\n{_indent(entry.text)}"
-        case ToolCall():
-            args = orjson.dumps(entry.args, option=orjson.OPT_SORT_KEYS).decode()
-            return f"[{entry.seq}] -> {sanitize_line(entry.name)} {sanitize_line(_clip(args, 300))}"
-        case ToolResult():
-            head = f"[{entry.seq}] <- {entry.status} (step {entry.step}, {entry.steps_left} left)"
-            return f"{head}\n{_indent(_clip(entry.result, RESULT_CHARS))}"
-        case ProviderError():
-            retry = f", retry in {entry.retry_in_s:g} s" if entry.retry_in_s is not None else ""
-            return f"[{entry.seq}] provider error ({entry.kind}{retry}): {sanitize_line(entry.message)}"
-        case Usage():
-            cost = f", ${entry.cost_usd:.4f}" if entry.cost_usd is not None else ""
-            return f"[{entry.seq}] usage: {entry.tokens.input} in / {entry.tokens.output} out{cost}"
-        case SessionCompleted() | SessionFailed() | SessionTimedOut():
-            what = entry.type.removeprefix("session_").replace("_", " ")
-            error = f": {sanitize_line(entry.error)}" if entry.error else ""
-            return f"[{entry.seq}] session {what} after {entry.turns} turns, {entry.duration_s:.1f} s{error}"
-        case NotesDropped():
-            return (
-                f"[{entry.seq}] notes dropped from here on: the {entry.reason} cap ({entry.limit})"
-                f" was reached after {entry.notes_kept} notes"
-            )
-        case ErrorEntry():
-            return f"[line {entry.line}] unreadable entry ({entry.kind}): {sanitize_line(entry.message)}"
+    return _PLAIN_ENTRY.visit(entry)
 
 
 def render_frame(frame: StreamFrame) -> str | None:

@@ -26,26 +26,118 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from srez_daemon.protocol.dialog import (
-    Assistant,
-    DialogEntry,
-    ErrorEntry,
-    ProviderError,
-    SessionCompleted,
-    SessionFailed,
-    SessionTimedOut,
-    TaskPrompt,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from srez_client.dialog_entries import EntryVisitor, SessionEnd
+from srez_daemon.protocol import dialog
 
 ATIF_VERSION: Final = "ATIF-v1.4"
 
 
+Step = dict[str, Any]
+"""One ATIF step, as JSON."""
+
+
+class _TrajectorySteps(EntryVisitor[None]):
+    """The steps, built entry by entry (the mapping is in the module docstring)."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.open_step: Step | None = None
+        """The agent step the next thinking, assistant text or tool call may join."""
+        self.by_call: dict[str, Step] = {}
+        self.final: dict[str, Any] = {}
+        self.end: dict[str, Any] = {}
+        self.skipped = 0
+        """Entries that could not be read or paired."""
+
+    def _new_step(self, source: str, entry: dialog.DialogEntry, message: str = "") -> Step:
+        step: Step = {
+            "step_id": len(self.steps) + 1,
+            "timestamp": entry.ts,
+            "source": source,
+            "message": message,
+        }
+        self.steps.append(step)
+        return step
+
+    def _agent_step(self, entry: dialog.Thinking | dialog.Assistant) -> Step:
+        """The open agent step, or a new one when the open one already called a tool."""
+        if self.open_step is None or "tool_calls" in self.open_step:
+            self.open_step = self._new_step("agent", entry)
+        return self.open_step
+
+    def _answered(self, call: dict[str, Any]) -> bool:
+        step = self.by_call.get(call["tool_call_id"])
+        return step is not None and "observation" in step
+
+    def session_started(self, entry: dialog.SessionStarted) -> None:
+        return  # the root's session_id and agent come from run.json
+
+    def task_prompt(self, entry: dialog.TaskPrompt) -> None:
+        self._new_step("user", entry, entry.text)
+        self.open_step = None
+
+    def thinking(self, entry: dialog.Thinking) -> None:
+        self._agent_step(entry)["reasoning_content"] = entry.text
+
+    def assistant(self, entry: dialog.Assistant) -> None:
+        step = self._agent_step(entry)
+        step["message"] = entry.text
+        if entry.tokens is not None:
+            step["metrics"] = {
+                "prompt_tokens": entry.tokens.input,
+                "completion_tokens": entry.tokens.output,
+            }
+
+    def tool_call(self, entry: dialog.ToolCall) -> None:
+        step = self.open_step
+        if step is None or any(self._answered(c) for c in step.get("tool_calls", [])):
+            step = self.open_step = self._new_step("agent", entry)
+        call = {"tool_call_id": entry.call_id, "function_name": entry.name, "arguments": entry.args}
+        step.setdefault("tool_calls", []).append(call)
+        self.by_call[entry.call_id] = step
+
+    def tool_result(self, entry: dialog.ToolResult) -> None:
+        step = self.by_call.get(entry.call_id)
+        if step is None:
+            self.skipped += 1
+            return
+        step.setdefault("observation", {"results": []})["results"].append(
+            {"source_call_id": entry.call_id, "content": entry.result}
+        )
+        step.setdefault("extra", {})[entry.call_id] = {
+            "status": entry.status,
+            "step": entry.step,
+            "steps_left": entry.steps_left,
+            "duration_ms": entry.duration_ms,
+        }
+        self.open_step = None
+
+    def provider_error(self, entry: dialog.ProviderError) -> None:
+        wait = "no retry" if entry.retry_in_s is None else f"retry in {entry.retry_in_s:g} s"
+        kind = "cooldown" if entry.cooldown else entry.kind
+        step = self._new_step("system", entry, f"provider error ({kind}, {wait}): {entry.message}")
+        step["extra"] = entry.model_dump(mode="json", exclude={"seq", "ts", "type"})
+
+    def usage(self, entry: dialog.Usage) -> None:
+        self.final = {
+            "total_prompt_tokens": entry.tokens.input,
+            "total_completion_tokens": entry.tokens.output,
+        }
+        if entry.cost_usd is not None:
+            self.final["total_cost_usd"] = entry.cost_usd
+
+    def notes_dropped(self, entry: dialog.NotesDropped) -> None:
+        return  # the tool record goes on; the missing notes simply leave no steps
+
+    def session_ended(self, entry: SessionEnd) -> None:
+        self.end = entry.model_dump(mode="json", exclude={"seq", "ts"})
+
+    def unreadable(self, entry: dialog.ErrorEntry) -> None:
+        self.skipped += 1
+
+
 def to_atif(
-    entries: Iterable[DialogEntry],
+    entries: Iterable[dialog.DialogEntry],
     *,
     run: Mapping[str, Any],
     summary: Mapping[str, Any] | None = None,
@@ -60,85 +152,10 @@ def to_atif(
     Returns:
         The ATIF root object, ready for ``json.dumps``.
     """
-    steps: list[dict[str, Any]] = []
-    open_step: dict[str, Any] | None = None
-    by_call: dict[str, dict[str, Any]] = {}
-    final: dict[str, Any] = {}
-    end: dict[str, Any] = {}
-    skipped = 0
-
-    def new_step(source: str, entry: DialogEntry, message: str = "") -> dict[str, Any]:
-        step: dict[str, Any] = {
-            "step_id": len(steps) + 1,
-            "timestamp": entry.ts,
-            "source": source,
-            "message": message,
-        }
-        steps.append(step)
-        return step
-
+    built = _TrajectorySteps()
     for entry in entries:
-        if isinstance(entry, TaskPrompt):
-            new_step("user", entry, entry.text)
-            open_step = None
-        elif isinstance(entry, Thinking | Assistant):
-            if open_step is None or "tool_calls" in open_step:
-                open_step = new_step("agent", entry)
-            if isinstance(entry, Thinking):
-                open_step["reasoning_content"] = entry.text
-            else:
-                open_step["message"] = entry.text
-                if entry.tokens is not None:
-                    open_step["metrics"] = {
-                        "prompt_tokens": entry.tokens.input,
-                        "completion_tokens": entry.tokens.output,
-                    }
-        elif isinstance(entry, ToolCall):
-            if open_step is None or any(
-                c["tool_call_id"] in by_call and "observation" in by_call[c["tool_call_id"]]
-                for c in open_step.get("tool_calls", [])
-            ):
-                open_step = new_step("agent", entry)
-            open_step.setdefault("tool_calls", []).append(
-                {
-                    "tool_call_id": entry.call_id,
-                    "function_name": entry.name,
-                    "arguments": entry.args,
-                }
-            )
-            by_call[entry.call_id] = open_step
-        elif isinstance(entry, ToolResult):
-            step = by_call.get(entry.call_id)
-            if step is None:
-                skipped += 1
-                continue
-            step.setdefault("observation", {"results": []})["results"].append(
-                {"source_call_id": entry.call_id, "content": entry.result}
-            )
-            step.setdefault("extra", {})[entry.call_id] = {
-                "status": entry.status,
-                "step": entry.step,
-                "steps_left": entry.steps_left,
-                "duration_ms": entry.duration_ms,
-            }
-            open_step = None
-        elif isinstance(entry, ProviderError):
-            wait = "no retry" if entry.retry_in_s is None else f"retry in {entry.retry_in_s:g} s"
-            kind = "cooldown" if entry.cooldown else entry.kind
-            step = new_step("system", entry, f"provider error ({kind}, {wait}): {entry.message}")
-            step["extra"] = entry.model_dump(mode="json", exclude={"seq", "ts", "type"})
-        elif isinstance(entry, Usage):
-            final = {
-                "total_prompt_tokens": entry.tokens.input,
-                "total_completion_tokens": entry.tokens.output,
-            }
-            if entry.cost_usd is not None:
-                final["total_cost_usd"] = entry.cost_usd
-        elif isinstance(entry, SessionCompleted | SessionFailed | SessionTimedOut):
-            end = entry.model_dump(mode="json", exclude={"seq", "ts"})
-        elif isinstance(entry, ErrorEntry):
-            skipped += 1
-    final["total_steps"] = len(steps)
+        built.visit(entry)
+    final = {**built.final, "total_steps": len(built.steps)}
     model = str(run.get("model", "none"))
     agent: dict[str, Any] = {
         "name": str(run.get("agent", "")),
@@ -150,12 +167,16 @@ def to_atif(
         "schema_version": ATIF_VERSION,
         "session_id": str(run.get("run_id", "")),
         "agent": agent,
-        "steps": steps,
+        "steps": built.steps,
         "final_metrics": final,
-        "extra": {"task_id": run.get("task_id"), "session_end": end or None, "summary": summary},
+        "extra": {
+            "task_id": run.get("task_id"),
+            "session_end": built.end or None,
+            "summary": summary,
+        },
     }
-    if skipped:
+    if built.skipped:
         trajectory["notes"] = (
-            f"{skipped} dialog line(s) could not be read or paired and were skipped"
+            f"{built.skipped} dialog line(s) could not be read or paired and were skipped"
         )
     return trajectory

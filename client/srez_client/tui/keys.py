@@ -1,22 +1,42 @@
-"""Key bindings as data: one table mapping (context, key) to an action name and its help.
+"""Key bindings as data: the one table mapping (context, key) to an action name and its help.
 
 Screens look keys up here instead of matching literals, so the help overlay is generated from
 the same table that dispatches, and a binding is changed in one place. Contexts: ``global``
-(everywhere), ``viewer`` (the run viewer), ``list`` (the attach list and dashboard).
+(everywhere), ``viewer`` (the run viewer; its tab keys come from the rows of
+:data:`srez_client.tui.tabs.TABS`), ``list`` (the attach list), and the managed-run screens
+``dashboard``, ``monitor``, ``picker`` (the model picker), ``form`` (the create and
+add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it imports no screen (and no urwid), so
+any view model may read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
+
+from srez_client.tui.tabs import TABS
+
+Context = Literal["global", "viewer", "list", "dashboard", "monitor", "picker", "form", "confirm"]
+CONTEXT_TITLES: Final[dict[Context, str]] = {
+    "viewer": "viewer",
+    "list": "list",
+    "global": "global",
+    "dashboard": "dashboard",
+    "monitor": "monitor",
+    "picker": "model picker",
+    "form": "managed-run forms",
+    "confirm": "questions",
+}
+"""The help overlay's section titles, in its order."""
 
 
 @dataclass(frozen=True, slots=True)
 class Binding:
     """One key of one context."""
 
-    context: str
+    context: Context
     key: str
+    """urwid's name of the key (``" "`` for the space bar)."""
     action: str
     help: str
 
@@ -36,11 +56,7 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("viewer", "+", "grow_bottom", "make the logs taller"),
     Binding("viewer", "-", "shrink_bottom", "make the logs shorter"),
     Binding("viewer", "tab", "next_focus", "move the focus to the next area"),
-    Binding("viewer", "1", "tab_changes", "center: Changes"),
-    Binding("viewer", "2", "tab_files", "center: Files"),
-    Binding("viewer", "3", "tab_evaluation", "center: Evaluation Result"),
-    Binding("viewer", "4", "tab_terminal", "center: Terminal (when the run offers one)"),
-    Binding("viewer", "5", "tab_ai", "center: AI (explain the run)"),
+    *(Binding("viewer", tab.key, tab.action, tab.help) for tab in TABS),
     Binding("viewer", "enter", "toggle_item", "open/close the focused dialog item"),
     Binding("viewer", "a", "side_agent", "Changes: the agent's diff"),
     Binding("viewer", "t", "side_truth", "Changes: the reference (after the agent phase)"),
@@ -61,38 +77,81 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("list", "backspace", "filter_back", "delete from the filter"),
     Binding("list", "ctrl l", "launch", "launch new runs (wizard)"),
     Binding("list", "f5", "refresh", "refresh the list"),
+    Binding("dashboard", "up", "cursor_up", "move up"),
+    Binding("dashboard", "down", "cursor_down", "move down"),
+    Binding("dashboard", "n", "create", "create a managed run (a form)"),
+    Binding("dashboard", "enter", "monitor", "monitor the target under the cursor"),
+    Binding("dashboard", "r", "run_target", "run the target under the cursor, then monitor it"),
+    Binding("dashboard", "a", "add_target", "add targets to the run"),
+    Binding("dashboard", "x", "remove_target", "remove the target (asks; its artefacts stay)"),
+    Binding("dashboard", "p", "pause", "pause: the runner stops after its current task"),
+    Binding("dashboard", "S", "stop", "stop: the runner and its in-flight run end now"),
+    Binding("dashboard", "c", "clear_pause", "clear the pause flag"),
+    Binding("dashboard", "s", "summarize", "rebuild the run's summaries"),
+    Binding("dashboard", "e", "export_queue", "export the run's queue"),
+    Binding("dashboard", "D", "delete_artifacts", "delete the target's artefacts (asks)"),
+    Binding("dashboard", "X", "delete_run", "delete the run and its folder (asks)"),
+    Binding("dashboard", "g", "refresh", "refresh the list"),
+    Binding("dashboard", "q", "quit", "close the dashboard"),
+    Binding("monitor", "up", "cursor_up", "move up"),
+    Binding("monitor", "down", "cursor_down", "move down"),
+    Binding("monitor", "enter", "open_task", "open the task under the cursor in the run viewer"),
+    Binding("monitor", "p", "pause", "pause after the current task"),
+    Binding("monitor", "s", "stop", "stop now: pause, then end the in-flight run"),
+    Binding("monitor", "c", "clear_pause", "clear the pause flag"),
+    Binding("monitor", "q", "back", "back to the run list"),
+    Binding("monitor", "esc", "back", "back to the run list"),
+    Binding("picker", "up", "cursor_up", "move up"),
+    Binding("picker", "down", "cursor_down", "move down"),
+    Binding("picker", " ", "toggle", "select or unselect the model under the cursor"),
+    Binding("picker", "enter", "accept", "accept the selection"),
+    Binding("picker", "left", "page_prev", "previous page"),
+    Binding("picker", "right", "page_next", "next page"),
+    Binding("picker", "/", "filter", "filter as you type (Esc restores the previous filter)"),
+    Binding("picker", "f", "clear_filter", "clear the filter"),
+    Binding("picker", "a", "select_visible", "select every row the filter shows (all pages)"),
+    Binding("picker", "u", "clear_visible", "unselect every row the filter shows"),
+    Binding("picker", "c", "clear_all", "unselect everything"),
+    Binding("picker", "d", "defaults", "select exactly the catalogue's defaults"),
+    Binding("picker", "m", "manual", "add model slugs by hand"),
+    Binding("picker", ":", "command", "typed command: select 1-5 | drop 2,4 | 1-3 (toggle)"),
+    Binding("picker", "esc", "cancel", "cancel"),
+    Binding("form", "tab", "next_field", "next field (the rest go to the focused field)"),
+    Binding("form", "shift tab", "prev_field", "previous field"),
+    Binding("confirm", "y", "yes", "yes"),
+    Binding("confirm", "Y", "yes", "yes"),
+    Binding("confirm", "n", "no", "no"),
+    Binding("confirm", "N", "no", "no"),
+    Binding("confirm", "esc", "no", "no"),
 )
 """Every binding."""
+_ACTIONS: Final[dict[tuple[Context, str], str]] = {(b.context, b.key): b.action for b in BINDINGS}
 
 
-def action_for(context: str, key: str) -> str | None:
-    """The action ``key`` triggers in ``context`` (then ``global``), or None."""
-    for ctx in (context, "global"):
-        for b in BINDINGS:
-            if b.context == ctx and b.key == key:
-                return b.action
-    return None
+def context_action(context: Context, key: str) -> str | None:
+    """The action ``key`` triggers in ``context`` alone, or None (the screen passes the key on)."""
+    return _ACTIONS.get((context, key))
 
 
-def help_lines(contexts: tuple[str, ...] = ("viewer", "list", "global")) -> list[str]:
-    """The help overlay's lines, grouped by context: this table's, then the dashboard screens'
-    own tables (they dispatch from those, so the help is generated from what really acts)."""
+def action_for(context: Context, key: str) -> str | None:
+    """The action ``key`` triggers in ``context``, then in ``global``, or None."""
+    return context_action(context, key) or context_action("global", key)
+
+
+def context_keys(context: Context) -> dict[str, str]:
+    """Key → action of one context."""
+    return {b.key: b.action for b in BINDINGS if b.context == context}
+
+
+def key_label(key: str) -> str:
+    """A key as the help shows it."""
+    return "space" if key == " " else key
+
+
+def help_lines(contexts: tuple[Context, ...] = tuple(CONTEXT_TITLES)) -> list[str]:
+    """The help overlay's lines, one section per context, from the table that dispatches."""
     lines: list[str] = []
     for ctx in contexts:
-        lines.append(f"{ctx}:")
-        lines.extend(f"  {b.key:<10} {b.help}" for b in BINDINGS if b.context == ctx)
-    from srez_client.tui.dashboard.dashboard_model import DASHBOARD_KEYS
-    from srez_client.tui.dashboard.monitor_model import MONITOR_KEYS
-    from srez_client.tui.dashboard.picker_model import PICKER_KEYS
-
-    for name, table in (
-        ("dashboard", DASHBOARD_KEYS),
-        ("monitor", MONITOR_KEYS),
-        ("model picker", PICKER_KEYS),
-    ):
-        lines.append(f"{name}:")
-        lines.extend(
-            f"  {'space' if key == ' ' else key:<10} {action.replace('_', ' ')}"
-            for key, action in table.items()
-        )
+        lines.append(f"{CONTEXT_TITLES[ctx]}:")
+        lines.extend(f"  {key_label(b.key):<10} {b.help}" for b in BINDINGS if b.context == ctx)
     return lines

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeVar
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.daemon_client.api import LOG_NAMES, DaemonClient
@@ -30,6 +30,8 @@ from srez_daemon.protocol import encode_entry
 from srez_daemon.protocol.api import DialogFrame, Health, HeartbeatFrame
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 FIRST_DELAY_S: Final = 0.1
 MAX_DELAY_S: Final = 3.0
@@ -145,11 +147,31 @@ class LiveRunSource(RunSource):
             raise SourceUnavailable(msg) from e
         return finished
 
-    async def meta(self) -> RunMeta:
+    async def _ask(
+        self,
+        part: str,
+        ask: Callable[[DaemonClient], Awaitable[T]],
+        from_results: Callable[[FinishedRunSource], Awaitable[T]],
+        *,
+        not_yet: tuple[type[ClientError], str] | None = None,
+    ) -> T:
+        """``ask`` the daemon for ``part``; when it cannot answer, read the run's results.
+
+        ``not_yet`` is the daemon's error meaning the part does not exist yet, and what to say
+        then: the results would not have it either, so they are not read.
+        """
         try:
-            info = await self._daemon().run()
+            return await ask(self._daemon())
         except (ClientError, SourceUnavailable) as e:
-            return await (await self._or_results("run", e)).meta()
+            if not_yet is not None and isinstance(e, not_yet[0]):
+                raise SourceUnavailable(not_yet[1]) from e
+            return await from_results(await self._or_results(part, e))
+
+    async def meta(self) -> RunMeta:
+        return await self._ask("run", self._meta, FinishedRunSource.meta)
+
+    async def _meta(self, daemon: DaemonClient) -> RunMeta:
+        info = await daemon.run()
         labels = self.handle.labels
         settings = {"backend": info.backend, "started_at": info.started_at}
         settings.update({k: v for k, v in labels.items() if k in ("srez.results", "srez.version")})
@@ -184,30 +206,21 @@ class LiveRunSource(RunSource):
                 yield frame
 
     async def diff(self) -> str:
-        try:
-            return await self._daemon().diff()
-        except (ClientError, SourceUnavailable) as e:
-            return await (await self._or_results("diff", e)).diff()
+        return await self._ask("diff", DaemonClient.diff, FinishedRunSource.diff)
 
     async def reference(self) -> tuple[str, float | None]:
-        try:
-            daemon = self._daemon()
-            text = await daemon.reference()
-            return text, (await daemon.similarity()).similarity
-        except DaemonConflictError as e:
-            msg = "the reference is shown once the agent phase is over"
-            raise SourceUnavailable(msg) from e
-        except (ClientError, SourceUnavailable) as e:
-            return await (await self._or_results("reference", e)).reference()
+        refused = (DaemonConflictError, "the reference is shown once the agent phase is over")
+        return await self._ask(
+            "reference", _reference, FinishedRunSource.reference, not_yet=refused
+        )
 
     async def grade(self) -> dict[str, Any]:
-        try:
-            return dict(await self._daemon().grade())
-        except DaemonNotFoundError as e:
-            msg = "not graded yet"
-            raise SourceUnavailable(msg) from e
-        except (ClientError, SourceUnavailable) as e:
-            return await (await self._or_results("grade", e)).grade()
+        return await self._ask(
+            "grade",
+            _grade,
+            FinishedRunSource.grade,
+            not_yet=(DaemonNotFoundError, "not graded yet"),
+        )
 
     async def summary(self) -> dict[str, Any]:
         finished = await self._finished()
@@ -228,19 +241,7 @@ class LiveRunSource(RunSource):
             yield chunk
 
     async def dialog_bytes(self) -> bytes:
-        try:
-            daemon = self._daemon()
-            chunks: list[bytes] = []
-            offset = 0
-            while True:  # entries re-encoded as the daemon wrote them; reader-made errors skipped
-                page = await daemon.dialog(offset, limit=5000)
-                chunks.extend(encode_entry(e) for e in page.entries if e.type != "error")
-                if not page.entries or page.next_offset <= offset:
-                    break
-                offset = page.next_offset
-            return b"".join(chunks)
-        except (ClientError, SourceUnavailable) as e:
-            return await (await self._or_results("dialog", e)).dialog_bytes()
+        return await self._ask("dialog", _dialog_bytes, FinishedRunSource.dialog_bytes)
 
     async def terminal(self) -> bool:
         return self._terminal_allowed and self._has_terminal and self.client is not None
@@ -257,3 +258,24 @@ class LiveRunSource(RunSource):
         if self.client is not None:
             await self.client.close()
             self.client = None
+
+
+async def _reference(daemon: DaemonClient) -> tuple[str, float | None]:
+    text = await daemon.reference()
+    return text, (await daemon.similarity()).similarity
+
+
+async def _grade(daemon: DaemonClient) -> dict[str, Any]:
+    return dict(await daemon.grade())
+
+
+async def _dialog_bytes(daemon: DaemonClient) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:  # entries re-encoded as the daemon wrote them; reader-made errors skipped
+        page = await daemon.dialog(offset, limit=5000)
+        chunks.extend(encode_entry(e) for e in page.entries if e.type != "error")
+        if not page.entries or page.next_offset <= offset:
+            break
+        offset = page.next_offset
+    return b"".join(chunks)

@@ -9,6 +9,7 @@ import pytest
 from tui_kit import GRADE, RUN_ID, FakeShell, MemoryBackend, ScriptedSource, session, write_run
 
 from srez_client.tui.app import TuiApp
+from srez_client.tui.keys import BINDINGS
 from srez_client.tui.recent import load_recent, remember
 from srez_client.tui.source_results import FinishedRunSource
 from srez_client.tui.viewmodels.changes import ChangesModel
@@ -20,6 +21,7 @@ from srez_client.tui.widgets.dialog_view import DialogPane
 from srez_client.tui.widgets.evaluation_view import EvaluationView
 from srez_client.tui.widgets.logs_view import LogsView
 from srez_client.tui.widgets.run_list import RunList
+from srez_client.tui.widgets.viewer import ACTIONS
 from srez_daemon.protocol.api import GradeFrame, PhaseFrame
 
 SIZE = (140, 40)
@@ -166,6 +168,31 @@ async def test_live_run_entries_arrive_and_reference_appears_on_phase(tmp_path: 
     app.feed_keys(["1", "s"], SIZE)
     assert "REFERENCE FIX" in app.screen_text(SIZE)
     assert app.errors == []
+
+
+def test_every_viewer_key_has_its_action() -> None:
+    viewer_actions = {b.action for b in BINDINGS if b.context == "viewer"}
+    # the terminal tab restarts its shell, and the host switches between the attached runs
+    elsewhere = {"restart_terminal", "next_run", "prev_run"}
+    assert viewer_actions - set(ACTIONS) == elsewhere
+    assert set(ACTIONS) <= viewer_actions
+
+
+async def test_tab_panes_are_built_when_first_shown_and_catch_up(tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    source = ScriptedSource()
+    app.attach(source)
+    assert app.host is not None
+    viewer = app.host.viewers[0]
+    assert set(viewer.panes) == {"changes"}
+    source.grade_value = GRADE
+    source.send(GradeFrame(reward=0.5, resolved=False, passed=False))
+    await until(lambda: viewer.feed.models.evaluation.graded)
+    assert "evaluation" not in viewer.panes
+    app.feed_keys(["3"], SIZE)
+    assert "Reward 0.500" in app.screen_text(SIZE)  # built now, from the grade already fetched
+    app.feed_keys(["4"], SIZE)
+    assert "Terminal is not available for this run" in app.status.text
 
 
 async def test_keys_hide_areas_resize_and_show_help_and_details(tmp_path: Path) -> None:

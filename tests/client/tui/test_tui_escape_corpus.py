@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import urwid
-from tui_kit import GRADE, RUN_ID, TS, FakeShell, MemoryBackend, write_run
+from tui_kit import GRADE, RUN_ID, TS, FakeShell, MemoryBackend, tool_result, write_run
 from urwid.display import raw
 
 from srez_client.tui.source_results import FinishedRunSource
@@ -35,7 +35,6 @@ from srez_daemon.protocol import (
     TaskPrompt,
     Thinking,
     ToolCall,
-    ToolResult,
 )
 
 BASES = [
@@ -80,16 +79,7 @@ def dialog(payloads: list[str]) -> list[DialogEntry]:
             Assistant(seq=seq, ts=TS, text=f"# {p}\n- **{p}** `{p}`"),
             Thinking(seq=seq + 1, ts=TS, text=p),
             ToolCall(seq=seq + 2, ts=TS, call_id=f"c{i}", name=p, args={p: p}),
-            ToolResult(
-                seq=seq + 3,
-                ts=TS,
-                call_id=f"c{i}",
-                status="error",
-                result=p,
-                duration_ms=0,
-                step=1,
-                steps_left=1,
-            ),
+            tool_result(seq + 3, f"c{i}", p, status="error"),
             ProviderError(seq=seq + 4, ts=TS, kind="other", message=p),
         ]
         seq += 5

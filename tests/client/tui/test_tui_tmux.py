@@ -9,10 +9,12 @@ the run ends, then detaches with "Detach + Stop" and checks the run stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import subprocess
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -88,15 +90,37 @@ async def launch_slow_run(
     return backend, await backend.launch(spec)
 
 
+@contextlib.asynccontextmanager
+async def tui_running(
+    command: str, backend: LocalBackend, handle: RunHandle
+) -> AsyncIterator[Tmux]:
+    """``command`` in a 120x40 tmux session named ``tui``; the server and the run go after."""
+    tmux = Tmux()
+    try:
+        tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command)
+        yield tmux
+    finally:
+        tmux("kill-server")
+        await backend.remove(handle)
+
+
+async def detach_and_stop(tmux: Tmux, backend: LocalBackend, handle: RunHandle) -> None:
+    """``q``, then "Detach + Stop": returns once the run has stopped."""
+    tmux("send-keys", "-t", "tui", "q")
+    await tmux.wait(r"Detach \+ Stop")
+    tmux("send-keys", "-t", "tui", "Down", "Enter")
+    async with asyncio.timeout(10):
+        while (await backend.get(handle.run_id)).status == "running":  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+
+
 async def test_attach_watches_a_live_run_then_detach_and_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state = tmp_path / "state"
     backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-001")
-    tmux = Tmux()
     command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
-    try:
-        tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command)
+    async with tui_running(command, backend, handle) as tmux:
         first = await tmux.wait(r"Live · entry #\d+")
         seen = int(re.search(r"Live · entry #(\d+)", first).group(1))  # type: ignore[union-attr]
         later = await tmux.wait(r"Tool call: get_\w+")
@@ -109,17 +133,10 @@ async def test_attach_watches_a_live_run_then_detach_and_stop(
         tmux("send-keys", "-t", "tui", "3")
         await tmux.wait(r"Reward \d\.\d{3}")
         assert "PASS" in tmux.screen()
-        tmux("send-keys", "-t", "tui", "q")
-        await tmux.wait(r"Detach \+ Stop")
-        tmux("send-keys", "-t", "tui", "Down", "Enter")
+        await detach_and_stop(tmux, backend, handle)
         async with asyncio.timeout(10):
-            while (await backend.get(handle.run_id)).status == "running":  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
             while "tui" in tmux("list-sessions"):  # noqa: ASYNC110
                 await asyncio.sleep(0.1)  # the program quit after its last run was detached
-    finally:
-        tmux("kill-server")
-        await backend.remove(handle)
 
 
 async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_stop(
@@ -128,11 +145,9 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
     """``srez tui`` opens the dashboard with the user's running run attached behind it."""
     state = tmp_path / "state"
     backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-002")
-    tmux = Tmux()
     results = tmp_path / "results"
     command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} tui --results {results}"
-    try:
-        tmux("new-session", "-d", "-s", "tui", "-x", "120", "-y", "40", command)
+    async with tui_running(command, backend, handle) as tmux:
         await tmux.wait(r"Managed runs")
         await tmux.wait(r"ctrl r runs")
         tmux("send-keys", "-t", "tui", "C-v")  # the run attached at start, behind the dashboard
@@ -144,16 +159,8 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
         assert "Changes" in changes
         tmux("send-keys", "-t", "tui", "3")
         await tmux.wait(r"Reward \d\.\d{3}")
-        tmux("send-keys", "-t", "tui", "q")
-        await tmux.wait(r"Detach \+ Stop")
-        tmux("send-keys", "-t", "tui", "Down", "Enter")
-        async with asyncio.timeout(10):
-            while (await backend.get(handle.run_id)).status == "running":  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
+        await detach_and_stop(tmux, backend, handle)
         tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as exited
         # The list fills in when its first refresh answers: wait for the run, not the tabs.
         listing = await tmux.wait(r"Exited \(1\)", limit_s=15)
         assert "sre-002" in listing
-    finally:
-        tmux("kill-server")
-        await backend.remove(handle)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tui_kit import GRADE, TS, session
+from tui_kit import GRADE, TS, session, tool_result
 
 import srez_client.tui.viewmodels as viewmodels_pkg
-from srez_client.tui.keys import BINDINGS, action_for, help_lines
+from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
+from srez_client.tui.tabs import TABS
 from srez_client.tui.viewmodels.attach_list import AttachList, AttachRow, merge_rows, push_recent
 from srez_client.tui.viewmodels.changes import ChangesModel, parse_diff, similarity_colour
 from srez_client.tui.viewmodels.detach import detach_options
@@ -25,7 +26,6 @@ from srez_daemon.protocol import (
     TaskPrompt,
     TokenCount,
     ToolCall,
-    ToolResult,
     Usage,
 )
 
@@ -71,31 +71,9 @@ def test_fold_marks_a_call_running_until_its_result_and_error_after() -> None:
     index = fold.add(ToolCall(seq=0, ts=TS, call_id="x", name="restart", args={}))
     assert index == 0 and fold.items[0].status == "running"
     version = fold.items[0].version
-    again = fold.add(
-        ToolResult(
-            seq=1,
-            ts=TS,
-            call_id="x",
-            status="error",
-            result="boom",
-            duration_ms=2,
-            step=1,
-            steps_left=3,
-        )
-    )
+    again = fold.add(tool_result(1, "x", "boom", status="error", left=3, ms=2))
     assert again == 0 and fold.items[0].status == "error" and fold.items[0].version > version
-    lone = fold.add(
-        ToolResult(
-            seq=2,
-            ts=TS,
-            call_id="nope",
-            status="success",
-            result="r",
-            duration_ms=0,
-            step=2,
-            steps_left=2,
-        )
-    )
+    lone = fold.add(tool_result(2, "nope", "r", step=2, left=2))
     assert lone == 1 and "call not seen" in fold.items[1].title
 
 
@@ -112,18 +90,7 @@ def test_prompt_and_results_are_cut_with_show_more() -> None:
     fold = DialogFold()
     fold.add(TaskPrompt(seq=0, ts=TS, text="p" * 1000))
     fold.add(ToolCall(seq=1, ts=TS, call_id="a", name="get_logs", args={}))
-    fold.add(
-        ToolResult(
-            seq=2,
-            ts=TS,
-            call_id="a",
-            status="success",
-            result="r" * 5000,
-            duration_ms=0,
-            step=1,
-            steps_left=1,
-        )
-    )
+    fold.add(tool_result(2, "a", "r" * 5000))
     prompt, tool = fold.items
     assert (
         prompt.shown_body().startswith("p" * PROMPT_CHARS + "…")
@@ -140,18 +107,7 @@ def test_prompt_and_results_are_cut_with_show_more() -> None:
 def test_fold_sanitises_everything_it_keeps() -> None:
     fold = DialogFold()
     fold.add(ToolCall(seq=0, ts=TS, call_id="a", name="x\x1b]52;c;AAAA\x07", args={"k": "\x9b2J"}))
-    fold.add(
-        ToolResult(
-            seq=1,
-            ts=TS,
-            call_id="a",
-            status="success",
-            result="ok\r\x1b[2Jgone\u202e",
-            duration_ms=0,
-            step=1,
-            steps_left=1,
-        )
-    )
+    fold.add(tool_result(1, "a", "ok\r\x1b[2Jgone\u202e"))
     item = fold.items[0]
     for text in (item.title, item.body):
         assert (
@@ -426,14 +382,27 @@ def test_alerts_at_t0_and_detach_options() -> None:
     assert detach_options(live=True, running=False) == ["Detach", "Detach + Remove", "Cancel"]
 
 
-def test_help_lists_the_dashboard_monitor_and_picker_keys_from_their_tables() -> None:
-    from srez_client.tui.dashboard.monitor_model import MONITOR_KEYS
-    from srez_client.tui.dashboard.picker_model import PICKER_KEYS
-    from srez_client.tui.keys import help_lines
-
+def test_help_lists_the_dashboard_monitor_and_picker_keys_from_the_one_table() -> None:
     lines = help_lines()
-    assert {"dashboard:", "monitor:", "model picker:"} <= set(lines)
+    assert {"dashboard:", "monitor:", "model picker:", "managed-run forms:"} <= set(lines)
     monitor = lines[lines.index("monitor:") + 1 : lines.index("model picker:")]
-    assert len(monitor) == len(MONITOR_KEYS)
+    assert len(monitor) == len(context_keys("monitor"))
     assert any(line.split()[:2] == ["p", "pause"] for line in monitor)
-    assert len(lines) - lines.index("model picker:") - 1 == len(PICKER_KEYS)
+    picker = lines[lines.index("model picker:") + 1 : lines.index("managed-run forms:")]
+    assert len(picker) == len(context_keys("picker")) and "space" in picker[2]
+
+
+def test_screen_keys_do_not_fall_back_to_the_global_ones() -> None:
+    assert context_action("dashboard", "?") is None and action_for("dashboard", "?") == "help"
+    assert context_action("monitor", "esc") == "back"
+    assert context_action("picker", " ") == "toggle"
+
+
+def test_tab_rows_drive_the_layout_the_keys_and_the_help() -> None:
+    lines = help_lines()
+    for tab in TABS:
+        assert action_for("viewer", tab.key) == tab.action
+        assert any(line.split(None, 1) == [tab.key, tab.help] for line in lines)
+    assert Layout(terminal=True).tabs() == [t.name for t in TABS]
+    assert Layout(terminal=False).tabs() == [t.name for t in TABS if not t.needs_terminal]
+    assert Layout().tab == TABS[0].name

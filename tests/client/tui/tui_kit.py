@@ -50,6 +50,23 @@ GRADE: dict[str, Any] = {
 }
 
 
+def tool_result(
+    seq: int,
+    call_id: str,
+    result: str,
+    *,
+    status: str = "success",
+    step: int = 1,
+    left: int = 1,
+    ms: float = 0,
+) -> ToolResult:
+    """The result of call ``call_id``, taking ``ms``, with ``left`` steps left after ``step``."""
+    fields = {"call_id": call_id, "status": status, "result": result, "duration_ms": ms}
+    return ToolResult.model_validate(
+        {"seq": seq, "ts": TS, **fields, "step": step, "steps_left": left}
+    )
+
+
 def session(
     n_tools: int = 3,
     *,
@@ -74,18 +91,7 @@ def session(
         out.append(
             ToolCall(seq=seq, ts=TS, call_id=f"c{i}", name="get_logs", args={"service": "payments"})
         )
-        out.append(
-            ToolResult(
-                seq=seq + 1,
-                ts=TS,
-                call_id=f"c{i}",
-                status="success",
-                result=f"line {i}",
-                duration_ms=1.0,
-                step=i + 1,
-                steps_left=19 - i,
-            )
-        )
+        out.append(tool_result(seq + 1, f"c{i}", f"line {i}", step=i + 1, left=19 - i, ms=1.0))
         seq += 2
     out.append(
         SessionCompleted(

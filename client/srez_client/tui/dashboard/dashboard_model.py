@@ -1,8 +1,9 @@
 """The managed-run dashboard as a pure view model: one line per run, one per target under it.
 
 No urwid and no I/O: :class:`DashboardModel` is fed :class:`~.source.RunStatus` snapshots and
-turns key names into :class:`Action` values that the screen carries out, so the list, the cursor
-and which action applies to what are tested as plain Python.
+turns key names (the ``dashboard`` context of ``tui/keys.py``) into :class:`Action` values that
+the screen carries out, so the list, the cursor and which action applies to what are tested as
+plain Python.
 
 The figures per target (decisions where the design is silent):
 
@@ -15,31 +16,13 @@ The figures per target (decisions where the design is silent):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import ClassVar, Final
 
 from srez_client.managed.models import ManagedRun
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.keys import Context, context_action
 
-DASHBOARD_KEYS: Final[dict[str, str]] = {
-    "up": "cursor_up",
-    "down": "cursor_down",
-    "n": "create",
-    "enter": "monitor",
-    "r": "run_target",
-    "a": "add_target",
-    "x": "remove_target",
-    "p": "pause",
-    "S": "stop",
-    "c": "clear_pause",
-    "s": "summarize",
-    "e": "export_queue",
-    "D": "delete_artifacts",
-    "X": "delete_run",
-    "g": "refresh",
-    "q": "quit",
-}
-"""Key name → action of the dashboard (key bindings as data)."""
 NEEDS_TARGET: Final = frozenset({"monitor", "run_target", "remove_target", "delete_artifacts"})
 NEEDS_RUN: Final = frozenset(
     {"add_target", "pause", "stop", "clear_pause", "summarize", "export_queue", "delete_run"}
@@ -135,14 +118,44 @@ def _target_line(status: RunStatus, target: str, agent: str) -> tuple[str, str]:
     return text, fig.state
 
 
-class DashboardModel:
-    """The list of managed runs with a cursor that survives refreshes."""
+class CursorModel:
+    """A list with a cursor and a one-line message, driven by the keys of one context of
+    ``tui/keys.py``: what the dashboard and the monitor share."""
+
+    context: ClassVar[Context]
 
     def __init__(self) -> None:
-        self.runs: list[RunStatus] = []
         self.cursor = 0
         self.message = ""
         self.error = False
+
+    def row_count(self) -> int:
+        """How many rows the cursor moves over."""
+        raise NotImplementedError
+
+    def take_key(self, key: str) -> str | None:
+        """Clears the message and moves the cursor on the cursor keys; the action any other
+        bound key asks for (None: nothing more to do)."""
+        name = context_action(self.context, key)
+        self.message, self.error = "", False
+        if name in ("cursor_up", "cursor_down"):
+            step = -1 if name == "cursor_up" else 1
+            self.cursor = max(0, min(self.row_count() - 1, self.cursor + step))
+            return None
+        return name
+
+    def _say(self, message: str, error: bool = False) -> None:
+        self.message, self.error = message, error
+
+
+class DashboardModel(CursorModel):
+    """The list of managed runs with a cursor that survives refreshes."""
+
+    context: ClassVar[Context] = "dashboard"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[RunStatus] = []
 
     def set_runs(self, runs: list[RunStatus]) -> None:
         """Replaces the snapshot; the cursor stays on the same run and target when they exist."""
@@ -173,19 +186,18 @@ class DashboardModel:
         item = items[min(self.cursor, len(items) - 1)]
         return item.run, item.target
 
+    def row_count(self) -> int:
+        """Run and target lines."""
+        return len(self.items())
+
     def run(self, name: str) -> RunStatus | None:
         """The snapshot of run ``name``."""
         return next((s for s in self.runs if s.name == name), None)
 
     def press(self, key: str) -> Action | None:
         """Moves the cursor, or returns the action a key asks for (None: nothing to do)."""
-        name = DASHBOARD_KEYS.get(key)
-        self.message, self.error = "", False
+        name = self.take_key(key)
         if name is None:
-            return None
-        if name in ("cursor_up", "cursor_down"):
-            step = -1 if name == "cursor_up" else 1
-            self.cursor = max(0, min(len(self.items()) - 1, self.cursor + step))
             return None
         focus = self.focused_key()
         run, target = focus if focus is not None else (None, None)
@@ -197,14 +209,11 @@ class DashboardModel:
             return None
         return Action(name, run, target)
 
-    def _say(self, message: str, error: bool = False) -> None:
-        self.message, self.error = message, error
-
 
 __all__ = [
-    "DASHBOARD_KEYS",
     "HELP",
     "Action",
+    "CursorModel",
     "DashboardModel",
     "Item",
     "TargetFigures",

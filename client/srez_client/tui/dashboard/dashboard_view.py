@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import urwid
 
@@ -18,11 +18,17 @@ from srez_client.errors import ClientError
 from srez_client.managed.models import Target
 from srez_client.models_catalog import Catalog, load_catalog
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.dashboard.dashboard_model import DASHBOARD_KEYS, HELP, Action, DashboardModel
+from srez_client.tui.dashboard.dashboard_model import HELP, Action, DashboardModel
 from srez_client.tui.dashboard.forms import AddTargetForm, CreateForm
 from srez_client.tui.dashboard.monitor_view import MonitorScreen
 from srez_client.tui.dashboard.source import CreateRequest, ManagedSource, RunStatus
-from srez_client.tui.dashboard.widgets import ConfirmDialog, ShownPoller, message_markup
+from srez_client.tui.dashboard.widgets import (
+    ConfirmDialog,
+    PolledScreen,
+    ShownPoller,
+    message_markup,
+)
+from srez_client.tui.keys import Context
 from srez_client.tui.shell import Shell
 
 POLL_S: Final = 1.0
@@ -44,8 +50,10 @@ CONFIRM: Final[dict[str, str]] = {
 }
 
 
-class DashboardScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
+class DashboardScreen(PolledScreen[DashboardModel]):
     """The list of managed runs with per-target state, counts and scores."""
+
+    context: ClassVar[Context] = "dashboard"
 
     def __init__(self, shell: Shell, source: ManagedSource | None = None) -> None:
         """Show the managed runs of ``shell.results_root`` (through the real API by default)."""
@@ -96,21 +104,6 @@ class DashboardScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
             self._walker.set_focus(min(self.model.cursor, len(items) - 1))
         self._message.set_text(message_markup(self.model.message, self.model.error))
         self._invalidate()
-
-    def render(self, size: tuple[int, ...], focus: bool = False) -> Any:
-        """Draws, and keeps the list refreshing while the dashboard is shown."""
-        self.poller.drawn()
-        return super().render(size, focus)
-
-    def keypress(self, size: tuple[int, ...], key: str) -> str | None:
-        """Keys of :data:`~.dashboard_model.DASHBOARD_KEYS`; others go back to the application."""
-        if key not in DASHBOARD_KEYS:
-            return key
-        action = self.model.press(key)
-        if action is not None:
-            self.act(action)
-        self._show()
-        return None
 
     # -- actions ---------------------------------------------------------------------------
     def act(self, action: Action) -> None:

@@ -8,7 +8,6 @@ fields is :mod:`.form_model`'s job; the form shows its one-line error and keeps 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
 
 import urwid
 
@@ -20,10 +19,8 @@ from srez_client.tui.dashboard.form_model import DEFAULT_BACKEND, build_targets,
 from srez_client.tui.dashboard.picker_model import PickerModel
 from srez_client.tui.dashboard.picker_view import PickerView
 from srez_client.tui.dashboard.source import CreateRequest
+from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
-
-FORM_KEYS: Final[dict[str, str]] = {"tab": "next_field", "shift tab": "prev_field"}
-"""Keys the forms handle themselves (the rest go to the focused field)."""
 
 
 class TargetFields:
@@ -99,8 +96,8 @@ class _Form(urwid.WidgetWrap[urwid.Widget]):
         self.message.set_text(("error", sanitize_line(text)) if error else sanitize_line(text))
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
-        """Tab / Shift-Tab move between fields; everything else goes to the fields first."""
-        action = FORM_KEYS.get(key)
+        """The ``form`` keys (Tab / Shift-Tab) move between fields; the rest go to the fields."""
+        action = context_action("form", key)
         if action is None:
             return super().keypress(size, key)
         step = 1 if action == "next_field" else -1
@@ -203,4 +200,4 @@ class AddTargetForm(_Form):
         self.on_add(targets)
 
 
-__all__ = ["FORM_KEYS", "AddTargetForm", "CreateForm", "TargetFields"]
+__all__ = ["AddTargetForm", "CreateForm", "TargetFields"]

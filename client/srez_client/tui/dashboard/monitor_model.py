@@ -23,29 +23,20 @@ Definitions (decisions where the design is silent):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import ClassVar, Final
 
 from srez_client.managed.models import TaskRecord
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.dashboard_model import (
     Action,
+    CursorModel,
     budget_text,
     score_text,
     target_figures,
 )
 from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.keys import Context
 
-MONITOR_KEYS: Final[dict[str, str]] = {
-    "up": "cursor_up",
-    "down": "cursor_down",
-    "enter": "open_task",
-    "p": "pause",
-    "s": "stop",
-    "c": "clear_pause",
-    "q": "back",
-    "esc": "back",
-}
-"""Key name → action of the live monitor (key bindings as data)."""
 HELP: Final = (
     "p pause after this task · s pause and stop now · c clear pause · Enter open task · q back"
 )
@@ -79,16 +70,16 @@ class MonitorData:
     """Why the snapshot is missing or partial (shown, not raised)."""
 
 
-class MonitorModel:
+class MonitorModel(CursorModel):
     """What the monitor shows of one target of one managed run."""
 
+    context: ClassVar[Context] = "monitor"
+
     def __init__(self, run: str, target: str) -> None:
+        super().__init__()
         self.run = run
         self.target = target
         self.data = MonitorData(None)
-        self.cursor = 0
-        self.message = ""
-        self.error = False
 
     def update(self, data: MonitorData) -> None:
         """Takes a new poll; the cursor stays on its task index."""
@@ -103,6 +94,10 @@ class MonitorModel:
         records = status.checkpoint(self.target).tasks
         order = {t: i for i, t in enumerate(status.run.tasks)}
         return sorted(records.values(), key=lambda r: order.get(r.task_id, len(order)))
+
+    def row_count(self) -> int:
+        """Task lines."""
+        return len(self.tasks())
 
     def header(self) -> list[str]:
         """Status, counts, score, evidence, errors and budget, one line each."""
@@ -184,13 +179,8 @@ class MonitorModel:
 
     def press(self, key: str) -> Action | None:
         """Moves the cursor, or returns the action a key asks for."""
-        name = MONITOR_KEYS.get(key)
-        self.message, self.error = "", False
+        name = self.take_key(key)
         if name is None:
-            return None
-        if name in ("cursor_up", "cursor_down"):
-            step = -1 if name == "cursor_up" else 1
-            self.cursor = max(0, min(len(self.tasks()) - 1, self.cursor + step))
             return None
         if name == "open_task":
             return self._open_task()
@@ -199,14 +189,14 @@ class MonitorModel:
     def _open_task(self) -> Action | None:
         tasks = self.tasks()
         if not tasks:
-            self.message, self.error = "no task has started yet", True
+            self._say("no task has started yet", error=True)
             return None
         record = tasks[self.cursor]
         ref = record.results_dir or record.run_id
         if ref is None:
-            self.message, self.error = f"{record.task_id} has no run yet", True
+            self._say(f"{record.task_id} has no run yet", error=True)
             return None
         return Action("open_task", self.run, self.target, ref)
 
 
-__all__ = ["HELP", "MONITOR_KEYS", "Evidence", "MonitorData", "MonitorModel"]
+__all__ = ["HELP", "Evidence", "MonitorData", "MonitorModel"]

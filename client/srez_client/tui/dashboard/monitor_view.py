@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import urwid
 
@@ -17,9 +17,15 @@ from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.dashboard_model import Action
 from srez_client.tui.dashboard.monitor_io import MonitorPoller
-from srez_client.tui.dashboard.monitor_model import HELP, MONITOR_KEYS, MonitorModel
+from srez_client.tui.dashboard.monitor_model import HELP, MonitorModel
 from srez_client.tui.dashboard.source import ManagedSource
-from srez_client.tui.dashboard.widgets import ShownPoller, line_walker, message_markup
+from srez_client.tui.dashboard.widgets import (
+    PolledScreen,
+    ShownPoller,
+    line_walker,
+    message_markup,
+)
+from srez_client.tui.keys import Context
 from srez_client.tui.shell import Shell
 
 POLL_S: Final = 0.7
@@ -32,8 +38,10 @@ def _log_box(title: str) -> tuple[urwid.SimpleFocusListWalker[Any], urwid.Widget
     return walker, box
 
 
-class MonitorScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
+class MonitorScreen(PolledScreen[MonitorModel]):
     """Follows one target of one managed run; ``q`` goes back to the run list."""
+
+    context: ClassVar[Context] = "monitor"
 
     def __init__(
         self, shell: Shell, source: ManagedSource, run: str, target: str, folder: Path
@@ -77,22 +85,8 @@ class MonitorScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
         self._message.set_text(message_markup(model.message, model.error))
         self._invalidate()
 
-    def render(self, size: tuple[int, ...], focus: bool = False) -> Any:
-        """Draws, and keeps the polling going while the monitor is shown."""
-        self.poller.drawn()
-        return super().render(size, focus)
-
-    def keypress(self, size: tuple[int, ...], key: str) -> str | None:
-        """Keys of :data:`~.monitor_model.MONITOR_KEYS`; others go back to the application."""
-        if key not in MONITOR_KEYS:
-            return key
-        action = self.model.press(key)
-        if action is not None:
-            self._act(action)
-        self._show()
-        return None
-
-    def _act(self, action: Action) -> None:
+    def act(self, action: Action) -> None:
+        """Carries out one action of the model."""
         run = self.model.run
         if action.name == "back":
             self.poller.stop()

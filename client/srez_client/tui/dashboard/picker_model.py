@@ -26,25 +26,7 @@ from typing import Final, Literal
 from srez_client.models_catalog import Catalog, valid_slug
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.commands import CommandError, parse_command
-
-PICKER_KEYS: Final[dict[str, str]] = {
-    "up": "cursor_up",
-    "down": "cursor_down",
-    " ": "toggle",
-    "enter": "accept",
-    "left": "page_prev",
-    "right": "page_next",
-    "/": "filter",
-    "f": "clear_filter",
-    "a": "select_visible",
-    "u": "clear_visible",
-    "c": "clear_all",
-    "d": "defaults",
-    "m": "manual",
-    ":": "command",
-    "esc": "cancel",
-}
-"""Key name (urwid's) → action, in the normal mode (key bindings as data, STYLE S6)."""
+from srez_client.tui.keys import context_action
 
 PromptKind = Literal["filter", "manual", "command"]
 Outcome = Literal["accepted", "cancelled"]
@@ -157,7 +139,7 @@ class PickerModel:
 
     # -- keys --------------------------------------------------------------------------------
     def press(self, key: str) -> bool:
-        """Handles one urwid key name: a prompt gets every key first, then :data:`PICKER_KEYS`.
+        """Handles one urwid key name: a prompt gets every key first, then the ``picker`` keys.
 
         Returns False for a key the picker does not bind (the widget passes it on, so the
         application's global keys still work); nothing changes then.
@@ -165,7 +147,7 @@ class PickerModel:
         if self.prompt is not None:
             self._prompt_key(key)
             return True
-        action = PICKER_KEYS.get(key)
+        action = context_action("picker", key)
         if action is None:
             return False
         self.message, self.error = "", False
@@ -236,7 +218,7 @@ class PickerModel:
         verbs = {"select": "selected", "drop": "dropped", "toggle": "toggled"}
         self._say(f"{verbs[command.verb]} {len(slugs)} row(s)")
 
-    # -- actions (named by PICKER_KEYS) -------------------------------------------------------
+    # -- actions (the picker context of tui/keys.py names them) ----------------------------
     def _do_cursor_up(self) -> None:
         self.cursor = max(0, self.cursor - 1)
 
@@ -303,4 +285,4 @@ class PickerModel:
         self.message, self.error = message, error
 
 
-__all__ = ["PICKER_KEYS", "Outcome", "PickerModel", "PickerRow", "Prompt", "PromptKind"]
+__all__ = ["Outcome", "PickerModel", "PickerRow", "Prompt", "PromptKind"]

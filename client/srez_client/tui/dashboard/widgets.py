@@ -1,4 +1,5 @@
-"""urwid pieces shared by the dashboard's screens: line lists, a confirmation, polling.
+"""urwid pieces shared by the dashboard's screens: line lists, a confirmation, polling, and the
+screen that polls and hands its keys to its model (:class:`PolledScreen`).
 
 Display attributes are names from the application's palette (``tui/widgets/palette.py``):
 ``title``, ``focus``, ``error``, ``dim``, ``running``, ``success``, ``yellow`` and ``code``.
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import urwid
 
+from srez_client.tui.dashboard.dashboard_model import Action
+from srez_client.tui.keys import Context, context_action
 from srez_client.tui.shell import Shell
 
 
@@ -72,13 +75,54 @@ class ShownPoller:
             self.running = False
 
 
+class KeyedModel(Protocol):
+    """A view model that turns a key into the action the screen carries out."""
+
+    def press(self, key: str) -> Action | None:
+        """The action ``key`` asks for, or None (it only changed the model, or nothing)."""
+        ...
+
+
+M = TypeVar("M", bound=KeyedModel)
+
+
+class PolledScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]], Generic[M]):
+    """A screen that polls while it is drawn and hands the keys of its context to its model
+    (the dashboard and the monitor). Subclasses set ``model``, ``poller`` and ``context``."""
+
+    context: ClassVar[Context]
+    model: M
+    poller: ShownPoller
+
+    def render(self, size: tuple[int, ...], focus: bool = False) -> Any:
+        """Draws, and keeps the polling going while the screen is shown."""
+        self.poller.drawn()
+        return super().render(size, focus)
+
+    def keypress(self, size: tuple[int, ...], key: str) -> str | None:
+        """Keys of the screen's context; others go back to the application."""
+        if context_action(self.context, key) is None:
+            return key
+        action = self.model.press(key)
+        if action is not None:
+            self.act(action)
+        self._show()
+        return None
+
+    def act(self, action: Action) -> None:
+        """Carries out one action of the model."""
+        raise NotImplementedError
+
+    def _show(self) -> None:
+        """Shows the model."""
+        raise NotImplementedError
+
+
 class ConfirmDialog(urwid.WidgetWrap[urwid.Widget]):
     """A yes/no question: ``y`` runs ``on_yes``, ``n`` or Esc cancels; both close it."""
 
     modal = True
     """The application shows it as an overlay over the screen it asks about."""
-
-    KEYS: Final[dict[str, str]] = {"y": "yes", "Y": "yes", "n": "no", "N": "no", "esc": "no"}
 
     def __init__(self, shell: Shell, question: str, on_yes: Callable[[], None]) -> None:
         """Ask ``question`` (already sanitised)."""
@@ -95,7 +139,7 @@ class ConfirmDialog(urwid.WidgetWrap[urwid.Widget]):
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
         """y or n; every other key is swallowed so nothing happens behind the question."""
-        answer = self.KEYS.get(key)
+        answer = context_action("confirm", key)
         if answer is None:
             return None
         self.shell.pop()
@@ -112,6 +156,8 @@ def render_text(widget: urwid.Widget, size: tuple[int, int] = (120, 40)) -> str:
 
 __all__ = [
     "ConfirmDialog",
+    "KeyedModel",
+    "PolledScreen",
     "ShownPoller",
     "line_walker",
     "message_markup",

@@ -16,25 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-import orjson
+from pydantic import JsonValue
 
+from srez_client.dialog_entries import EntryVisitor, SessionEnd, args_json, session_outcome
 from srez_client.sanitize import sanitize, sanitize_line
-from srez_daemon.protocol import (
-    Assistant,
-    DialogEntry,
-    ErrorEntry,
-    NotesDropped,
-    ProviderError,
-    SessionCompleted,
-    SessionFailed,
-    SessionStarted,
-    SessionTimedOut,
-    TaskPrompt,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from srez_daemon.protocol import dialog
 
 PROMPT_CHARS: Final = 300
 """Characters of the task prompt shown until "show more"."""
@@ -118,32 +104,32 @@ class DialogFold:
     """A session end entry was seen."""
     _calls: dict[str, int] = field(default_factory=dict)
 
-    def add_all(self, entries: Iterable[DialogEntry]) -> None:
+    def add_all(self, entries: Iterable[dialog.DialogEntry]) -> None:
         """Fold many entries (a finished run's whole file)."""
         for entry in entries:
             self.add(entry)
 
-    def add(self, entry: DialogEntry) -> int | None:
+    def add(self, entry: dialog.DialogEntry) -> int | None:
         """Fold one entry; the index of the item added or updated, or None (usage)."""
         self.last_seq = max(self.last_seq, entry.seq)
-        if isinstance(entry, Usage):
+        if isinstance(entry, dialog.Usage):
             self.usage = UsageTotals(entry.tokens.input, entry.tokens.output, entry.cost_usd)
             return None
-        if isinstance(entry, ToolResult):
+        if isinstance(entry, dialog.ToolResult):
             index = self._calls.pop(entry.call_id, None)
             if index is not None:
                 self._complete(self.items[index], entry)
                 return index
-        item = _item_for(entry)
-        if isinstance(entry, ToolCall):
+        item = _FIRST_ITEM.visit(entry)
+        if isinstance(entry, dialog.ToolCall):
             self._calls[entry.call_id] = len(self.items)
-        if isinstance(entry, SessionCompleted | SessionFailed | SessionTimedOut):
+        if isinstance(entry, SessionEnd):
             self.ended = True
         self.items.append(item)
         return len(self.items) - 1
 
     @staticmethod
-    def _complete(item: FoldItem, result: ToolResult) -> None:
+    def _complete(item: FoldItem, result: dialog.ToolResult) -> None:
         item.status = result.status
         item.body = sanitize(result.result)
         item.seq = result.seq
@@ -160,19 +146,19 @@ class DialogFold:
         return "live", f"Live{latest}"
 
 
-def _tokens(entry: Assistant) -> str:
+def _tokens(entry: dialog.Assistant) -> str:
     if entry.tokens is None:
         return ""
     return f"{entry.tokens.input} in / {entry.tokens.output} out tokens"
 
 
-def _args(args: object) -> str:
-    text = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+def _args(args: dict[str, JsonValue]) -> str:
+    text = args_json(args)
     text = text if len(text) <= ARGS_CHARS else f"{text[:ARGS_CHARS]}…"
     return sanitize_line(text)
 
 
-def _end_meta(entry: SessionCompleted | SessionFailed | SessionTimedOut) -> str:
+def _end_meta(entry: SessionEnd) -> str:
     parts = [f"{entry.turns} turns", f"{entry.duration_s:.1f} s"]
     if entry.tokens_total is not None:
         parts.append(f"{entry.tokens_total} tokens")
@@ -181,50 +167,58 @@ def _end_meta(entry: SessionCompleted | SessionFailed | SessionTimedOut) -> str:
     return ", ".join(parts)
 
 
-def _item_for(entry: DialogEntry) -> FoldItem:
+class _FirstItem(EntryVisitor[FoldItem]):
     """The item an entry starts (a lone tool result, whose call is missing, stands alone)."""
-    match entry:
-        case SessionStarted():
-            who = sanitize_line(f"{entry.agent} · {entry.model} · {entry.task_id}")
-            return FoldItem("session_started", entry.seq, f"Session started: {who}")
-        case TaskPrompt():
-            return FoldItem(
-                "task_prompt", entry.seq, "Task prompt", sanitize(entry.text), limit=PROMPT_CHARS
-            )
-        case Assistant():
-            return FoldItem(
-                "assistant", entry.seq, "Assistant", sanitize(entry.text), meta=_tokens(entry)
-            )
-        case Thinking():
-            body = sanitize(entry.text)
-            return FoldItem("thinking", entry.seq, f"Thinking ({len(body)} chars)", body, limit=0)
-        case ToolCall():
-            title = f"Tool call: {sanitize_line(entry.name)} {_args(entry.args)}"
-            return FoldItem("tool", entry.seq, title, status="running", limit=RESULT_CHARS)
-        case ToolResult():
-            item = FoldItem("tool", entry.seq, "Tool result (call not seen)", limit=RESULT_CHARS)
-            DialogFold._complete(item, entry)
-            return item
-        case ProviderError():
-            retry = f" · retry in {entry.retry_in_s:g} s" if entry.retry_in_s is not None else ""
-            cool = " · cooldown (not counted against the time limit)" if entry.cooldown else ""
-            title = f"Provider error ({entry.kind}){retry}{cool}"
-            return FoldItem(
-                "provider_error", entry.seq, title, sanitize(entry.message), status="error"
-            )
-        case SessionCompleted() | SessionFailed() | SessionTimedOut():
-            status = entry.type.removeprefix("session_").replace("_", " ")
-            body = sanitize(entry.error) if entry.error else ""
-            title = f"Session {status}"
-            return FoldItem(
-                "session_end", entry.seq, title, body, status=status, meta=_end_meta(entry)
-            )
-        case NotesDropped():
-            title = f"Notes dropped from here on ({entry.reason} cap {entry.limit} reached)"
-            body = f"{entry.notes_kept} notes ({entry.bytes_kept} bytes) were recorded before."
-            return FoldItem("error", entry.seq, title, body, status="error")
-        case ErrorEntry():
-            title = f"Unreadable line {entry.line} ({entry.kind})"
-            return FoldItem("error", entry.seq, title, sanitize(entry.message), status="error")
-        case Usage():  # pragma: no cover - handled by DialogFold.add
-            return FoldItem("error", entry.seq, "usage")
+
+    def session_started(self, entry: dialog.SessionStarted) -> FoldItem:
+        who = sanitize_line(f"{entry.agent} · {entry.model} · {entry.task_id}")
+        return FoldItem("session_started", entry.seq, f"Session started: {who}")
+
+    def task_prompt(self, entry: dialog.TaskPrompt) -> FoldItem:
+        body = sanitize(entry.text)
+        return FoldItem("task_prompt", entry.seq, "Task prompt", body, limit=PROMPT_CHARS)
+
+    def assistant(self, entry: dialog.Assistant) -> FoldItem:
+        body = sanitize(entry.text)
+        return FoldItem("assistant", entry.seq, "Assistant", body, meta=_tokens(entry))
+
+    def thinking(self, entry: dialog.Thinking) -> FoldItem:
+        body = sanitize(entry.text)
+        return FoldItem("thinking", entry.seq, f"Thinking ({len(body)} chars)", body, limit=0)
+
+    def tool_call(self, entry: dialog.ToolCall) -> FoldItem:
+        title = f"Tool call: {sanitize_line(entry.name)} {_args(entry.args)}"
+        return FoldItem("tool", entry.seq, title, status="running", limit=RESULT_CHARS)
+
+    def tool_result(self, entry: dialog.ToolResult) -> FoldItem:
+        item = FoldItem("tool", entry.seq, "Tool result (call not seen)", limit=RESULT_CHARS)
+        DialogFold._complete(item, entry)
+        return item
+
+    def provider_error(self, entry: dialog.ProviderError) -> FoldItem:
+        retry = f" · retry in {entry.retry_in_s:g} s" if entry.retry_in_s is not None else ""
+        cool = " · cooldown (not counted against the time limit)" if entry.cooldown else ""
+        title = f"Provider error ({entry.kind}){retry}{cool}"
+        body = sanitize(entry.message)
+        return FoldItem("provider_error", entry.seq, title, body, status="error")
+
+    def usage(self, entry: dialog.Usage) -> FoldItem:  # pragma: no cover - DialogFold.add
+        return FoldItem("error", entry.seq, "usage")
+
+    def notes_dropped(self, entry: dialog.NotesDropped) -> FoldItem:
+        title = f"Notes dropped from here on ({entry.reason} cap {entry.limit} reached)"
+        body = f"{entry.notes_kept} notes ({entry.bytes_kept} bytes) were recorded before."
+        return FoldItem("error", entry.seq, title, body, status="error")
+
+    def session_ended(self, entry: SessionEnd) -> FoldItem:
+        status = session_outcome(entry)
+        body = sanitize(entry.error) if entry.error else ""
+        meta = _end_meta(entry)
+        return FoldItem("session_end", entry.seq, f"Session {status}", body, status, meta)
+
+    def unreadable(self, entry: dialog.ErrorEntry) -> FoldItem:
+        title = f"Unreadable line {entry.line} ({entry.kind})"
+        return FoldItem("error", entry.seq, title, sanitize(entry.message), status="error")
+
+
+_FIRST_ITEM: Final = _FirstItem()

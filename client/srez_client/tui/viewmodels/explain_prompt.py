@@ -13,24 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-import orjson
-
-from srez_daemon.protocol import (
-    Assistant,
-    DialogEntry,
-    ErrorEntry,
-    NotesDropped,
-    ProviderError,
-    SessionCompleted,
-    SessionFailed,
-    SessionStarted,
-    SessionTimedOut,
-    TaskPrompt,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from srez_client.dialog_entries import EntryVisitor, SessionEnd, args_json, session_outcome
+from srez_daemon.protocol import dialog
 
 READY_PROMPTS: Final[dict[str, str]] = {
     "compare": (
@@ -92,43 +76,53 @@ def _clip_tail(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"[{len(text) - limit} chars cut ...]\n{text[-limit:]}"
 
 
-def _entry_line(entry: DialogEntry) -> str | None:
-    match entry:
-        case SessionStarted():
-            return (
-                f"session started: agent {entry.agent}, model {entry.model}, task {entry.task_id}"
-            )
-        case TaskPrompt():
-            return f"task prompt: {_clip_head(entry.text, 1500)}"
-        case Assistant():
-            return f"assistant: {entry.text}"
-        case Thinking():
-            return f"thinking: {_clip_head(entry.text, 600)}"
-        case ToolCall():
-            args = orjson.dumps(entry.args, option=orjson.OPT_SORT_KEYS).decode()
-            return f"tool call {entry.name} {args}"
-        case ToolResult():
-            return (
-                f"  -> {entry.status} (step {entry.step}): {_clip_head(entry.result, RESULT_CHARS)}"
-            )
-        case ProviderError():
-            return f"provider error {entry.kind}: {entry.message}"
-        case SessionCompleted() | SessionFailed() | SessionTimedOut():
-            error = f", error: {entry.error}" if entry.error else ""
-            return f"{entry.type.replace('_', ' ')} after {entry.turns} turns{error}"
-        case ErrorEntry():
-            return f"unreadable line {entry.line}: {entry.kind}"
-        case NotesDropped():
-            return f"the agent's notes were dropped from here on ({entry.reason} cap {entry.limit})"
-        case Usage():
-            return None
+class _DigestLine(EntryVisitor[str | None]):
+    """One entry as a line of the digest (after its ``[seq]``); None for entries left out."""
+
+    def session_started(self, entry: dialog.SessionStarted) -> str:
+        return f"session started: agent {entry.agent}, model {entry.model}, task {entry.task_id}"
+
+    def task_prompt(self, entry: dialog.TaskPrompt) -> str:
+        return f"task prompt: {_clip_head(entry.text, 1500)}"
+
+    def assistant(self, entry: dialog.Assistant) -> str:
+        return f"assistant: {entry.text}"
+
+    def thinking(self, entry: dialog.Thinking) -> str:
+        return f"thinking: {_clip_head(entry.text, 600)}"
+
+    def tool_call(self, entry: dialog.ToolCall) -> str:
+        return f"tool call {entry.name} {args_json(entry.args)}"
+
+    def tool_result(self, entry: dialog.ToolResult) -> str:
+        output = _clip_head(entry.result, RESULT_CHARS)
+        return f"  -> {entry.status} (step {entry.step}): {output}"
+
+    def provider_error(self, entry: dialog.ProviderError) -> str:
+        return f"provider error {entry.kind}: {entry.message}"
+
+    def usage(self, entry: dialog.Usage) -> None:
+        return None  # running totals, not something the agent did
+
+    def notes_dropped(self, entry: dialog.NotesDropped) -> str:
+        return f"the agent's notes were dropped from here on ({entry.reason} cap {entry.limit})"
+
+    def session_ended(self, entry: SessionEnd) -> str:
+        error = f", error: {entry.error}" if entry.error else ""
+        return f"session {session_outcome(entry)} after {entry.turns} turns{error}"
+
+    def unreadable(self, entry: dialog.ErrorEntry) -> str:
+        return f"unreadable line {entry.line}: {entry.kind}"
 
 
-def dialog_digest(entries: Iterable[DialogEntry]) -> str:
+_DIGEST_LINE: Final = _DigestLine()
+
+
+def dialog_digest(entries: Iterable[dialog.DialogEntry]) -> str:
     """The dialog as numbered lines, tool results cut to :data:`RESULT_CHARS`."""
     out = []
     for entry in entries:
-        line = _entry_line(entry)
+        line = _DIGEST_LINE.visit(entry)
         if line is not None:
             out.append(f"[{entry.seq}] {line}")
     return "\n".join(out)

@@ -1,25 +1,19 @@
 """Which areas of the run viewer are shown and how big they are: pure state the keys change.
 
-The viewer has three areas: left (the dialog), center (Changes, Files, Evaluation Result,
-Terminal, AI) and bottom (logs). Each can be hidden, and the two splits (left width, bottom
-height) move in steps; at least one of left and center always stays visible, so the screen is
-never empty.
+The viewer has three areas: left (the dialog), center (the tabs of
+:data:`srez_client.tui.tabs.TABS`, in their order) and bottom (logs). Each can be hidden, and the
+two splits (left width, bottom height) move in steps; at least one of left and center always
+stays visible, so the screen is never empty.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
+
+from srez_client.tui.tabs import TABS
 
 Area = Literal["left", "center", "bottom"]
-CenterTab = Literal["changes", "files", "evaluation", "terminal", "ai"]
-CENTER_TITLES: Final[dict[CenterTab, str]] = {
-    "changes": "Changes",
-    "files": "Files",
-    "evaluation": "Evaluation Result",
-    "terminal": "Terminal",
-    "ai": "AI",
-}
 LEFT_MIN, LEFT_MAX, LEFT_STEP = 20, 80, 5
 """Left width, percent of the screen."""
 BOTTOM_MIN, BOTTOM_MAX, BOTTOM_STEP = 3, 30, 2
@@ -35,13 +29,14 @@ class Layout:
     bottom: bool = True
     left_percent: int = 45
     bottom_rows: int = 8
-    tab: CenterTab = "changes"
+    tab: str = TABS[0].name
+    """The center tab shown (a :class:`~srez_client.tui.tabs.Tab` name)."""
     terminal: bool = True
     """Whether the Terminal tab is offered (the daemon has one and ``SREZ_TERMINAL`` allows)."""
 
-    def tabs(self) -> list[CenterTab]:
-        """The center tabs offered."""
-        return [t for t in CENTER_TITLES if t != "terminal" or self.terminal]
+    def tabs(self) -> list[str]:
+        """The names of the center tabs offered."""
+        return [t.name for t in TABS if self.terminal or not t.needs_terminal]
 
     def toggle(self, area: Area) -> None:
         """Hide or show an area; hiding the last of left and center shows the other."""
@@ -58,7 +53,7 @@ class Layout:
         """Make the logs area taller (or shorter) by ``step`` steps."""
         self.bottom_rows = max(BOTTOM_MIN, min(BOTTOM_MAX, self.bottom_rows + step * BOTTOM_STEP))
 
-    def next_tab(self, step: int = 1) -> CenterTab:
+    def next_tab(self, step: int = 1) -> str:
         """The next center tab (shows the center area if hidden)."""
         tabs = self.tabs()
         index = tabs.index(self.tab) if self.tab in tabs else 0
@@ -66,7 +61,7 @@ class Layout:
         self.center = True
         return self.tab
 
-    def choose(self, tab: CenterTab) -> bool:
+    def choose(self, tab: str) -> bool:
         """Show ``tab`` if offered."""
         if tab not in self.tabs():
             return False

@@ -20,6 +20,7 @@ import urwid
 
 from srez_client.daemon_client.api import pty_resize
 from srez_client.errors import ClientError
+from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource, SourceUnavailable
 from srez_client.tui.widgets.sizing import Size
@@ -126,6 +127,11 @@ class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
         self._holder.original_widget = urwid.Filler(self.note, valign="top")
         self.shell.spawn(self._open(), "terminal-open")
 
+    def close(self) -> None:
+        """End the shell (the viewer is closing)."""
+        if self.term is not None:
+            self.term.terminate()
+
     async def _open(self) -> None:
         try:
             ws = await self.source.pty(80, 24)
@@ -145,7 +151,7 @@ class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
         self.shell.redraw()
 
     def keypress(self, size: Size, key: str) -> str | None:
-        if self.term is None and key == "T":
+        if self.term is None and context_action("viewer", key) == "restart_terminal":
             self.restart()
             return None
         result: str | None = super().keypress(size, key)

@@ -1,35 +1,34 @@
 """The run viewer: top bar, dialog (left), tabs (center), logs (bottom), for one run.
 
 It adapts a :class:`~srez_client.tui.viewer_feed.RunFeed` (which fills the models from a live or
-finished run source) and the :class:`~srez_client.tui.viewmodels.layout.Layout`. Keys go to the
-focused panel first; what it leaves is looked up in the key table (``tui/keys.py``).
+finished run source) and the :class:`~srez_client.tui.viewmodels.layout.Layout`. The center tabs
+are the rows of :data:`~srez_client.tui.tabs.TABS`: each tab's pane is built the first time it is
+shown and refreshed after the model changes its row names. Keys go to the focused panel first;
+what it leaves is looked up in the key table (``tui/keys.py``), and the action found there in
+:data:`ACTIONS`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final, get_args
 
 import urwid
 
 from srez_client.tui.keys import action_for
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
+from srez_client.tui.tabs import TAB_BY_NAME, TABS, TabPane
 from srez_client.tui.viewer_feed import RunFeed
 from srez_client.tui.viewmodels.changes import Side
-from srez_client.tui.viewmodels.layout import CENTER_TITLES, CenterTab, Layout
+from srez_client.tui.viewmodels.layout import Layout
 from srez_client.tui.viewmodels.run_details import alerts_at_t0, details_text, top_line
-from srez_client.tui.widgets.changes_view import ChangesView, FilesView
 from srez_client.tui.widgets.dialog_view import DialogPane
 from srez_client.tui.widgets.dialogs import TextBox
-from srez_client.tui.widgets.evaluation_view import EvaluationView
 from srez_client.tui.widgets.logs_view import LogsView
 from srez_client.tui.widgets.sizing import Size
 from srez_client.tui.widgets.viewer_save import save_dialog, save_patch
-
-_SIDES: dict[str, Side] = {"side_agent": "agent", "side_truth": "truth", "side_split": "split"}
-_TABS: dict[str, CenterTab] = {f"tab_{t}": t for t in CENTER_TITLES}
 
 
 class RunViewer(urwid.WidgetWrap[urwid.Widget]):
@@ -54,12 +53,12 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         self.status = urwid.Text("", wrap="clip")
         self.dialog = DialogPane(m.fold, live=source.live)
         self.dialog.walker.follow = source.live
-        self.changes = ChangesView(m.changes)
-        self.files = FilesView(m.changes)
-        self.evaluation = EvaluationView()
         self.logs = LogsView(m.logs)
         self.tabs_bar = urwid.Text("", wrap="clip")
-        self._extra: dict[str, urwid.Widget] = {}
+        self.panes: dict[str, TabPane] = {}
+        """The tabs' panes built so far, by tab name."""
+        self._announced: set[str] = set()
+        """The model changes announced so far (a pane built later catches up on them)."""
         self._root: urwid.WidgetPlaceholder[urwid.Widget] = urwid.WidgetPlaceholder(
             urwid.SolidFill(" ")
         )
@@ -77,10 +76,8 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
     async def close(self) -> None:
         """Stop following the run and release its connections."""
         self.feed.stop()
-        terminal = self._extra.get("terminal")
-        term = getattr(terminal, "term", None)
-        if term is not None:
-            term.terminate()
+        for pane in self.panes.values():
+            pane.close()
         await self.source.close()
 
     async def _probe_terminal(self) -> None:
@@ -97,20 +94,23 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
 
     def _changed(self, part: str) -> None:
         m = self.feed.models
+        self._announced.add(part)
         if part == "dialog":
             self.dialog.live = self.source.live and not m.ended
             self.dialog.refresh(len(m.fold.items) - 1 if m.fold.items else None)
-        elif part == "changes":
-            self.changes.refresh()
-            self.files.refresh()
-        elif part == "evaluation":
-            self.evaluation.show(m.evaluation)
         elif part == "logs":
             self.logs.refresh()
         elif part in ("meta", "status"):
             self._refresh_top()
+        self.refresh_panes(part)
         if hasattr(self, "_root"):
             self.shell.redraw()
+
+    def refresh_panes(self, part: str) -> None:
+        """Refresh the panes built so far whose tab follows the model change ``part``."""
+        for name, pane in self.panes.items():
+            if part in TAB_BY_NAME[name].refresh_on:
+                pane.refresh()
 
     def _refresh_top(self) -> None:
         m = self.feed.models
@@ -134,32 +134,24 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         tabs: list[Any] = []
         for tab in self.layout.tabs():
             on = tab == self.layout.tab
-            tabs += [("tab_on" if on else "tab", f" {CENTER_TITLES[tab]} "), " "]
+            tabs += [("tab_on" if on else "tab", f" {TAB_BY_NAME[tab].title} "), " "]
         self.tabs_bar.set_text(tabs)
 
     # ------------------------------------------------------------------ layout
 
     def center_widget(self) -> urwid.Widget:
         """The widget of the current center tab."""
-        tab = self.layout.tab
-        if tab == "changes":
-            return self.changes
-        if tab == "files":
-            return self.files
-        if tab == "evaluation":
-            return self.evaluation
-        if tab not in self._extra:
-            self._extra[tab] = self._make_extra(tab)
-        return self._extra[tab]
+        return self.pane(self.layout.tab).widget
 
-    def _make_extra(self, tab: str) -> urwid.Widget:
-        if tab == "terminal":
-            from srez_client.tui.widgets.terminal_view import TerminalPanel
-
-            return TerminalPanel(self.shell, self.source)
-        from srez_client.tui.widgets.explain_view import ExplainPanel
-
-        return ExplainPanel(self.shell, self.feed)
+    def pane(self, name: str) -> TabPane:
+        """The pane of tab ``name``, built (and brought up to date) on first use."""
+        pane = self.panes.get(name)
+        if pane is None:
+            tab = TAB_BY_NAME[name]
+            pane = self.panes[name] = tab.view(self)
+            if tab.refresh_on & self._announced:
+                pane.refresh()
+        return pane
 
     def relayout(self) -> None:
         """Rebuild the arrangement from the layout model."""
@@ -190,63 +182,72 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
 
     def do(self, action: str) -> bool:
         """Perform a viewer action; False when it is not one (the shell may handle it)."""
-        lay = self.layout
-        simple: dict[str, Callable[[], object]] = {
-            "toggle_left": lambda: lay.toggle("left"),
-            "toggle_center": lambda: lay.toggle("center"),
-            "toggle_bottom": lambda: lay.toggle("bottom"),
-            "narrow_left": lambda: lay.widen_left(-1),
-            "widen_left": lambda: lay.widen_left(1),
-            "grow_bottom": lambda: lay.grow_bottom(1),
-            "shrink_bottom": lambda: lay.grow_bottom(-1),
-        }
-        if action in simple:
-            simple[action]()
-        elif action in _TABS:
-            if not lay.choose(_TABS[action]):
-                self.shell.notify(f"{CENTER_TITLES[_TABS[action]]} is not available for this run")
-                return True
-        elif action in _SIDES:
-            if not self.feed.models.changes.choose(_SIDES[action]):
-                self.shell.notify("the reference is shown once the agent phase is over")
-            self.changes.refresh()
+        handler = ACTIONS.get(action)
+        return handler is not None and handler(self)
+
+    # ------------------------------------------------------------------ actions
+
+    def choose_tab(self, name: str) -> bool:
+        """Show tab ``name``, or say why it is not offered."""
+        if not self.layout.choose(name):
+            self.shell.notify(f"{TAB_BY_NAME[name].title} is not available for this run")
             return True
-        elif action == "toggle_raw":
-            self.feed.models.changes.toggle_raw()
-            self.changes.refresh()
-            return True
-        elif action == "toggle_item":
-            return self.dialog.walker.toggle_focus()
-        elif action == "next_focus":
-            return self._next_focus()
-        elif action == "next_log":
-            self.feed.models.logs.next_log()
-            self.logs.refresh()
-            return True
-        elif action == "logs_bottom":
-            self.logs.to_bottom()
-            return True
-        elif action == "more_details":
-            return self._details()
-        elif action == "reconnect":
-            self.feed.reconnect()
-            self.shell.notify("reconnecting…")
-            return True
-        elif action == "save_dialog":
-            save_dialog(self.shell, self.source)
-            return True
-        elif action == "save_patch":
-            save_patch(self.shell, self.source)
-            return True
-        elif action == "detach" and self.on_detach is not None:
-            self.on_detach(self)
-            return True
-        else:
-            return False
         self.relayout()
         return True
 
-    def _next_focus(self) -> bool:
+    def choose_side(self, side: Side) -> bool:
+        """Changes: show the agent's diff, the reference, or both."""
+        if not self.feed.models.changes.choose(side):
+            self.shell.notify("the reference is shown once the agent phase is over")
+        self.refresh_panes("changes")
+        return True
+
+    def toggle_raw(self) -> bool:
+        """Changes: parsed cards or the raw diff."""
+        self.feed.models.changes.toggle_raw()
+        self.refresh_panes("changes")
+        return True
+
+    def toggle_item(self) -> bool:
+        """Open or close the focused dialog item."""
+        return self.dialog.walker.toggle_focus()
+
+    def next_log(self) -> bool:
+        """Show the next log at the bottom."""
+        self.feed.models.logs.next_log()
+        self.logs.refresh()
+        return True
+
+    def logs_bottom(self) -> bool:
+        """Jump to the end of the log and follow it."""
+        self.logs.to_bottom()
+        return True
+
+    def reconnect(self) -> bool:
+        """Reconnect to the daemon now."""
+        self.feed.reconnect()
+        self.shell.notify("reconnecting…")
+        return True
+
+    def save_dialog(self) -> bool:
+        """Save the dialog as dialog.jsonl."""
+        save_dialog(self.shell, self.source)
+        return True
+
+    def save_patch(self) -> bool:
+        """Save the agent's patch as patch.diff."""
+        save_patch(self.shell, self.source)
+        return True
+
+    def detach(self) -> bool:
+        """Ask the host what to do with the run (not an action without a host)."""
+        if self.on_detach is None:
+            return False
+        self.on_detach(self)
+        return True
+
+    def next_focus(self) -> bool:
+        """Move the focus to the next area."""
         pile = self._root.original_widget
         if not isinstance(pile, urwid.Pile):
             return False
@@ -263,7 +264,8 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
             columns.focus_position = 0
         return True
 
-    def _details(self) -> bool:
+    def more_details(self) -> bool:
+        """The brief, the alerts at T0 and the settings, in a box."""
         m = self.feed.models
         meta = m.meta
         text = details_text(
@@ -271,3 +273,50 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         )
         self.shell.push(TextBox("More details", text, self.shell.pop), "More details")
         return True
+
+
+ViewerAction = Callable[[RunViewer], bool]
+"""Performs one action on a viewer; False when it does not apply (the key goes on)."""
+
+
+def _arranging(change: Callable[[Layout], object]) -> ViewerAction:
+    """An action that changes the layout, then shows the new arrangement."""
+
+    def act(viewer: RunViewer) -> bool:
+        change(viewer.layout)
+        viewer.relayout()
+        return True
+
+    return act
+
+
+def _tab(name: str) -> ViewerAction:
+    return lambda viewer: viewer.choose_tab(name)
+
+
+def _side(side: Side) -> ViewerAction:
+    return lambda viewer: viewer.choose_side(side)
+
+
+ACTIONS: Final[dict[str, ViewerAction]] = {
+    "toggle_left": _arranging(lambda lay: lay.toggle("left")),
+    "toggle_center": _arranging(lambda lay: lay.toggle("center")),
+    "toggle_bottom": _arranging(lambda lay: lay.toggle("bottom")),
+    "narrow_left": _arranging(lambda lay: lay.widen_left(-1)),
+    "widen_left": _arranging(lambda lay: lay.widen_left(1)),
+    "grow_bottom": _arranging(lambda lay: lay.grow_bottom(1)),
+    "shrink_bottom": _arranging(lambda lay: lay.grow_bottom(-1)),
+    **{tab.action: _tab(tab.name) for tab in TABS},
+    **{f"side_{side}": _side(side) for side in get_args(Side)},
+    "toggle_raw": RunViewer.toggle_raw,
+    "toggle_item": RunViewer.toggle_item,
+    "next_focus": RunViewer.next_focus,
+    "next_log": RunViewer.next_log,
+    "logs_bottom": RunViewer.logs_bottom,
+    "more_details": RunViewer.more_details,
+    "reconnect": RunViewer.reconnect,
+    "save_dialog": RunViewer.save_dialog,
+    "save_patch": RunViewer.save_patch,
+    "detach": RunViewer.detach,
+}
+"""The run viewer's actions by name (the names of the ``viewer`` context of ``tui/keys.py``)."""

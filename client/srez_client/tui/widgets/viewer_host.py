@@ -15,6 +15,7 @@ import urwid
 
 from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
+from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
@@ -99,8 +100,9 @@ class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
         return super().render(size, focus)
 
     def keypress(self, size: Size, key: str) -> str | None:
-        if key in ("ctrl n", "ctrl p") and self.viewers:
-            self.select(self.current + (1 if key == "ctrl n" else -1))
+        action = context_action("viewer", key)
+        if action in ("next_run", "prev_run") and self.viewers:
+            self.select(self.current + (1 if action == "next_run" else -1))
             return None
         result: str | None = super().keypress(size, key)
         return result

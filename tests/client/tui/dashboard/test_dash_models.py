@@ -10,11 +10,12 @@ from dash_kit import checkpoint, graded_folder, make_run, record
 
 from srez_client.managed.ledger import BudgetLedger, today
 from srez_client.managed.models import RunnerState
-from srez_client.tui.dashboard.dashboard_model import DASHBOARD_KEYS, DashboardModel
+from srez_client.tui.dashboard.dashboard_model import DashboardModel
 from srez_client.tui.dashboard.form_model import create_request, parse_tasks, parse_usd
 from srez_client.tui.dashboard.managed_source import ManagedApiSource
 from srez_client.tui.dashboard.monitor_model import Evidence, MonitorData, MonitorModel
 from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.keys import context_keys
 
 LLM = "llm-openai__gpt-4o"
 
@@ -101,7 +102,12 @@ def test_dashboard_actions_need_the_right_line(source: ManagedApiSource) -> None
     model.press("down")
     action = model.press("r")
     assert action is not None and (action.name, action.target) == ("run_target", "scripted")
-    assert set(DASHBOARD_KEYS.values()) >= {"create", "delete_run", "export_queue", "summarize"}
+    assert set(context_keys("dashboard").values()) >= {
+        "create",
+        "delete_run",
+        "export_queue",
+        "summarize",
+    }
 
 
 def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) -> None:

@@ -12,7 +12,8 @@ import pytest
 from srez_client.models_catalog import parse_catalog
 from srez_client.tui.dashboard import commands
 from srez_client.tui.dashboard.commands import CommandError, parse_command
-from srez_client.tui.dashboard.picker_model import PICKER_KEYS, PickerModel
+from srez_client.tui.dashboard.picker_model import PickerModel
+from srez_client.tui.keys import context_keys
 
 CATALOG = """
 | slug | provider | default | note |
@@ -280,5 +281,5 @@ def test_parse_command_merges_and_sorts_rows() -> None:
 
 def test_picker_keys_are_all_bound_to_actions() -> None:
     model = picker()
-    for action in PICKER_KEYS.values():
+    for action in context_keys("picker").values():
         assert callable(getattr(model, f"_do_{action}"))
