@@ -62,7 +62,7 @@ from inputs import (  # noqa: E402
     project_metadata,
     source_files,
 )
-from leaks import LeakReport, leak_check  # noqa: E402
+from leaks import LeakReport, leak_check, run_to_end  # noqa: E402
 
 # Every module of the daemon and the simulator must import in the image: a module the daemon
 # loads late (the run's runtime, after /api/health already answers) would otherwise fail only
@@ -98,15 +98,7 @@ def run_python(
         network_disabled=True,
         labels={"srez.image-check": "1", **(labels or {})},
     )
-    try:
-        container.start()
-        status = container.wait(timeout=timeout_s)
-        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-        err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-    finally:
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-    return int(status.get("StatusCode", -1)), out, err
+    return run_to_end(container, timeout_s)
 
 
 def import_check(client: Any, image: str) -> list[str]:
@@ -268,6 +260,15 @@ class ImageResult:
     seconds: float
     size_mb: float
     report: LeakReport | None
+    """None when the tagged image was up to date (nothing built, nothing checked)."""
+
+    @classmethod
+    def of(
+        cls, tag: str, image: Any, base: str, started: float, report: LeakReport | None
+    ) -> ImageResult:
+        seconds = time.monotonic() - started
+        size_mb = image.attrs.get("Size", 0) / 1e6
+        return cls(tag, report is not None, base, seconds, size_mb, report)
 
 
 def ensure_image(client: Any | None = None, *, force: bool = False) -> ImageResult:
@@ -291,14 +292,7 @@ def ensure_image(client: Any | None = None, *, force: bool = False) -> ImageResu
             if base_id is not None and have == content_hash(files, pins, base_id):
                 # no network on this path; and a tagged image has passed its checks (a failing
                 # one never gets the tag)
-                return ImageResult(
-                    tag,
-                    built=False,
-                    base=ref,
-                    seconds=time.monotonic() - started,
-                    size_mb=existing.attrs.get("Size", 0) / 1e6,
-                    report=None,
-                )
+                return ImageResult.of(tag, existing, ref, started, report=None)
     base, base_id = choose_base(client)
     digest = content_hash(files, pins, base_id)
     # One label: the engine adds a build step per label, each a container commit (~2 s here).
@@ -336,14 +330,7 @@ def ensure_image(client: Any | None = None, *, force: bool = False) -> ImageResu
     if existing is not None and existing.id != image.id:
         with contextlib.suppress(Exception):
             client.images.remove(existing.id)  # the previous build, now untagged
-    return ImageResult(
-        tag,
-        built=True,
-        base=base,
-        seconds=time.monotonic() - started,
-        size_mb=image.attrs.get("Size", 0) / 1e6,
-        report=report,
-    )
+    return ImageResult.of(tag, image, base, started, report=report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -297,6 +297,26 @@ def _send_stdin(sock: Any, payload: bytes) -> None:
         raw.close()
 
 
+def run_to_end(
+    container: Any, timeout_s: float, stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    """Starts a created ``container`` (writing ``stdin`` to its attached input first, if given),
+    waits for it and removes it: (exit code, stdout, stderr)."""
+    try:
+        # attached before the start, as `docker run -i` does, so no input is lost
+        sock = None if stdin is None else container.attach_socket(params={"stdin": 1, "stream": 1})
+        container.start()
+        if sock is not None and stdin is not None:
+            _send_stdin(sock, stdin)
+        status = container.wait(timeout=timeout_s)
+        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
+        err = container.logs(stdout=False, stderr=True).decode(errors="replace")
+    finally:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+    return int(status.get("StatusCode", -1)), out, err
+
+
 def leak_check(
     client: Any,
     image: str,
@@ -319,24 +339,11 @@ def leak_check(
         network_disabled=True,
         labels={"srez.leak-check": "1", **(labels or {})},
     )
-    container = client.containers.get(created["Id"])
-    try:
-        payload = json.dumps(
-            {"markers": markers, "task_files": task_files, "package": "srez_env"}
-        ).encode()
-        # attached before the start, as `docker run -i` does, so no input is lost
-        sock = container.attach_socket(params={"stdin": 1, "stream": 1})
-        container.start()
-        _send_stdin(sock, payload)
-        status = container.wait(timeout=timeout_s)
-        out = container.logs(stdout=True, stderr=False).decode(errors="replace")
-        err = container.logs(stdout=False, stderr=True).decode(errors="replace")
-    finally:
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-    if status.get("StatusCode") != 0 or not out.strip():
+    payload = json.dumps({"markers": markers, "task_files": task_files, "package": "srez_env"})
+    code, out, err = run_to_end(client.containers.get(created["Id"]), timeout_s, payload.encode())
+    if code != 0 or not out.strip():
         last = (err.strip().splitlines() or ["no output"])[-1]
-        report.problems.append(f"the walk did not finish (exit {status.get('StatusCode')}): {last}")
+        report.problems.append(f"the walk did not finish (exit {code}): {last}")
         return report
     data = json.loads(out.strip().splitlines()[-1])
     report.files, report.bytes = data["files"], data["bytes"]
