@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from srez_client.backends.base import BackendSettings, LaunchSpec, get_backend
+from srez_client.backends.base import BackendSettings, LaunchSpec
+from srez_client.backends.registry import get_backend
 from srez_client.managed.api import create_managed
 from srez_client.managed.models import Checkpoint, TaskRecord, make_target
 from srez_client.managed.runner import run_managed

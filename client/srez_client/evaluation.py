@@ -24,7 +24,8 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
-from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, RunHandle, get_backend
+from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, RunHandle
+from srez_client.backends.registry import get_backend
 from srez_client.errors import ClientError
 from srez_client.mirror.fs import read_small_file
 from srez_client.runs import run_to_results, scratch_dir

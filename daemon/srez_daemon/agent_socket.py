@@ -17,7 +17,8 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from srez_daemon.http import ApiError, error_response, http_error_response, json_response
-from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
+from srez_daemon.protocol.agent import SUBMIT_TOOL
+from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, submit_args
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +53,10 @@ def create_agent_app(port: AgentPort) -> web.Application:
     async def submit(request: web.Request) -> web.Response:
         body = await _json_object(request)
         try:
-            req = SubmitRequest.model_validate(body)
+            args = submit_args(body)
         except ValidationError as e:
             raise ApiError(code="bad_request", message=_first_error(e)) from e
-        obs = await port.agent_call("submit", {"summary": req.summary})
+        obs = await port.agent_call(SUBMIT_TOOL, args)
         return json_response(StepObservation.model_validate(obs))
 
     async def dialog(request: web.Request) -> web.Response:

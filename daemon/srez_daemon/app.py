@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
-from srez_daemon.aio import spawn
 from srez_daemon.auth import load_token, make_auth_middleware
 from srez_daemon.errors import RunSetupError
 from srez_daemon.http import ApiError, error_response, http_error_response, method_not_allowed
-from srez_daemon.probe import srez_version, terminal_available
+from srez_daemon.probe import terminal_available
+from srez_daemon.record.aio import spawn
 from srez_daemon.settings import DaemonSettings
-from srez_daemon.wire_version import PROTOCOL_VERSION
+from srez_daemon.wire_version import PROTOCOL_VERSION, srez_version
 
 if TYPE_CHECKING:
     from srez_daemon.runtime import Runtime

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from backend_contract import NOT_APPLICABLE, run_contract, spec_for
 
-from srez_client.backends.base import Backend, BackendSettings, LaunchSpec, get_backend
+from srez_client.backends.base import Backend, BackendSettings, LaunchSpec
 from srez_client.backends.local.backend import LocalBackend, passed_environment
+from srez_client.backends.registry import get_backend
 from srez_client.errors import BackendError, NoDaemonError, RunNotFoundError, UsageError
 from srez_client.runs import run_to_results
 from srez_env.errors import EnvError

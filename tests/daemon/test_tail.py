@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from srez_daemon.aio import spawn
 from srez_daemon.protocol import MAX_LINE_BYTES, ErrorEntry, Thinking, encode_entry, parse_line
 from srez_daemon.protocol.api import DialogFrame
+from srez_daemon.record.aio import spawn
 from srez_daemon.tail import DialogTail, Watcher
 
 TS = "2025-01-01T00:00:00.000Z"

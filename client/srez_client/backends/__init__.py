@@ -14,10 +14,10 @@ from srez_client.backends.base import (
     LaunchSpec,
     RunHandle,
     RunStatus,
-    get_backend,
 )
 from srez_client.backends.inline.backend import InlineBackend
-from srez_client.backends.inline.recorder import InlineRun, run_inline
+from srez_client.backends.inline.host import InlineRun, run_inline
+from srez_client.backends.registry import get_backend
 
 AVAILABLE_BACKENDS = BACKEND_NAMES
 """Backends the command line accepts."""

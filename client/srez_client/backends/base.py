@@ -32,7 +32,7 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from srez_client.errors import RunNotFoundError, UsageError
+from srez_client.errors import RunNotFoundError
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -53,7 +53,7 @@ LABEL_KEYS: Final = (
 BACKEND_NAMES: Final = ("inline", "local", "docker")
 AGENT_ENV_KEY: Final = re.compile(r"^SREZ_LLM_[A-Z0-9_]+$")
 """Names :attr:`LaunchSpec.agent_env` accepts."""
-"""Backends :func:`get_backend` knows."""
+"""Backends :func:`~srez_client.backends.registry.get_backend` knows."""
 
 
 class LaunchSpec(BaseModel):
@@ -287,33 +287,6 @@ class Backend(ABC):
             FileExistsError: If ``dest`` exists.
             RunNotFoundError: If the run's folder is gone.
         """
-
-
-def get_backend(name: str, settings: BackendSettings) -> Backend:
-    """The backend called ``name``, imported only when asked for.
-
-    Raises:
-        UsageError: If there is no such backend.
-    """
-    if name == "inline":
-        from srez_client.backends.inline.backend import InlineBackend
-
-        return InlineBackend(settings.state_dir)
-    if name == "local":
-        from srez_client.backends.local.backend import LocalBackend
-
-        return LocalBackend(settings.state_dir, any_owner=settings.any_owner)
-    if name == "docker":
-        from srez_client.backends.docker.backend import DockerBackend
-
-        return DockerBackend(
-            settings.state_dir,
-            image=settings.docker_image,
-            any_owner=settings.any_owner,
-            extra_labels=dict(settings.docker_labels),
-        )
-    msg = f"backend {name!r} is not available (available: {', '.join(BACKEND_NAMES)})"
-    raise UsageError(msg)
 
 
 def not_found(backend: str, run_id: str) -> RunNotFoundError:

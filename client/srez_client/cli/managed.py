@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from srez_client.backends.base import BACKEND_NAMES, BackendSettings, get_backend
+from srez_client.backends.base import BACKEND_NAMES, BackendSettings
+from srez_client.backends.registry import get_backend
 from srez_client.errors import UsageError
 from srez_client.managed import api
 from srez_client.managed.models import BASELINES

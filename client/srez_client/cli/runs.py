@@ -20,8 +20,8 @@ from typing import Any
 
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.backends.base import BACKEND_NAMES, Backend, BackendSettings, LaunchSpec, RunHandle
-from srez_client.backends.base import get_backend as make_backend
 from srez_client.backends.local.recover import is_mirrored, mirror_owned_stopped, results_folder
+from srez_client.backends.registry import get_backend as make_backend
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.daemon_client.follow import attach_plain
 from srez_client.daemon_client.terminal import pty_session

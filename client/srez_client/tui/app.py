@@ -34,7 +34,7 @@ from srez_client.tui.source_results import FinishedRunSource
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.palette import PALETTE
 from srez_client.tui.widgets.viewer_host import ViewerHost
-from srez_daemon.aio import spawn as aio_spawn
+from srez_daemon.record.aio import spawn as aio_spawn
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,8 @@ def default_backends(environ: dict[str, str] | None = None) -> list[Backend]:
     """The backends the TUI looks for live runs on: ``$SREZ_TUI_BACKENDS`` (comma list, default
     ``local``; ``local,docker`` adds containers: not by default, since listing them asks a
     Docker engine that may not be there)."""
-    from srez_client.backends.base import BackendSettings, get_backend
+    from srez_client.backends.base import BackendSettings
+    from srez_client.backends.registry import get_backend
 
     env = dict(os.environ if environ is None else environ)
     names = [n.strip() for n in env.get("SREZ_TUI_BACKENDS", "local").split(",") if n.strip()]

@@ -33,6 +33,7 @@ from srez_daemon.protocol.dialog import (
     parse_line,
 )
 from srez_daemon.protocol.files import RUN_FILES_SCHEMA_VERSION, RunManifest, RunSummary
+from srez_daemon.wire_version import srez_version
 
 __all__ = [
     "DIALOG_ADAPTER",
@@ -64,4 +65,5 @@ __all__ = [
     "encode_entry",
     "iter_dialog",
     "parse_line",
+    "srez_version",
 ]

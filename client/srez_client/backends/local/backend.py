@@ -19,7 +19,7 @@ The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Pytho
 and the ``SREZ_*`` settings of the run; never the token (a file). A run with a model (an LLM
 agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this environment, the
 variables the daemon forwards to a model-calling agent (provider keys and endpoints, ``SREZ_LLM_*``:
-:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
 
 Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
 token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
@@ -62,7 +62,6 @@ from srez_client.backends.base import (
     poll_until_finished,
     read_token,
 )
-from srez_client.backends.inline.recorder import srez_version
 from srez_client.backends.local.files import (
     LocalRecord,
     agent_socket_path,
@@ -97,9 +96,9 @@ from srez_client.backends.state import (
 )
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
-from srez_daemon.protocol import RunManifest
-from srez_daemon.storage import atomic_write_json, utc_timestamp
-from srez_daemon.supervisor import model_variables
+from srez_daemon.protocol import RunManifest, srez_version
+from srez_daemon.protocol.agent import model_variables
+from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.tasks import load_tasks
 
