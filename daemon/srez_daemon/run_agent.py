@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from srez_daemon.agent_clock import AgentClock
@@ -67,17 +67,19 @@ class AgentRequests(AgentPort):
     def _update(self, **changes: Any) -> None:
         raise NotImplementedError
 
-    async def end_agent_phase(
+    end_agent_phase: Callable[..., Coroutine[Any, Any, None]]
+    """Kills the agent, then seals, grades and finishes the run (the controller's)."""
+
+    def _end_soon(
         self,
         reason: str,
         outcome: Outcome,
         error: str | None = None,
-        *,
-        stopped: bool = False,
         error_kind: ErrorKind | None = None,
-        claimed_error_kind: ErrorKind | None = None,
     ) -> None:
-        raise NotImplementedError
+        """Ends the agent phase in a task of its own (the request that asked is answered first)."""
+        end = self.end_agent_phase(reason, outcome, error, error_kind=error_kind)
+        spawn(end, name="end-agent-phase")
 
     def agent_task(self) -> AgentTask:
         episode = self._episode()
@@ -111,7 +113,7 @@ class AgentRequests(AgentPort):
             await asyncio.to_thread(self._update, steps_used=episode.steps_used)
             if episode.done:
                 reason = episode.end_reason or "submit"
-                spawn(self.end_agent_phase(reason, "completed"), name="end-agent-phase")
+                self._end_soon(reason, "completed")
             return outcome.observation
 
     async def agent_note(self, note: AgentNote) -> None:
@@ -149,10 +151,7 @@ class AgentRequests(AgentPort):
         if self._storage_error is None:
             self._storage_error = f"the run's files could not be written: {error}"
             logger.error("%s; ending the run", self._storage_error)
-            spawn(
-                self.end_agent_phase("error", "failed", self._storage_error, error_kind="harness"),
-                name="end-agent-phase",
-            )
+            self._end_soon("error", "failed", self._storage_error, error_kind="harness")
         return ApiError(
             code="storage_failed",
             message=f"{self._storage_error}; the run ends as a harness error",
