@@ -48,13 +48,7 @@ from srez_daemon.agent_clock import AgentClock, time_left
 from srez_daemon.agent_socket import create_agent_app
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
 from srez_daemon.errors import RecordError, RunSetupError
-from srez_daemon.protocol.api import (
-    EndReason,
-    GradeFrame,
-    Phase,
-    PhaseFrame,
-    RunState,
-)
+from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
 from srez_daemon.record.aio import spawn
 from srez_daemon.record.episode import Episode, ErrorKind, ForcedReason, Outcome, run_summary
 from srez_daemon.record.folder import NoteLimits
