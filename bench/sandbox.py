@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from srez_daemon.sandbox import Sandbox, build_sandbox, find_bwrap
+from srez_daemon.protocol.sandbox import find_bwrap
+from srez_daemon.sandbox import Sandbox, build_sandbox
 from srez_daemon.supervisor import AgentProcess
 
 ROUNDS: Final = 15

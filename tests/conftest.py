@@ -51,7 +51,7 @@ def _tmux_problem() -> str | None:
 @functools.cache
 def _bwrap_problem() -> str | None:
     from srez_client.backends.local.sandbox import bwrap_problem
-    from srez_daemon.sandbox import find_bwrap
+    from srez_daemon.protocol.sandbox import find_bwrap
 
     found = find_bwrap(os.environ)
     return "bubblewrap is not installed" if found is None else bwrap_problem(found)

@@ -1,5 +1,7 @@
 """The dependency direction srez_env <- srez_daemon <- srez_client (DESIGN §3), checked on the
-imports of every module, and the benchmark's ban on wall clocks and global randomness."""
+imports of every module: what each package may import, that the recorder stays free of the server,
+that no package has an import circle; and the benchmark's ban on wall clocks and global
+randomness."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ FORBIDDEN = {
     },
     "srez_daemon": {"docker", "urwid", "srez_client"},
 }
-PACKAGES = {"srez_env": ROOT / "env" / "srez_env", "srez_daemon": ROOT / "daemon" / "srez_daemon"}
+PACKAGES = {
+    "srez_env": ROOT / "env" / "srez_env",
+    "srez_daemon": ROOT / "daemon" / "srez_daemon",
+    "srez_client": ROOT / "client" / "srez_client",
+}
+CLIENT_MAY_USE_OF_THE_DAEMON = frozenset({"protocol", "record"})
+"""The wire contract and the recorder: the client never imports the daemon's server."""
+ONLY_UNDER = {"urwid": "tui", "docker": "backends/docker"}
+"""Libraries the client imports in one folder alone (its other commands must not need them)."""
 
 
 def _imports(path: Path) -> set[str]:
@@ -105,3 +115,154 @@ def test_the_agent_process_imports_only_the_protocol_from_the_daemon() -> None:
         if _daemon_modules_imported(path) - {"protocol", "agent"}
     }
     assert offenders == {}
+
+
+# ---------------------------------------------------------------------- the client's imports
+
+
+def test_the_client_imports_only_the_protocol_and_the_recorder_of_the_daemon() -> None:
+    # The daemon's server (routes, the run controller, the stream hub) stays in the daemon: the
+    # client shares the wire contract and the recorder with it, nothing else.
+    client = PACKAGES["srez_client"]
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(found)
+        for path in client.rglob("*.py")
+        if (found := _daemon_modules_imported(path) - CLIENT_MAY_USE_OF_THE_DAEMON)
+    }
+    assert offenders == {}
+
+
+@pytest.mark.parametrize("library", sorted(ONLY_UNDER))
+def test_the_client_imports_a_heavy_library_in_its_own_folder_only(library: str) -> None:
+    client = PACKAGES["srez_client"]
+    home = client / ONLY_UNDER[library]
+    offenders = sorted(
+        str(path.relative_to(ROOT))
+        for path in client.rglob("*.py")
+        if library in _imports(path) and home not in path.parents
+    )
+    assert offenders == []
+
+
+# ---------------------------------------------------------------------- the module graph
+
+
+def _module_name(package: str, path: Path) -> str:
+    parts = list(path.relative_to(PACKAGES[package].parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every name a module imports, at any depth (function-level imports count), but not in an
+    ``if TYPE_CHECKING:`` block: ``from a.b import c`` gives ``a.b.c`` (module ``a.b.c`` if there
+    is one, else whatever ``a.b`` defines)."""
+    names: set[str] = set()
+    here = module.split(".") if is_package else module.split(".")[:-1]
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for other in child.orelse:
+                    visit_one(other)
+                continue
+            visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            names.update(f"{source}.{alias.name}" for alias in node.names)
+        visit(node)
+
+    visit(tree)
+    return names
+
+
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (the longest module a name names)."""
+    paths = {_module_name(package, p): p for p in PACKAGES[package].rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = set()
+        for name in _imported_names(tree, module, path.name == "__init__.py"):
+            parts = name.split(".")
+            while parts and ".".join(parts) not in paths:
+                parts.pop()
+            if parts and ".".join(parts) != module:
+                targets.add(".".join(parts))
+        graph[module] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_package_has_an_import_circle(package: str) -> None:
+    assert _cycles(_module_graph(package)) == []
+
+
+def test_the_recorder_never_reaches_the_server() -> None:
+    # The inline backend and the client's background tasks host the recorder: importing it must
+    # not pull in aiohttp, directly or through another daemon module it imports.
+    graph = _module_graph("srez_daemon")
+    reached: set[str] = set()
+    todo = [m for m in graph if m == "srez_daemon.record" or m.startswith("srez_daemon.record.")]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph[module])
+    root = PACKAGES["srez_daemon"].parent
+    offenders = sorted(
+        module for module in reached if "aiohttp" in _imports(_module_path(root, module))
+    )
+    assert offenders == []
+    assert "srez_daemon.record.episode" in reached
+
+
+def _module_path(root: Path, module: str) -> Path:
+    base = root.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")

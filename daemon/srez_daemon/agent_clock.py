@@ -1,7 +1,7 @@
 """The agent's clock: wall time in the agent phase minus the provider waits the harness excludes.
 
 Pure logic (no I/O, no clock of its own: every method takes ``now``, a monotonic reading), used
-by the run controller (:mod:`srez_daemon.run`) for the time limit.
+by the run controller (:mod:`srez_daemon.run`) for the time limit (:func:`time_left`).
 
 A ``provider_error`` note says the agent is about to wait ``retry_in_s`` seconds for its model
 provider (a backoff or a cooldown). That claim is believed only so far:
@@ -85,3 +85,24 @@ def _claim(value: object, note_cap_s: float) -> float:
     if math.isnan(number) or number <= 0:
         return 0.0
     return min(number, note_cap_s)
+
+
+def time_left(
+    elapsed_s: float, excluded_s: float, limit_s: float | None, wall_s: float | None
+) -> tuple[float, str | None]:
+    """Seconds the agent phase has left, and why it must end now (None while time is left).
+
+    Args:
+        elapsed_s: Wall time since the agent phase started.
+        excluded_s: Provider waits excluded from the time limit so far.
+        limit_s: The agent's time limit (provider waits excluded), or None.
+        wall_s: The hard wall-clock cap (nothing excluded), or None; one of the two is set.
+    """
+    left = [] if wall_s is None else [wall_s - elapsed_s]
+    if limit_s is not None:
+        left.append(limit_s - (elapsed_s - excluded_s))
+    if min(left) > 0:
+        return min(left), None
+    if limit_s is not None and left[-1] <= 0:
+        return 0.0, f"the agent reached its {limit_s:g} s limit"
+    return 0.0, f"the agent phase reached its hard wall-clock cap of {wall_s:g} s"

@@ -15,7 +15,8 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from srez_daemon.http import MAX_BODY, ApiError, errors_middleware, json_response
-from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, SubmitRequest
+from srez_daemon.protocol.agent import SUBMIT_TOOL
+from srez_daemon.protocol.api import AgentNote, AgentTask, StepObservation, submit_args
 
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -46,8 +47,12 @@ def create_agent_app(port: AgentPort) -> web.Application:
         return json_response(StepObservation.model_validate(obs))
 
     async def submit(request: web.Request) -> web.Response:
-        req = await _body(request, SubmitRequest)
-        obs = await port.agent_call("submit", {"summary": req.summary})
+        body = await _json_object(request)
+        try:
+            args = submit_args(body)
+        except ValidationError as e:
+            raise ApiError(code="bad_request", message=_first_error(e)) from e
+        obs = await port.agent_call(SUBMIT_TOOL, args)
         return json_response(StepObservation.model_validate(obs))
 
     async def dialog(request: web.Request) -> web.Response:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from srez_daemon.episode import ErrorKind
 from srez_daemon.protocol.agent import EXIT_CONFIG, EXIT_PROVIDER
+from srez_daemon.record.episode import ErrorKind
 from srez_env.agents.llm import LLM_SPECS
 
 
@@ -82,3 +82,23 @@ def provider_waits_attested(*, builtin_agent: bool, agent_spec: str) -> bool:
         agent_spec: The run's agent spec (``run.json``'s ``agent_spec``).
     """
     return builtin_agent and agent_spec in LLM_SPECS
+
+
+def exit_error(code: int, judgement: ExitJudgement, provider_error: str) -> str | None:
+    """What ``summary.json`` says of an agent that exited with ``code`` (None for 0):
+    ``provider_error`` is the message of the agent's last ``provider_error`` note, if any."""
+    if code == 0:
+        return None
+    if judgement.error_kind == "provider":
+        return f"the model provider failed: {provider_error or 'no detail'}"
+    if judgement.error_kind == "harness":
+        return f"the agent refused its configuration (exit {code}; see logs/agent.log)"
+    if judgement.claimed is not None:
+        detail = provider_error if judgement.claimed == "provider" else ""
+        return (
+            f"the agent exited with code {code}, claiming a {judgement.claimed} failure"
+            + (f" ({detail})" if detail else "")
+            + "; the claim is not attested (only the built-in agents' are), so it counts"
+            " as the agent's failure"
+        )
+    return f"the agent exited with code {code}"

@@ -22,8 +22,8 @@ from pathlib import Path
 import orjson
 
 from srez_daemon.errors import RunSetupError
-from srez_daemon.probe import srez_version
-from srez_daemon.storage import atomic_write_bytes, utc_timestamp
+from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
+from srez_daemon.wire_version import srez_version
 
 AGENTS = ("scripted", "heuristic", "random", "llm", "llm-json")
 

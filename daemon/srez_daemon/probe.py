@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from importlib import metadata
 
 
 def terminal_available() -> bool:
@@ -15,11 +14,3 @@ def terminal_available() -> bool:
     os.close(leader)
     os.close(follower)
     return True
-
-
-def srez_version() -> str:
-    """The installed ``srez`` distribution's version."""
-    try:
-        return metadata.version("srez")
-    except metadata.PackageNotFoundError:
-        return "0"

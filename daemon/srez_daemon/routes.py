@@ -1,17 +1,15 @@
 """The handlers of the run's public read routes: run, diff, files, reference, similarity, grade,
 logs (their wire side is in :mod:`srez_daemon.protocol.routes`).
 
-The diff and the changed files are computed from the live ``world/<service>/<service>.conf`` files
-against the configs at the incident's start. The reference patch and the similarity are refused
+The diff and the changed files are the episode's, computed from the config texts in memory against
+those at the incident's start (:mod:`srez_daemon.record.world`), like the stream's diff frames and
+``final.patch``. The reference patch and the similarity are refused
 while the agent phase runs: the reference is written only after the agent's processes are gone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
-import re
-from collections import Counter
 from pathlib import Path
 from typing import Final
 
@@ -23,7 +21,6 @@ from srez_daemon.protocol.api import (
     FileChange,
     FilesResponse,
     RunInfo,
-    Similarity,
     TaskSummary,
 )
 from srez_daemon.protocol.routes import (
@@ -39,9 +36,8 @@ from srez_daemon.protocol.routes import (
     RUN,
     SIMILARITY,
 )
+from srez_daemon.record.world import similarity
 from srez_daemon.run import RunController
-from srez_env.grade import unified_diff_texts
-from srez_env.world import topology as topo
 
 FOLLOW_POLL_S: Final = 0.2
 
@@ -157,27 +153,13 @@ class PublicRoutes:
                 message=f"{what} is served only once the agent phase is over (phase {self.run.phase})",
             )
 
-    def disk_world(self) -> dict[str, str]:
-        """The config files as they are on disk now (a person in the pty may read them)."""
-        out = {}
-        for s in topo.SERVICES:
-            try:
-                out[s] = self.run.paths.conf(s).read_text(encoding="utf-8")
-            except OSError:
-                out[s] = ""
-        return out
-
     def live_diff(self) -> str:
         episode = self.run.episode
-        if episode is None:
-            return ""
-        return unified_diff_texts(episode.initial_world, self.disk_world())
+        return episode.world.diff if episode is not None else ""
 
     def changed_files(self) -> list[FileChange]:
         episode = self.run.episode
-        if episode is None:
-            return []
-        return file_changes(episode.initial_world, self.disk_world())
+        return list(episode.world.files) if episode is not None else []
 
 
 def _read_from(path: Path, offset: int, limit: int = 1 << 16) -> bytes:
@@ -187,48 +169,3 @@ def _read_from(path: Path, offset: int, limit: int = 1 << 16) -> bytes:
             return f.read(limit)
     except OSError:
         return b""
-
-
-def file_changes(initial: dict[str, str], current: dict[str, str]) -> list[FileChange]:
-    """Changed files with added and removed line counts (status M; A/D when a file appears or
-    disappears)."""
-    out = []
-    for s in topo.SERVICES:
-        a, b = initial.get(s, ""), current.get(s, "")
-        if a == b:
-            continue
-        added = removed = 0
-        for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0):
-            if line.startswith("+") and not line.startswith("+++"):
-                added += 1
-            elif line.startswith("-") and not line.startswith("---"):
-                removed += 1
-        status = "A" if not a else "D" if not b else "M"
-        out.append(FileChange(path=f"{s}/{s}.conf", status=status, added=added, removed=removed))
-    return out
-
-
-_SPACE = re.compile(r"\s+")
-
-
-def _changed_lines(patch: str) -> Counter[str]:
-    lines: Counter[str] = Counter()
-    for line in patch.splitlines():
-        if line.startswith(("+++", "---")) or not line.startswith(("+", "-")):
-            continue
-        lines[line[0] + _SPACE.sub(" ", line[1:].strip())] += 1
-    return lines
-
-
-def similarity(agent_patch: str, reference_patch: str) -> Similarity:
-    """Share of changed lines the two diffs have in common (multiset Jaccard, whitespace-
-    normalised); 1.0 when both change nothing."""
-    a, b = _changed_lines(agent_patch), _changed_lines(reference_patch)
-    common = sum((a & b).values())
-    union = sum((a | b).values())
-    return Similarity(
-        similarity=round(common / union, 6) if union else 1.0,
-        agent_lines=sum(a.values()),
-        reference_lines=sum(b.values()),
-        common_lines=common,
-    )

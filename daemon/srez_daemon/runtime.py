@@ -13,12 +13,10 @@ import asyncio
 import orjson
 from aiohttp import web
 
-from srez_daemon.aio import spawn
 from srez_daemon.http import JSON, Handler
 from srez_daemon.openapi import openapi_document
-from srez_daemon.probe import srez_version
 from srez_daemon.protocol import routes
-from srez_daemon.protocol.api import FileChange
+from srez_daemon.record.aio import spawn
 from srez_daemon.routes import PublicRoutes
 from srez_daemon.run import RunController
 from srez_daemon.services.exec import ExecService
@@ -27,6 +25,7 @@ from srez_daemon.services.pty import PtyService
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.stream import StreamHub
 from srez_daemon.tail import DialogTail
+from srez_daemon.wire_version import srez_version
 
 
 class Runtime:
@@ -35,9 +34,7 @@ class Runtime:
     def __init__(self, settings: DaemonSettings, environ: dict[str, str] | None) -> None:
         self.tail = DialogTail(settings.paths.dialog)
         self.hub = StreamHub(self.tail, heartbeat_s=settings.heartbeat_s)
-        self.run = RunController(
-            settings, publish=self.hub.publish, environ=environ, files_of=self._files
-        )
+        self.run = RunController(settings, publish=self.hub.publish, environ=environ)
         self.public = PublicRoutes(self.run)
         limiter = SessionLimiter(settings.max_sessions)
         self.exec = ExecService(settings, limiter)
@@ -57,9 +54,6 @@ class Runtime:
         }
         """Route name -> handler, for every route of the table but those the host serves early."""
         self._starting: asyncio.Task[None] | None = None
-
-    def _files(self) -> list[FileChange]:
-        return self.public.changed_files()
 
     async def start(self) -> None:
         """Creates the run folder's files, follows the dialog and starts the run."""

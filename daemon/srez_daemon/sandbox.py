@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from srez_daemon.protocol.sandbox import namespace_options
+
 SOCKET: Final = Path("/run/srez/agent.sock")
 """Where the agent socket is inside the sandbox."""
 SCRATCH: Final = Path("/tmp")  # noqa: S108 - a private tmpfs inside the sandbox
@@ -72,29 +74,6 @@ ETC_ENTRIES: Final = (
 )
 """What the agent sees of ``/etc``: name resolution, TLS certificates, the loader, user names
 (and ``/etc/python3*``, a system Python's own configuration)."""
-NAMESPACE_OPTIONS: Final = (
-    "--unshare-all",
-    "--unshare-user",
-    "--disable-userns",
-    "--cap-drop",
-    "ALL",
-    "--die-with-parent",
-    "--new-session",
-)
-"""New user, mount, PID, IPC, UTS, cgroup and network namespaces; no capabilities; no nested user
-namespace (so no way to unlock the mounts that hide things); killed with its parent; a session of
-its own (no ``TIOCSTI`` into a terminal)."""
-
-
-def namespace_options(*, network: bool) -> list[str]:
-    """bwrap's namespace options; ``network`` keeps the host's network (``--share-net``)."""
-    return [*NAMESPACE_OPTIONS, *(["--share-net"] if network else [])]
-
-
-def find_bwrap(environ: Mapping[str, str]) -> Path | None:
-    """``bwrap`` on the ``PATH`` of ``environ``, or None."""
-    found = shutil.which("bwrap", path=environ.get("PATH") or os.defpath)
-    return Path(found) if found else None
 
 
 def _within(path: Path, folder: Path) -> bool:

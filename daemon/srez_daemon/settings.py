@@ -1,4 +1,4 @@
-"""The daemon's settings, built once from the environment, and the run folder's layout.
+"""The daemon's settings, built once from the environment.
 
 Environment (DESIGN.md §4-§7):
 
@@ -54,79 +54,18 @@ from pathlib import Path
 from typing import Final, Self
 
 from srez_daemon.errors import SettingsError
-from srez_daemon.sandbox import find_bwrap
+from srez_daemon.record.folder import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUNT, RunPaths
 
 DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
 MAX_SOCKET_PATH: Final = 107  # sun_path holds 108 bytes with the terminating NUL
 DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
-NOTES_MAX_BYTES: Final = 64 << 20
-NOTES_MAX_COUNT: Final = 10_000
-NOTE_MAX_BYTES: Final = 1 << 20  # protocol.dialog.MAX_LINE_BYTES: a longer line is unreadable
 PROVIDER_WAIT_CAP_S: Final = 120.0
 """The most one ``provider_error`` note can exclude from the agent's time (default)."""
 PROVIDER_WAIT_RUN_CAP_S: Final = 600.0
 """The most a whole run's provider waits can exclude from the agent's time (default)."""
 WALL_CAP_LIMITS: Final = 3.0
 """The default hard wall cap is this many time limits plus the per-run wait cap."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunPaths:
-    """Where each file of a run lives inside its run folder (DESIGN.md §7)."""
-
-    root: Path
-
-    @property
-    def run_json(self) -> Path:
-        return self.root / "run.json"
-
-    @property
-    def state_json(self) -> Path:
-        return self.root / "state.json"
-
-    @property
-    def archive(self) -> Path:
-        return self.root / "archive"
-
-    @property
-    def dialog(self) -> Path:
-        return self.archive / "dialog.jsonl"
-
-    @property
-    def transcript(self) -> Path:
-        return self.archive / "transcript.jsonl"
-
-    @property
-    def world(self) -> Path:
-        return self.root / "world"
-
-    def conf(self, service: str) -> Path:
-        return self.world / service / f"{service}.conf"
-
-    @property
-    def final_patch(self) -> Path:
-        return self.root / "final.patch"
-
-    @property
-    def reference_patch(self) -> Path:
-        return self.root / "reference.patch"
-
-    @property
-    def result_json(self) -> Path:
-        return self.root / "result.json"
-
-    @property
-    def summary_json(self) -> Path:
-        return self.root / "summary.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    def log(self, name: str) -> Path:
-        """``logs/<name>.log`` for name in agent, evaluator, daemon."""
-        return self.logs / f"{name}.log"
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +225,12 @@ def _bwrap(environ: Mapping[str, str]) -> Path | None:
         msg = f"SREZ_SANDBOX={mode!r} must be bubblewrap or none"
         raise SettingsError(msg)
     named = environ.get("SREZ_BWRAP", "").strip()
-    found = Path(named) if named else find_bwrap(environ)
+    if named:
+        found: Path | None = Path(named)
+    else:  # imported only here: the protocol's models would delay the daemon's first answer
+        from srez_daemon.protocol.sandbox import find_bwrap
+
+        found = find_bwrap(environ)
     if found is None or not found.is_absolute() or not os.access(found, os.X_OK):
         msg = (
             f"SREZ_SANDBOX=bubblewrap but {named or 'no bwrap on PATH'} is not an executable"

@@ -3,11 +3,12 @@
 The agent gets the agent socket's path and nothing else of the run: no token, no task file, no
 provider keys unless the harness passes them explicitly (SECURITY.md A3, A12). A run that names a
 model (``SREZ_MODEL`` is not ``none``) passes its agent the daemon's variables that match
-:data:`MODEL_PASS_PATTERNS`: the LLM agent's own settings (``SREZ_LLM_*``) and the usual provider
-credentials and endpoints (``OPENAI_API_KEY``, ``ANTHROPIC_API_BASE``, ``OLLAMA_HOST``,
-``AZURE_API_VERSION`` ...). A baseline run gets none of them. It runs in a new
-session so the daemon can kill its whole process group (and anything that escaped with ``setsid``,
-found by a descendant scan) before anything private is read (DESIGN.md §2).
+:data:`~srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`: the LLM agent's own settings
+(``SREZ_LLM_*``) and the usual provider credentials and endpoints (``OPENAI_API_KEY``,
+``ANTHROPIC_API_BASE``, ``OLLAMA_HOST``, ``AZURE_API_VERSION`` ...). A baseline run gets none of
+them. It runs in a new session so the daemon can kill its whole process group (and anything that
+escaped with ``setsid``, found by a descendant scan) before anything private is read (DESIGN.md
+§2).
 
 On ``local`` the agent runs in a bubblewrap :class:`~srez_daemon.sandbox.Sandbox`: the process
 started is ``bwrap``, the agent is inside its PID namespace, and :meth:`AgentProcess.kill` kills
@@ -22,7 +23,6 @@ import contextlib
 import logging
 import os
 import pwd
-import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_daemon.errors import RunSetupError
+from srez_daemon.protocol.agent import model_variables
 from srez_daemon.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -44,23 +45,6 @@ PASS_THROUGH: Final = (
     "VIRTUAL_ENV",
     "TMPDIR",
 )
-
-
-MODEL_PASS_PATTERNS: Final = (
-    r"SREZ_LLM_[A-Z0-9_]+",
-    r"[A-Z0-9_]+_API_KEY",
-    r"[A-Z0-9_]+_API_BASE",
-    r"[A-Z0-9_]+_API_VERSION",
-    r"OLLAMA_[A-Z0-9_]+",
-    r"AZURE_[A-Z0-9_]+",
-)
-"""Variables an agent with a model receives (whole-name matches, upper case only)."""
-_MODEL_PASS = re.compile("|".join(f"(?:{p})" for p in MODEL_PASS_PATTERNS))
-
-
-def model_variables(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables of ``environ`` an agent that calls a model receives."""
-    return {k: v for k, v in environ.items() if _MODEL_PASS.fullmatch(k)}
 
 
 def agent_environment(

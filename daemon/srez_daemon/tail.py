@@ -42,11 +42,11 @@ from typing import Final, Literal
 
 import watchfiles
 
-from srez_daemon.aio import spawn
 from srez_daemon.inotify import Inotify
 from srez_daemon.protocol import EPOCH_TS, MAX_LINE_BYTES, DialogEntry, ErrorEntry, parse_line
 from srez_daemon.protocol.api import DialogFrame, DialogPage
-from srez_daemon.storage import system_clock, utc_timestamp
+from srez_daemon.record.aio import spawn
+from srez_daemon.record.storage import system_clock, utc_timestamp
 
 logger = logging.getLogger(__name__)
 

@@ -318,6 +318,11 @@ async def test_stream_resumes_from_an_offset_and_attach_renders_plain_text(
 # ------------------------------------------------------------------ the stream's own logic
 
 
+def done_frame(end_offset: int) -> str:
+    """The final phase frame, stating where the dialog ends."""
+    return f'{{"t": "phase", "phase": "done", "end_offset": {end_offset}}}'
+
+
 def fake_daemon(connections: list[list[str]], end_offset: int) -> tuple[web.Application, list[str]]:
     """A daemon stand-in: connection i sends the frames ``connections[i]`` then drops."""
     served: list[str] = []
@@ -327,7 +332,7 @@ def fake_daemon(connections: list[list[str]], end_offset: int) -> tuple[web.Appl
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         if not connections:  # like a daemon with keep: restate the phase, then stay up
-            await ws.send_str('{"t": "phase", "phase": "done"}')
+            await ws.send_str(done_frame(end_offset))
             await asyncio.sleep(30)
             return ws
         for frame in connections.pop(0):
@@ -336,12 +341,8 @@ def fake_daemon(connections: list[list[str]], end_offset: int) -> tuple[web.Appl
         request.transport.abort()  # dropped, no close frame
         return ws
 
-    async def dialog(_request: web.Request) -> web.Response:
-        return web.json_response({"entries": [], "next_offset": end_offset})
-
     app = web.Application()
     app.router.add_get("/api/ws", ws_handler)
-    app.router.add_get("/api/dialog", dialog)
     app.router.add_get("/api/run", run_info)
     return app, served
 
@@ -371,7 +372,7 @@ def frame(offset: int, seq: int) -> str:
 
 
 async def test_stream_drops_frames_a_daemon_repeats(aiohttp_server: object) -> None:
-    done = '{"t": "phase", "phase": "done"}'
+    done = done_frame(30)
     app, served = fake_daemon([[frame(0, 0), frame(10, 1)], [frame(10, 1), frame(20, 2), done]], 30)
     server = await aiohttp_server(app)  # type: ignore[operator]
     policy = ReconnectPolicy(initial_s=0.01, attempts=3)
@@ -379,6 +380,29 @@ async def test_stream_drops_frames_a_daemon_repeats(aiohttp_server: object) -> N
         seqs = [f.entry.seq async for f in client.stream() if isinstance(f, DialogFrame)]
     assert seqs == [0, 1, 2]
     assert served[:2] == ["0", "20"]
+
+
+async def test_stream_ends_at_the_offset_the_final_phase_states(aiohttp_server: object) -> None:
+    """A daemon kept up after the run (keep) holds the connection open: the stream ends once it
+    delivered every entry up to the ``end_offset`` of the ``done`` frame, asking nothing more."""
+
+    async def kept(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        for data in (frame(0, 0), done_frame(20), frame(10, 1)):
+            await ws.send_str(data)
+        async for _msg in ws:  # up until the viewer closes, as a daemon serves it
+            pass
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/ws", kept)
+    server = await aiohttp_server(app)  # type: ignore[operator]
+    async with DaemonClient(str(server.make_url("")), "t") as client:
+        async with asyncio.timeout(5):
+            frames = [f async for f in client.stream()]
+    assert [f.entry.seq for f in frames if isinstance(f, DialogFrame)] == [0, 1]
+    assert isinstance(frames[-1], DialogFrame)
 
 
 async def test_stream_never_reconnects_to_an_impostor(aiohttp_server: object) -> None:
@@ -420,8 +444,7 @@ async def test_the_identity_check_after_the_end_is_bounded_like_the_connection(
     """The run is over (phase done) when the stream drops, and the port now accepts requests
     and never answers (a daemon shutting down): the stream ends after the short after-the-end
     bound, not the client's 30 s timeout."""
-    done = '{"t": "phase", "phase": "done"}'
-    app, served = fake_daemon([[frame(0, 0), done]], 30)
+    app, served = fake_daemon([[frame(0, 0), done_frame(30)]], 30)
     hung = asyncio.Event()
 
     @web.middleware

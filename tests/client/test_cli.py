@@ -35,6 +35,7 @@ RUN_FILES = [
     "result.json",
     "run.json",
     "summary.json",
+    *(f"world/{s}/{s}.conf" for s in ("auth", "cache", "db", "gateway", "payments")),
 ]
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from srez_client.backends.inline import recorder as inline
-from srez_client.backends.inline.recorder import describe_action, observation_text, run_inline
+from srez_client.backends.inline import host as inline
+from srez_client.backends.inline.host import run_inline
 from srez_daemon.protocol import (
     ErrorEntry,
     SessionCompleted,
@@ -20,6 +20,8 @@ from srez_daemon.protocol import (
     ToolResult,
     iter_dialog,
 )
+from srez_daemon.protocol.agent import RAW_REPLY_TOOL, tool_call
+from srez_daemon.record.episode import observation_text
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -131,24 +133,48 @@ def test_agent_past_the_budget_is_stopped_by_the_env(
     results = [e for e in entries if isinstance(e, ToolResult)]
     assert len(results) == task.max_steps
     assert [r.status for r in results[:2]] == ["error", "success"]
-    assert json.loads(results[0].result)["code"] == "UNKNOWN_METRIC"
+    assert results[0].result.startswith("error UNKNOWN_METRIC: ")
     assert results[-1].steps_left == 0
     calls = [e for e in entries if isinstance(e, ToolCall)]
     assert calls[0].args == {"service": "db", "metric": "nope"}
 
 
-def test_describe_action_records_whatever_was_sent() -> None:
-    assert describe_action({"tool": "get_logs", "args": {"service": "db"}}) == (
+def test_an_action_is_called_as_the_agent_process_posts_it() -> None:
+    assert tool_call({"tool": "get_logs", "args": {"service": "db"}}) == (
         "get_logs",
         {"service": "db"},
     )
-    assert describe_action('{"tool": "submit", "args": {}}') == ("submit", {})
-    assert describe_action("not json") == ("", {"raw": "not json"})
-    assert describe_action({"tool": 3, "args": {"when": datetime(2025, 1, 1, tzinfo=UTC)}})[0] == ""
-    assert describe_action(["x"]) == ("", {"raw": "['x']"})
+    assert tool_call("not json") == (RAW_REPLY_TOOL, {"text": "not json"})
+    assert tool_call({"tool": "get_alerts", "args": ["x"]}) == ("get_alerts", {})
+    assert tool_call({"args": {}}) == (RAW_REPLY_TOOL, {"text": "{'args': {}}"})
+    assert tool_call({"tool": "a/b"})[0] == RAW_REPLY_TOOL
+
+
+def test_a_raw_reply_and_a_bad_submit_are_recorded_like_the_daemon_records_them(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Chatty:
+        name = "chatty"
+        replies = iter(["I think the database is down", {"tool": "submit", "args": {"x": 1}}])
+
+        def act(self, observation: Mapping[str, Any]) -> dict[str, Any] | str:
+            return next(self.replies)
+
+    use_agent(monkeypatch, Chatty())
+    run = run_inline(task, "chatty", 0, tmp_path)
+    entries = read_dialog(run.run_dir)
+    call, result = entries[2:4]
+    assert isinstance(call, ToolCall) and isinstance(result, ToolResult)
+    assert (call.name, call.args) == (RAW_REPLY_TOOL, {"text": "I think the database is down"})
+    assert result.status == "error" and result.result.startswith("error PARSE_ERROR: ")
+    # POST /submit refuses a field it does not know: the agent process fails on the 400
+    assert run.summary.error_kind == "agent"
+    assert "ValidationError" in (run.error or "")
+    assert isinstance(entries[-1], SessionFailed)
 
 
 def test_observation_text() -> None:
     assert observation_text({"ok": True, "output": "fine"}) == "fine"
     error = {"code": "BAD_ARGS", "message": "m", "hint": "h"}
-    assert json.loads(observation_text({"ok": False, "error": error})) == error
+    assert observation_text({"ok": False, "error": error}) == "error BAD_ARGS: m (hint: h)"
+    assert observation_text({"ok": False, "error": {"code": "X", "message": "m"}}) == "error X: m"

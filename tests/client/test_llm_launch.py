@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from fakes.expert import expert_replies
 from fakes.openai_server import FakeOpenAI
 from srez_client.backends.base import LaunchSpec
-from srez_client.backends.inline.recorder import run_inline
+from srez_client.backends.inline.host import run_inline
 from srez_client.backends.local.environment import daemon_environment
 from srez_daemon.supervisor import agent_environment
 from srez_env.agents import AgentSpecError

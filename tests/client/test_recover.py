@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from backend_contract import spec_for
 
-from srez_client.backends.inline.recorder import run_inline
+from srez_client.backends.inline.host import run_inline
 from srez_client.backends.local.backend import LocalBackend
 from srez_client.backends.local.files import LocalRecord
 from srez_client.backends.process import is_alive, start_time
@@ -62,7 +62,7 @@ KILL_AT_GRADING = """
 import os
 if os.environ.get("SREZ_RUN_DIR") and os.environ.get("SREZ_AGENT_SOCKET"):  # the daemon only
     import signal
-    from srez_daemon import episode
+    from srez_daemon.record import episode
 
     def _die(self, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -19,7 +19,12 @@ from srez_client.results.layout import (
     run_path,
 )
 from srez_daemon.protocol import ErrorEntry, TaskPrompt, Thinking, iter_dialog
-from srez_daemon.storage import DialogWriter, atomic_write_bytes, atomic_write_json, utc_timestamp
+from srez_daemon.record.storage import (
+    DialogWriter,
+    atomic_write_bytes,
+    atomic_write_json,
+    utc_timestamp,
+)
 
 T0 = datetime(2025, 3, 14, 10, 3, 0, 125000, tzinfo=UTC)
 RUN_ID = "20250314T100300Z-deadbeef"

@@ -1,5 +1,6 @@
-"""The recorder under pressure: notes racing tool calls, frames and threads, caps on notes, bad
-notes, a note flood through a real daemon into ``results/``, and a disk that fills mid-run."""
+"""The recorder: one for every host (an inline run records what a daemon records), and under
+pressure: notes racing tool calls, frames and threads, caps on notes, bad notes, a note flood
+through a real daemon into ``results/``, and a disk that fills mid-run."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import orjson
 import pytest
 from daemonkit import SLEEPER, daemon_env, live_daemon, prepare, request
 
+from srez_client.backends.inline.host import run_inline
 from srez_client.mirror.copier import mirror_run
 from srez_daemon.protocol import RunManifest, iter_dialog
 from srez_daemon.run import RunController
@@ -38,7 +40,6 @@ def controller(tmp_path: Path, publish: Any = None, **caps: int) -> RunControlle
         settings,
         publish=publish or (lambda _frame: None),
         environ=dict(os.environ),
-        files_of=lambda: [],
     )
 
 
@@ -67,6 +68,54 @@ def whole_json_lines(path: Path) -> list[dict[str, Any]]:
     lines = [orjson.loads(line) for line in data.splitlines()]
     assert all(isinstance(line, dict) for line in lines)
     return lines
+
+
+# ---------------------------------------------------------------------- one recorder for every host
+
+# A scripted episode with a valid call, two invalid ones, a raw reply, a fix that changes a config
+# file, and the submit the replay agent makes once its actions run out.
+SCRIPT = (
+    {"tool": "get_alerts", "args": {}},
+    {"tool": "get_metrics", "args": {"service": "db", "metric": "nope"}},
+    {"tool": "get_logs", "args": {"bogus": 1}},
+    {"tool": "_reply", "args": {"text": "I think the database is down"}},
+    {"tool": FIX.tool, "args": FIX.args},
+)
+ID_AND_TIME_FIELDS = frozenset({"ts", "run_id", "duration_ms", "duration_s"})
+
+
+def comparable(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's dialog without what differs between any two runs: ids and times."""
+    entries = [e.model_dump(mode="json") for e in dialog_of(run_dir)]
+    return [{k: v for k, v in e.items() if k not in ID_AND_TIME_FIELDS} for e in entries]
+
+
+def test_inline_and_daemon_record_the_same_episode_alike(tmp_path: Path) -> None:
+    replay = tmp_path / "script.jsonl"
+    replay.write_text("".join(json.dumps(action) + "\n" for action in SCRIPT))
+    spec = f"replay:{replay}"
+    task = load_tasks(["sre-007"])[0]
+    inline = run_inline(task, spec, 0, tmp_path / "results")
+    with live_daemon(tmp_path / "daemon", agent_spec=spec) as daemon:
+        assert daemon.wait_phase("done", "error") == "done"
+        wait_for((daemon.run_dir / "summary.json").exists)
+        run_dir = daemon.run_dir
+        recorded = comparable(run_dir)
+        assert recorded == comparable(inline.run_dir)
+        confs = sorted(p.relative_to(run_dir) for p in (run_dir / "world").rglob("*.conf"))
+        assert confs == sorted(
+            p.relative_to(inline.run_dir) for p in (inline.run_dir / "world").rglob("*.conf")
+        )
+        for name in ("final.patch", "reference.patch", "archive/transcript.jsonl", *confs):
+            assert (run_dir / name).read_bytes() == (inline.run_dir / name).read_bytes(), name
+    results = [e for e in recorded if e["type"] == "tool_result"]
+    statuses = ["success", "error", "error", "error", "success", "success"]
+    assert [r["status"] for r in results] == statuses
+    assert results[1]["result"].startswith("error UNKNOWN_METRIC: ")
+    assert results[3]["result"].startswith("error PARSE_ERROR: ")
+    calls = [e for e in recorded if e["type"] == "tool_call"]
+    assert calls[3]["name"] == "_reply" and calls[-1]["args"] == {"summary": ""}
+    assert b"+" in (run_dir / "final.patch").read_bytes()
 
 
 # ---------------------------------------------------------------------- one thread-safe recorder

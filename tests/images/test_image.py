@@ -121,7 +121,7 @@ def _tar(entries: list[tuple[str, bytes | None, int]]) -> bytes:
 
 def _run_json(task_id: str, agent: str) -> bytes:
     from srez_daemon.protocol.files import RunManifest
-    from srez_daemon.storage import utc_timestamp
+    from srez_daemon.record.storage import utc_timestamp
 
     now = datetime.now(UTC)
     manifest = RunManifest(

@@ -17,7 +17,7 @@ from srez_client.backends.base import (
 )
 from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.inline.backend import InlineBackend
-from srez_client.backends.inline.recorder import InlineRun, run_inline
+from srez_client.backends.inline.host import InlineRun, run_inline
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, get_backend
 
 __all__ = [

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from srez_client.backends.base import not_found
 from srez_client.errors import BackendError
 from srez_client.results.layout import RUN_ID_RE
-from srez_daemon.storage import atomic_write_json
+from srez_daemon.record.storage import atomic_write_json
 
 logger = logging.getLogger(__name__)
 

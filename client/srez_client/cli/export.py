@@ -19,7 +19,7 @@ from srez_client.results.atif import to_atif
 from srez_client.results.finder import find_results
 from srez_client.results.layout import RUN_ID_RE
 from srez_daemon.protocol.dialog import iter_dialog
-from srez_daemon.storage import atomic_write_bytes
+from srez_daemon.record.storage import atomic_write_bytes
 
 TRAJECTORY: str = "trajectory.json"
 

@@ -450,21 +450,6 @@ class DaemonClient:
             async for frame in frames:
                 yield frame
 
-    async def dialog_end(self, offset: int) -> int | None:
-        """The end of the dialog file (it no longer grows once the run is done), or None."""
-        quick = aiohttp.ClientTimeout(total=5)  # asked while the daemon may be shutting down
-        try:
-            while True:
-                params = {"offset": str(offset), "limit": "1000"}
-                data, _ = await self._request(routes.DIALOG, params=params, limits=quick)
-                page = DialogPage.model_validate_json(data)
-                if not page.entries or page.next_offset <= offset:
-                    return offset
-                offset = page.next_offset
-        except (DaemonUnreachableError, DaemonAPIError) as e:
-            logger.debug("could not read the dialog's end: %s", e)
-            return None
-
 
 def pty_resize(cols: int, rows: int) -> str:
     """The text frame that resizes a pty: ``{"resize": [cols, rows]}``."""

@@ -14,7 +14,7 @@ from srez_client.managed.models import ManagedRun
 from srez_client.managed.render import draw_png, markdown
 from srez_client.managed.store import ManagedPaths, load_checkpoint, load_run, write_model
 from srez_client.managed.summary import CombinedSummary, combine, target_summary
-from srez_daemon.storage import atomic_write_bytes
+from srez_daemon.record.storage import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Final, Self
 from pydantic import BaseModel
 
 from srez_client.errors import ResultsError
-from srez_daemon.storage import (
+from srez_daemon.record.storage import (
     Clock,
     DialogWriter,
     atomic_write_bytes,

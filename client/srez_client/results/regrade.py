@@ -61,7 +61,7 @@ from srez_daemon.protocol import (
     iter_dialog,
 )
 from srez_daemon.protocol.api import RunState
-from srez_daemon.storage import atomic_write_bytes, utc_timestamp
+from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
 from srez_env.env import SREEnv
 from srez_env.errors import EnvError
 from srez_env.grade import Grade, grade_episode

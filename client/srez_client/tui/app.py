@@ -34,7 +34,7 @@ from srez_client.tui.source_results import FinishedRunSource
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.palette import PALETTE
 from srez_client.tui.widgets.viewer_host import ViewerHost
-from srez_daemon.aio import spawn as aio_spawn
+from srez_daemon.record.aio import spawn as aio_spawn
 
 logger = logging.getLogger(__name__)
 

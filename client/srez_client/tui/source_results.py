@@ -45,11 +45,9 @@ def read_json(folder: Path, name: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _similarity(agent: str, reference: str) -> float | None:
-    try:
-        from srez_daemon.routes import similarity
-    except ImportError:  # pragma: no cover - the daemon package ships with the client
-        return None
+def _similarity(agent: str, reference: str) -> float:
+    from srez_daemon.record.world import similarity  # the simulator's modules: only when asked
+
     return similarity(agent, reference).similarity
 
 

@@ -36,6 +36,10 @@ class TabHost(Protocol):
     source: RunSource
     feed: RunFeed
 
+    def viewer_action(self, key: str) -> str | None:
+        """The viewer's action for ``key`` (the keymap is the host's: a pane does not import it)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TabPane:
@@ -99,7 +103,7 @@ def _evaluation(host: TabHost) -> TabPane:
 def _terminal(host: TabHost) -> TabPane:
     from srez_client.tui.widgets.terminal_view import TerminalPanel
 
-    panel = TerminalPanel(host.shell, host.source)
+    panel = TerminalPanel(host.shell, host.source, host.viewer_action)
     return TabPane(panel, close=panel.close)
 
 

@@ -2,8 +2,8 @@
 
 :class:`RunFeed` owns the models of one run (dialog fold, changes, logs, evaluation) and the
 coroutines that fill them: the event stream (dialog batches, phase, diff and grade frames), the
-fetches those frames trigger (the diff on a diff frame, the reference and similarity once the
-phase leaves ``agent``, the grade on a grade frame or at the end) and the log followers. Each
+fetches those frames trigger (the reference and similarity once the phase leaves ``agent``, the
+grade on a grade frame or at the end; a diff frame carries the diff itself) and the log followers. Each
 change is announced by name through ``changed`` so the widget refreshes only that panel.
 """
 
@@ -136,11 +136,11 @@ class RunFeed:
             self._changed("meta")
             if event.phase in AGENT_OVER and not m.changes.agent_over:
                 self.spawn(self.refresh_reference(), "viewer-reference")
-                self.spawn(self.refresh_diff(), "viewer-diff")
             if event.phase in ("done", "error"):
                 self.spawn(self.refresh_grade(), "viewer-grade")
         elif isinstance(event, DiffFrame):
-            self.spawn(self.refresh_diff(), "viewer-diff")
+            m.changes.set_agent_diff(event.diff)
+            self._changed("changes")
         elif isinstance(event, GradeFrame):
             self.spawn(self.refresh_grade(), "viewer-grade")
 
@@ -153,7 +153,7 @@ class RunFeed:
             self._changed("meta")
 
     async def refresh_diff(self) -> None:
-        """Fetch the agent's diff."""
+        """Fetch the agent's diff as the run left it (diff frames bring it while the run is live)."""
         with contextlib.suppress(ClientError, SourceUnavailable, OSError):
             self.models.changes.set_agent_diff(await self.source.diff())
             self._changed("changes")

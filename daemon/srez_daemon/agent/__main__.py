@@ -14,7 +14,7 @@ failure.
 
 A reply the LLM agent could not turn into a call (raw text) goes to ``POST /tools/_reply`` as
 ``{"text": ...}``: the daemon hands the text to the environment, which rejects it with a coded
-error (``PARSE_ERROR``, ``BAD_ARGS``) and counts the step (:mod:`srez_daemon.episode`).
+error (``PARSE_ERROR``, ``BAD_ARGS``) and counts the step (:mod:`srez_daemon.record.episode`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import aiohttp
 
-from srez_daemon.protocol.agent import EXIT_PROVIDER, RAW_REPLY_TOOL
+from srez_daemon.protocol.agent import EXIT_PROVIDER, SUBMIT_TOOL, tool_call
 from srez_daemon.protocol.api import AgentTask
 from srez_env.agents import build_agent
 from srez_env.agents.llm import LLM_SPECS, LLMSettings, Note
@@ -42,15 +42,9 @@ BASE = "http://agent"  # the host part is ignored on a unix socket
 
 def route(action: dict[str, Any] | str) -> tuple[str, dict[str, Any]]:
     """The agent socket path and JSON body of an action."""
-    if isinstance(action, str):
-        return f"{BASE}/tools/{RAW_REPLY_TOOL}", {"text": action}
-    tool = str(action.get("tool", ""))
-    args = action.get("args", {})
-    body = args if isinstance(args, dict) else {}
-    if tool == "submit":
+    tool, body = tool_call(action)
+    if tool == SUBMIT_TOOL:
         return f"{BASE}/submit", body
-    if not tool or "/" in tool:  # not a path segment: let the environment reject it as text
-        return f"{BASE}/tools/{RAW_REPLY_TOOL}", {"text": str(action)}
     return f"{BASE}/tools/{tool}", body
 
 

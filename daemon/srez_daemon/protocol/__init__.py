@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from srez_daemon.wire_version import srez_version  # light: health answers before the models load
+
 if TYPE_CHECKING:
     from srez_daemon.protocol.dialog import (
         DIALOG_ADAPTER,
@@ -88,4 +90,5 @@ __all__ = [
     "encode_entry",
     "iter_dialog",
     "parse_line",
+    "srez_version",
 ]

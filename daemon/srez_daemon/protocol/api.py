@@ -190,11 +190,19 @@ class DialogFrame(_Wire):
 class PhaseFrame(_Wire):
     t: Literal["phase"] = "phase"
     phase: Phase
+    end_offset: int | None = None
+    """Set on the run's final phase (``done`` or ``error``): where the finished dialog ends. A
+    viewer holding every entry up to here has the whole dialog."""
 
 
 class DiffFrame(_Wire):
+    """Sent after each tool call that changed a config file."""
+
     t: Literal["diff"] = "diff"
     files: list[FileChange]
+    """Every config file changed since the incident started."""
+    diff: str
+    """The run's whole diff now (what ``GET /api/diff`` answers)."""
 
 
 class GradeFrame(_Wire):
@@ -248,6 +256,13 @@ class AgentNote(_Wire):
 
 class SubmitRequest(_Wire):
     summary: str = Field(default="", max_length=500)
+
+
+def submit_args(body: dict[str, Any]) -> dict[str, Any]:
+    """The arguments ``POST /submit`` runs the ``submit`` tool with: the summary alone (``""``
+    when absent). Raises pydantic's ValidationError for a body it refuses (another field, or a
+    summary over 500 characters)."""
+    return {"summary": SubmitRequest.model_validate(body).summary}
 
 
 class StepObservation(_Wire):

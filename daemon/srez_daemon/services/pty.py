@@ -38,10 +38,10 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from ptyprocess import PtyProcess  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
-from srez_daemon.aio import spawn
 from srez_daemon.http import ApiError
 from srez_daemon.probe import terminal_available as terminal_available  # re-exported
 from srez_daemon.protocol.api import PtyResize
+from srez_daemon.record.aio import spawn
 from srez_daemon.services import procs
 from srez_daemon.services.limits import SessionLimiter
 from srez_daemon.settings import DaemonSettings

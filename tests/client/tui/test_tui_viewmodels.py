@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, cast
 
 from tui_kit import GRADE, TS, session, tool_result
 
 import srez_client.tui.viewmodels as viewmodels_pkg
 from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
+from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TABS
+from srez_client.tui.viewer_feed import RunFeed
 from srez_client.tui.viewmodels.attach_list import AttachList, AttachRow, merge_rows, push_recent
 from srez_client.tui.viewmodels.changes import ChangesModel, parse_diff, similarity_colour
 from srez_client.tui.viewmodels.detach import detach_options
@@ -28,6 +32,7 @@ from srez_daemon.protocol import (
     ToolCall,
     Usage,
 )
+from srez_daemon.protocol.api import DiffFrame, FileChange
 
 
 def test_no_viewmodel_module_imports_urwid() -> None:
@@ -289,6 +294,21 @@ def test_split_pairs_the_same_file_of_both_sides_and_flags_the_rest() -> None:
         ("cache/new.conf", True, False),  # only the agent
         ("db/db.conf", False, True),  # only the fix
     ]
+
+
+def test_a_diff_frame_fills_the_changes_without_asking_the_daemon() -> None:
+    changed: list[str] = []
+    spawned: list[str] = []
+
+    def spawn(coro: Coroutine[Any, Any, Any], name: str) -> None:
+        coro.close()
+        spawned.append(name)
+
+    feed = RunFeed(cast(RunSource, object()), changed.append, spawn)  # never asked: no source
+    files = [FileChange(path="payments/payments.conf", status="M", added=1, removed=1)]
+    feed.apply(DiffFrame(files=files, diff=DIFF))
+    assert feed.models.changes.totals() == (2, 3, 1)
+    assert changed == ["changes"] and spawned == []
 
 
 def test_similarity_colours() -> None:

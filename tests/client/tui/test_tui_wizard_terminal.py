@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tui_kit import FakeShell, MemoryBackend
 
 from srez_client.backends.base import LaunchSpec, RunHandle
 from srez_client.backends.local.backend import LocalBackend
+from srez_client.tui.keys import context_action
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.tui.widgets.launch_wizard import LaunchWizard
 from srez_client.tui.widgets.terminal_view import TerminalPanel
@@ -147,7 +149,8 @@ async def test_terminal_tab_runs_a_shell_in_the_run_and_restarts_it(
     """Keys typed in the tab reach the run's shell and its output is drawn; ``exit`` ends the
     shell and says so; ``T`` opens a new one (the pty is opened with the admin claim)."""
     shell = FakeShell(tmp_path)
-    panel = TerminalPanel(shell, live_run)  # type: ignore[arg-type]
+    viewer_keys = partial(context_action, "viewer")
+    panel = TerminalPanel(shell, live_run, viewer_keys)  # type: ignore[arg-type]
     await until(lambda: panel.term is not None)
 
     def type_line(text: str) -> None:

@@ -66,7 +66,6 @@ from srez_client.backends.docker.state import (
     read_replay,
     write_state,
 )
-from srez_client.backends.inline.recorder import srez_version
 from srez_client.backends.recovery import mirror_unmirrored
 from srez_client.backends.state import read_token
 from srez_client.backends.wait import poll_until_finished
@@ -74,7 +73,8 @@ from srez_client.errors import BackendError, NoDaemonError
 from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
 from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE
-from srez_daemon.storage import atomic_write_json
+from srez_daemon.protocol import srez_version
+from srez_daemon.record.storage import atomic_write_json
 from srez_env.agents import make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.tasks import load_tasks

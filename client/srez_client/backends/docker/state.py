@@ -36,7 +36,7 @@ from srez_client.errors import BackendError
 from srez_client.relay.wire import is_credential_name
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest
-from srez_daemon.storage import atomic_write_json, utc_timestamp
+from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 
 DAEMON_PORT: Final = "4263/tcp"
 """The daemon's port inside the container (DESIGN.md §4)."""

@@ -1,7 +1,7 @@
 """The ``inline`` backend behind the common interface (:mod:`srez_client.backends.base`).
 
-``launch`` runs the whole episode with :func:`~srez_client.backends.inline.recorder.run_inline` (in a worker
-thread) and writes the results folder itself, so there is nothing to mirror; it records the run in
+``launch`` runs the whole episode with :func:`~srez_client.backends.inline.host.run_inline` (in a
+worker thread) and writes the results folder itself, so there is nothing to mirror; it records the run in
 ``$SREZ_STATE/inline/<run-id>.json`` with its labels, and the ledger makes it owned.
 
 What does not apply, and why: an inline run has no process and no daemon. It is ``exited`` and
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.inline.config import InlineConfig
-from srez_client.backends.inline.recorder import BACKEND, run_inline, srez_version
+from srez_client.backends.inline.host import BACKEND, run_inline
 from srez_client.backends.state import (
     Ledger,
     OwnedRun,
@@ -38,7 +38,8 @@ from srez_client.backends.state import (
 from srez_client.errors import NoDaemonError, NotOwnedError
 from srez_client.mirror.copier import copy_tree
 from srez_client.results.layout import RUN_ID_RE
-from srez_daemon.storage import atomic_write_json
+from srez_daemon.protocol import srez_version
+from srez_daemon.record.storage import atomic_write_json
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)

@@ -56,7 +56,6 @@ import aiohttp
 from srez_client.agent_command import agent_command
 from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
-from srez_client.backends.inline.recorder import srez_version
 from srez_client.backends.local.config import LocalConfig, SandboxMode
 from srez_client.backends.local.environment import absolute_replay, daemon_environment
 from srez_client.backends.local.files import (
@@ -89,8 +88,8 @@ from srez_client.backends.state import (
 from srez_client.backends.wait import poll_until_finished
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
-from srez_daemon.protocol import RunManifest
-from srez_daemon.storage import atomic_write_json, utc_timestamp
+from srez_daemon.protocol import RunManifest, srez_version
+from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.tasks import load_tasks
 

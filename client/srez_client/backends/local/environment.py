@@ -4,7 +4,7 @@ The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Pytho
 and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file). A run with a
 model (an LLM agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this
 environment, the variables the daemon forwards to a model-calling agent
-(:data:`srez_daemon.supervisor.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+(:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Final
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
-from srez_daemon.supervisor import model_variables
+from srez_daemon.protocol.agent import model_variables
 
 PASS_ENV: Final = (
     "PATH",

@@ -1,5 +1,6 @@
 """How the ``local`` backend isolates its agents: a bubblewrap sandbox when ``bwrap`` works here,
-else none, said on every run (DESIGN.md §13 "Local isolation"; :mod:`srez_daemon.sandbox`).
+else none, said on every run (DESIGN.md §13 "Local isolation"; the daemon builds the sandbox, with
+the options of :mod:`srez_daemon.protocol.sandbox`).
 
 ``SREZ_SANDBOX`` (:class:`~.config.LocalConfig`, or ``LocalBackend(sandbox=...)``) chooses:
 
@@ -25,7 +26,7 @@ from typing import Final, Literal
 
 from srez_client.backends.local.config import SandboxMode
 from srez_client.errors import BackendError
-from srez_daemon.sandbox import find_bwrap, namespace_options
+from srez_daemon.protocol.sandbox import find_bwrap, namespace_options
 
 INSTALL_HINT: Final = "apt-get install bubblewrap"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -20,7 +21,6 @@ import urwid
 
 from srez_client.daemon_client.api import pty_resize
 from srez_client.errors import ClientError
-from srez_client.tui.keys import context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource, SourceUnavailable
 from srez_client.tui.widgets.sizing import Size
@@ -107,9 +107,13 @@ class RemoteTerminal(urwid.Terminal):
 class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
     """The tab: opens the shell on first use; ``T`` restarts it after it ended."""
 
-    def __init__(self, shell: Shell, source: RunSource) -> None:
+    def __init__(
+        self, shell: Shell, source: RunSource, action_of: Callable[[str], str | None]
+    ) -> None:
         self.shell = shell
         self.source = source
+        self.action_of = action_of
+        """The viewer's action for a key (its keymap), for the restart key once the shell ended."""
         self.term: RemoteTerminal | None = None
         self.note = urwid.Text(("dim", "Opening a shell in the run…"))
         self._holder: urwid.WidgetPlaceholder[urwid.Widget] = urwid.WidgetPlaceholder(
@@ -151,7 +155,7 @@ class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
         self.shell.redraw()
 
     def keypress(self, size: Size, key: str) -> str | None:
-        if self.term is None and context_action("viewer", key) == "restart_terminal":
+        if self.term is None and self.action_of(key) == "restart_terminal":
             self.restart()
             return None
         result: str | None = super().keypress(size, key)

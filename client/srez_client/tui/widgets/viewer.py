@@ -16,7 +16,7 @@ from typing import Any, Final, get_args
 
 import urwid
 
-from srez_client.tui.keys import action_for
+from srez_client.tui.keys import action_for, context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TAB_BY_NAME, TABS, TabPane
@@ -170,6 +170,10 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         self._root.original_widget = urwid.Pile(rows, focus_item=2)
 
     # ------------------------------------------------------------------ keys
+
+    def viewer_action(self, key: str) -> str | None:
+        """The viewer's action bound to ``key`` (for panes: they do not import the keymap)."""
+        return context_action("viewer", key)
 
     def keypress(self, size: Size, key: str) -> str | None:
         rest: str | None = super().keypress(size, key)

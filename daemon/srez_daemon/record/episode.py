@@ -6,39 +6,34 @@ written here, around the real call. It also keeps ``archive/transcript.jsonl`` (
 replayable step log) and the live ``world/<service>/<service>.conf`` files a person in the pty can
 read, and at the end writes ``final.patch``, ``reference.patch`` and ``result.json``.
 
-It does no networking, so the daemon and the inline backend record runs the same way.
+It does no networking: the daemon and the inline backend host it alike, so a run's files are the
+same whichever ran it. :meth:`Episode.call` hands its host the files the call changed
+(:class:`~srez_daemon.record.world.WorldFiles`, from the texts in memory), which the daemon
+publishes as the stream's diff frame.
 
-Bounds: the agent's notes are capped per run (:class:`NoteLimits`); past a cap they are refused
-(:class:`~srez_daemon.errors.NoteRefused`) and one ``notes_dropped`` entry says so, while tool
-calls are always recorded. A step's transcript line and its ``tool_result`` are written together
-or not at all; a failed write raises :class:`~srez_daemon.errors.RecordError` and leaves both
-files at their last whole line. Thread-safe where the daemon needs it: a tool call (in a worker
-thread) and notes (in others) may run at once; :class:`~srez_daemon.storage.DialogWriter` orders
-them.
+Bounds: the agent's notes are capped per run (:mod:`srez_daemon.record.notes`), while tool calls
+are always recorded. A step's transcript line and its ``tool_result`` are written together or not
+at all; a failed write raises :class:`~srez_daemon.errors.RecordError` and leaves both files at
+their last whole line. Thread-safe where the daemon needs it: a tool call (in a worker thread) and
+notes (in others) may run at once; :class:`~srez_daemon.record.storage.DialogWriter` orders them.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from srez_daemon.errors import NoteRefused
 from srez_daemon.protocol import (
-    Assistant,
-    NotesDropped,
-    ProviderError,
     RunManifest,
+    RunSummary,
     SessionCompleted,
     SessionFailed,
     SessionStarted,
     SessionTimedOut,
     TaskPrompt,
-    Thinking,
     TokenCount,
     ToolCall,
     ToolResult,
@@ -46,45 +41,38 @@ from srez_daemon.protocol import (
 )
 from srez_daemon.protocol.agent import RAW_REPLY_TOOL
 from srez_daemon.protocol.api import AgentNote
-from srez_daemon.settings import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUNT, RunPaths
-from srez_daemon.storage import DialogWriter, JsonlFile, atomic_write_bytes
+from srez_daemon.record.folder import DEFAULT_NOTE_LIMITS, NoteLimits, RunPaths
+from srez_daemon.record.notes import NoteGate
+from srez_daemon.record.storage import DialogWriter, JsonlFile, atomic_write_bytes, utc_timestamp
+from srez_daemon.record.world import WorldFiles
 from srez_env.actions import MUTATING
 from srez_env.env import SREEnv
+from srez_env.episode import EndReason
 from srez_env.grade import Grade, grade_episode, reference_patch
 from srez_env.task import Task
 from srez_env.world import topology as topo
 
 Outcome = Literal["completed", "failed", "timed_out"]
 Timer = Callable[[], float]
+"""A monotonic clock in seconds."""
 ErrorKind = Literal["provider", "agent", "harness"]
+ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
 # ``POST /tools/_reply {"text": ...}`` (RAW_REPLY_TOOL): a reply the agent could not turn into a
 # call. The text goes to the environment as it is, which rejects it with its closed codes
 # (``PARSE_ERROR``, ``BAD_ARGS`` ...) and counts the step, so a malformed reply is recorded like
 # any invalid call.
 
 
-RESERVED_NOTE_FIELDS: Final = frozenset({"seq", "ts", "type"})
-"""Fields the daemon stamps on every entry: a note may not set them."""
-_NOTE_MODELS: Final[
-    dict[str, type[Assistant] | type[Thinking] | type[ProviderError] | type[Usage]]
-] = {
-    "assistant": Assistant,
-    "thinking": Thinking,
-    "provider_error": ProviderError,
-    "usage": Usage,
-}
-
-
 @dataclass(frozen=True, slots=True)
-class NoteLimits:
-    """Caps on the agent's notes in one run (``SREZ_NOTES_MAX_BYTES`` and friends)."""
+class CallOutcome:
+    """What one tool call did: the agent's observation, and the config files it changed."""
 
-    max_bytes: int = NOTES_MAX_BYTES
-    """Bytes of dialog lines all notes may take."""
-    max_count: int = NOTES_MAX_COUNT
-    """Notes recorded at most."""
-    max_note_bytes: int = NOTE_MAX_BYTES
-    """The longest line one note may take (a longer note alone is refused)."""
+    observation: dict[str, Any]
+    """What the agent gets back."""
+    world: WorldFiles
+    """The config files after the call, against those at the incident's start."""
+    rewritten: Mapping[str, str]
+    """Service -> new text, for each file this call changed (empty for most calls)."""
 
 
 class Episode:
@@ -97,9 +85,8 @@ class Episode:
         paths: RunPaths,
         dialog: DialogWriter,
         *,
-        on_world_change: Callable[[], None] | None = None,
-        timer: Timer = time.monotonic,
-        note_limits: NoteLimits = NoteLimits(),
+        timer: Timer = time.perf_counter,
+        note_limits: NoteLimits = DEFAULT_NOTE_LIMITS,
     ) -> None:
         self.task = task
         self.manifest = manifest
@@ -108,21 +95,15 @@ class Episode:
         self.env = SREEnv(
             task, run_seed=manifest.run_seed, agent=manifest.agent, model=manifest.model
         )
-        self._on_world_change = on_world_change
         self._timer = timer
         self._started = timer()
         self._turns = 0
         self._tokens = TokenCount()
         self._cost: float | None = 0.0
         self.prompt: dict[str, Any] = {}
-        self.initial_world: dict[str, str] = {}
-        self._note_limits = note_limits
-        self._notes_kept = 0
-        self._notes_bytes = 0
-        self._notes_cut: NotesDropped | None = None  # the marker, once a cap was reached
-        self._notes_dropped = 0
-        self._marker_due = False
-        self._notes_lock = threading.Lock()  # the counters; the dialog has its own lock
+        self._initial: dict[str, str] = {}
+        self._world = WorldFiles({}, "", ())
+        self._notes = NoteGate(note_limits)
         self._transcript: JsonlFile | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -138,10 +119,10 @@ class Episode:
         self.dialog.append(lambda seq, ts: TaskPrompt(seq=seq, ts=ts, text=self.prompt["text"]))
         self.paths.archive.mkdir(parents=True, exist_ok=True)
         self._transcript = JsonlFile(self.paths.transcript)
-        files = self.env.world.at(0).files
-        self.initial_world = {s: files[s].text for s in topo.SERVICES}
-        for s in topo.SERVICES:
-            self._write_conf(s, self.initial_world[s])
+        self._initial = self._simulated_world()
+        self._world = WorldFiles.between(self._initial, self._initial)
+        for s, text in self._initial.items():
+            self._write_conf(s, text)
         return self.prompt
 
     @property
@@ -153,13 +134,18 @@ class Episode:
         return self.env.steps_used
 
     @property
+    def turns(self) -> int:
+        """Tool calls made so far."""
+        return self._turns
+
+    @property
     def tokens(self) -> TokenCount:
         return self._tokens
 
     @property
     def notes_dropped(self) -> int:
         """Notes refused and not recorded (oversized, or past a cap)."""
-        return self._notes_dropped
+        return self._notes.dropped
 
     @property
     def cost_usd(self) -> float | None:
@@ -167,22 +153,32 @@ class Episode:
         (an unpriced model: a number would understate it, and budgets rely on it)."""
         return self._cost
 
+    @property
+    def world(self) -> WorldFiles:
+        """The config files now, against those at the incident's start (a snapshot, replaced
+        whole after each call that changes one: safe to read from any thread)."""
+        return self._world
+
+    @property
+    def end_reason(self) -> EndReason | None:
+        """How the episode ended (``submit``, ``agent_exit`` ...), None while it runs."""
+        return self.env.log.end_reason
+
     # ------------------------------------------------------------------ the agent's calls
-    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Executes one tool call on the simulator and records it; returns the observation."""
+    def call(self, tool: str, args: dict[str, Any]) -> CallOutcome:
+        """Executes one tool call on the simulator and records it; what it did."""
         self._turns += 1
         call_id = f"call-{self._turns}"
         self.dialog.append(
             lambda seq, ts: ToolCall(seq=seq, ts=ts, call_id=call_id, name=tool, args=args)
         )
         before = len(self.env.transcript)
-        started = time.perf_counter()
+        started = self._timer()
         text = args.get("text") if tool == RAW_REPLY_TOOL else None
         action = text if isinstance(text, str) else {"tool": tool, "args": args}
         result = self.env.step(action)
-        elapsed_ms = 1000 * (time.perf_counter() - started)
+        elapsed_ms = 1000 * max(0.0, self._timer() - started)
         obs = result.observation
-        text = obs["output"] if obs.get("ok") else _error_text(obs.get("error", {}))
         lines = "".join(line + "\n" for line in self.env.transcript[before:]).encode()
         self.dialog.append(
             lambda seq, ts: ToolResult(
@@ -190,97 +186,32 @@ class Episode:
                 ts=ts,
                 call_id=call_id,
                 status="success" if obs.get("ok") else "error",
-                result=text,
+                result=observation_text(obs),
                 duration_ms=round(elapsed_ms, 3),
                 step=int(obs.get("step", self.env.steps_used)),
                 steps_left=int(obs.get("steps_left", self.env.steps_left)),
             ),
             also=(self._transcript_file(), lines),
         )
+        rewritten: dict[str, str] = {}
         if obs.get("ok") and tool in MUTATING:
-            self._sync_world()
-        return obs
+            rewritten = self._sync_world()
+        return CallOutcome(observation=obs, world=self._world, rewritten=rewritten)
 
     def note(self, note: AgentNote) -> None:
         """Records an entry the agent writes about itself (assistant, thinking, errors, usage).
 
         Raises:
-            NoteRefused: ``bad_request`` if the fields are not the type's (or set ``seq``,
-                ``ts`` or ``type``); ``payload_too_large`` if the note's line is over the
-                per-note cap, or the notes reached their byte cap; ``too_many_notes`` once they
-                reached their count cap. Nothing of a refused note is recorded.
+            NoteRefused: If the note is malformed or over a cap
+                (:meth:`~srez_daemon.record.notes.NoteGate.record`); nothing of it is recorded.
             RecordError: If the dialog could not be written.
         """
-        f = dict(note.fields)
-        reserved = sorted(RESERVED_NOTE_FIELDS & f.keys())
-        if reserved:
-            msg = f"fields may not set {', '.join(reserved)}: the daemon stamps them"
-            raise NoteRefused(code="bad_request", message=msg)
-        model = _NOTE_MODELS[note.type]
-        try:
-            entry = self.dialog.append(
-                lambda seq, ts: model(seq=seq, ts=ts, **f), check=self._admit_note
-            )
-        except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            where = ".".join(str(x) for x in first["loc"]) or "fields"
-            msg = f"fields.{where}: {first['msg']}"
-            raise NoteRefused(code="bad_request", message=msg) from e
-        except NoteRefused:
-            with self._notes_lock:
-                self._notes_dropped += 1
-                marker = self._notes_cut if self._marker_due else None
-                self._marker_due = False
-            if marker is not None:
-                self.dialog.append(lambda seq, ts: marker.model_copy(update={"seq": seq, "ts": ts}))
-            raise
+        entry = self._notes.record(self.dialog, note)
         if isinstance(entry, Usage):
             self._tokens = entry.tokens
             self._cost = entry.cost_usd
 
-    def _admit_note(self, line: bytes) -> None:
-        """Counts a note about to be written, or refuses it (called under the dialog's lock)."""
-        limits = self._note_limits
-        with self._notes_lock:
-            if self._notes_cut is None:
-                reason: Literal["bytes", "count"] | None = None
-                if len(line) > limits.max_note_bytes:
-                    msg = (
-                        f"the note's line is {len(line)} bytes, over the {limits.max_note_bytes}-byte"
-                        " cap of one note; it was not recorded (shorten it)"
-                    )
-                    raise NoteRefused(code="payload_too_large", message=msg)
-                if self._notes_kept >= limits.max_count:
-                    reason = "count"
-                elif self._notes_bytes + len(line) > limits.max_bytes:
-                    reason = "bytes"
-                if reason is None:
-                    self._notes_kept += 1
-                    self._notes_bytes += len(line)
-                    return
-                self._notes_cut = NotesDropped(
-                    seq=0,
-                    ts="1970-01-01T00:00:00Z",
-                    reason=reason,
-                    limit=limits.max_count if reason == "count" else limits.max_bytes,
-                    notes_kept=self._notes_kept,
-                    bytes_kept=self._notes_bytes,
-                )
-                self._marker_due = True
-            cut = self._notes_cut
-        if cut.reason == "count":
-            msg = (
-                f"the run's notes reached their cap of {cut.limit} notes: this and every later"
-                " note is dropped (tool calls go on)"
-            )
-            raise NoteRefused(code="too_many_notes", message=msg)
-        msg = (
-            f"the run's notes reached their cap of {cut.limit} bytes: this and every later note"
-            " is dropped (tool calls go on)"
-        )
-        raise NoteRefused(code="payload_too_large", message=msg)
-
-    def force_submit(self, reason: Literal["agent_exit", "time_limit", "step_budget"]) -> None:
+    def force_submit(self, reason: ForcedReason) -> None:
         """Ends the episode where it stands (the agent left, ran out of time, or of steps)."""
         self.env.force_submit(reason)
 
@@ -306,7 +237,7 @@ class Episode:
         if not self.env.done:
             msg = "the agent phase is still running: end the episode before sealing it"
             raise RuntimeError(msg)
-        atomic_write_bytes(self.paths.final_patch, self.current_diff().encode())
+        atomic_write_bytes(self.paths.final_patch, self._world.diff.encode())
         atomic_write_bytes(self.paths.reference_patch, reference_patch(self.task).encode())
 
     def grade(self, error_kind: ErrorKind | None = None) -> Grade:
@@ -318,16 +249,10 @@ class Episode:
         atomic_write_bytes(self.paths.result_json, grade.to_json())
         return grade
 
-    def current_diff(self) -> str:
-        """Every change to the config files since the incident started."""
-        from srez_env.grade import unified_diff_texts
-
-        return unified_diff_texts(self.initial_world, self.current_world())
-
-    def current_world(self) -> dict[str, str]:
-        """The config files as the simulator has them now."""
-        files = self.env.world.at(self.env.clock).files
-        return {s: files[s].text for s in topo.SERVICES}
+    def close(self) -> None:
+        """Closes the transcript (idempotent); the dialog is its host's to close."""
+        if self._transcript is not None:
+            self._transcript.close()
 
     # ------------------------------------------------------------------ files
     def _transcript_file(self) -> JsonlFile:
@@ -336,15 +261,19 @@ class Episode:
             raise RuntimeError(msg)
         return self._transcript
 
-    def _sync_world(self) -> None:
-        changed = False
-        for s, text in self.current_world().items():
-            path = self.paths.conf(s)
-            if path.read_text(encoding="utf-8") != text:
-                self._write_conf(s, text)
-                changed = True
-        if changed and self._on_world_change is not None:
-            self._on_world_change()
+    def _simulated_world(self) -> dict[str, str]:
+        """The config files as the simulator has them now."""
+        files = self.env.world.at(self.env.clock).files
+        return {s: files[s].text for s in topo.SERVICES}
+
+    def _sync_world(self) -> dict[str, str]:
+        """Takes the simulator's config files, rewrites those that changed; which they are."""
+        world = WorldFiles.between(self._initial, self._simulated_world())
+        rewritten = world.rewritten(self._world)
+        for s, text in rewritten.items():
+            self._write_conf(s, text)
+        self._world = world
+        return rewritten
 
     def _write_conf(self, service: str, text: str) -> None:
         path = self.paths.conf(service)
@@ -352,6 +281,52 @@ class Episode:
         atomic_write_bytes(path, text.encode())
 
 
-def _error_text(error: dict[str, Any]) -> str:
+def observation_text(observation: Mapping[str, Any]) -> str:
+    """What a ``tool_result`` records of an observation: the output of a successful call, or
+    ``error CODE: message (hint: ...)``."""
+    if observation.get("ok"):
+        output = observation.get("output")
+        return output if isinstance(output, str) else ""
+    error = observation.get("error")
+    error = error if isinstance(error, Mapping) else {}
     code, message, hint = error.get("code", ""), error.get("message", ""), error.get("hint", "")
     return f"error {code}: {message}" + (f" (hint: {hint})" if hint else "")
+
+
+def run_summary(
+    manifest: RunManifest,
+    episode: Episode | None,
+    *,
+    error: str | None,
+    error_kind: ErrorKind | None,
+    grade: Grade | None,
+    end_reason: str | None,
+    duration_s: float,
+    finished_at: datetime,
+    claimed_error_kind: ErrorKind | None = None,
+) -> RunSummary:
+    """``summary.json`` of a run that ended: ``error`` None means ``ok``; ``grade`` None means the
+    run was not graded; ``episode`` None means it never started."""
+    dropped = episode.notes_dropped if episode is not None else 0
+    tokens = episode.tokens if episode is not None else TokenCount()
+    return RunSummary(
+        run_id=manifest.run_id,
+        task_id=manifest.task_id,
+        agent=manifest.agent,
+        model=manifest.model,
+        status="error" if error else "ok",
+        reward=grade.reward.total if grade is not None else None,
+        resolved=grade.resolved if grade is not None else None,
+        passed=grade.passed if grade is not None else None,
+        steps=episode.steps_used if episode is not None else None,
+        end_reason=end_reason,
+        duration_s=round(duration_s, 3),
+        finished_at=utc_timestamp(finished_at),
+        error=error,
+        error_kind=error_kind if error else None,
+        claimed_error_kind=claimed_error_kind if error else None,
+        cost_usd=episode.cost_usd if episode is not None else 0.0,
+        tokens=tokens,
+        notes_dropped=dropped,
+        truncated=dropped > 0,
+    )

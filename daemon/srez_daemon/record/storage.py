@@ -217,6 +217,11 @@ class DialogWriter:
         """Entries written so far (also the next ``seq``)."""
         return self._seq
 
+    @property
+    def size(self) -> int:
+        """Where the dialog ends: the bytes of the whole lines written so far."""
+        return self._file.size
+
     def append(
         self,
         make: Callable[[int, str], E],

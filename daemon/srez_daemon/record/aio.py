@@ -1,7 +1,8 @@
 """Background tasks that are never garbage-collected mid-flight.
 
 ``asyncio.create_task`` keeps only a weak reference to its task; a task nobody holds can vanish.
-Every background task of the daemon starts here, and the set keeps it alive until it ends.
+Every background task of the daemon, and of the client's hosts (the TUI, the managed runner),
+starts here, and the set keeps it alive until it ends.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""What a run is launched with: ``run.json``, the agent's command line, its environment and its
+sandbox, read from the run folder and the daemon's settings before anything starts.
+
+The agent process is the daemon's own ``srez-agent`` unless ``SREZ_AGENT_CMD`` names another, or
+``run.json`` names a custom agent (``agent_spec`` ``cmd:NAME``, its command in ``agent_cmd``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from pydantic import ValidationError
+
+from srez_daemon.errors import RunSetupError
+from srez_daemon.protocol import RunManifest
+from srez_daemon.sandbox import Sandbox, build_sandbox
+from srez_daemon.settings import DaemonSettings
+from srez_daemon.supervisor import agent_environment
+
+CUSTOM_PREFIX: Final = "cmd:"
+"""Agent specs of custom agent commands: ``cmd:NAME``."""
+
+
+def load_manifest(path: Path) -> RunManifest:
+    """Reads ``run.json``; raises RunSetupError with a one-line reason."""
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except OSError as e:
+        msg = f"{path}: cannot read run.json: {e.strerror}"
+        raise RunSetupError(msg) from e
+    except ValidationError as e:
+        first = e.errors()[0]
+        msg = f"{path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
+        raise RunSetupError(msg) from e
+
+
+def agent_command(manifest: RunManifest, settings: DaemonSettings) -> tuple[tuple[str, ...], bool]:
+    """The agent's command line, and whether it is the built-in ``srez-agent``.
+
+    A ``cmd:NAME`` run runs the ``agent_cmd`` its ``run.json`` records (else the daemon's own
+    ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command; any other spec
+    runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
+    """
+    spec = manifest.agent_spec
+    if spec.startswith(CUSTOM_PREFIX):
+        argv = manifest.agent_cmd or (None if settings.agent_is_builtin else settings.agent_argv)
+        if not argv:
+            msg = f"run.json names the custom agent {spec!r} but records no agent_cmd to run"
+            raise RunSetupError(msg)
+        return tuple(argv), False
+    if manifest.agent_cmd is not None:
+        msg = f"run.json records an agent_cmd for agent {spec!r}: a custom command runs as cmd:NAME"
+        raise RunSetupError(msg)
+    return settings.agent_argv, settings.agent_is_builtin
+
+
+def agent_env(
+    settings: DaemonSettings, manifest: RunManifest, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The agent process's environment: the socket, its spec, seed and model (and the model's
+    variables when it has one; :func:`~srez_daemon.supervisor.agent_environment`)."""
+    return agent_environment(
+        environ,
+        settings.socket_path,
+        {
+            "SREZ_AGENT_SPEC": manifest.agent_spec,
+            "SREZ_RUN_SEED": str(manifest.run_seed),
+            "SREZ_MODEL": manifest.model,
+        },
+    )
+
+
+def agent_sandbox(
+    settings: DaemonSettings,
+    manifest: RunManifest,
+    command: tuple[str, ...],
+    environ: Mapping[str, str],
+) -> Sandbox | None:
+    """The agent's bubblewrap sandbox when the settings ask for one (``local``), else None."""
+    if settings.bwrap is None:
+        return None
+    return build_sandbox(
+        settings.bwrap,
+        socket=settings.socket_path,
+        command=command,
+        agent_spec=manifest.agent_spec,
+        model=manifest.model,
+        environ=environ,
+        hide=(settings.paths.root, settings.token_file, *settings.sandbox_hide),
+    )
