@@ -82,6 +82,12 @@ def task_markers(text: str) -> set[str]:
     return out
 
 
+def root_only(path: Path) -> bool:
+    """Whether ``path`` (absolute, in the sources) is secret data the image keeps root-only: the
+    task files and the generator's data (the Dockerfile sets their modes)."""
+    return path.suffix == ".yaml" and path.parent in (TASKS_DIR, GENERATOR_DIR)
+
+
 def secret_markers(root: Path = ROOT) -> tuple[list[str], list[str]]:
     """The markers to search the image for, and the task file names.
 
@@ -103,7 +109,7 @@ def secret_markers(root: Path = ROOT) -> tuple[list[str], list[str]]:
         # source of the secrets, and must not veto a marker
         if rel.parts[1:2] not in (("srez_env",), ("srez_daemon",), ("srez_client",)):
             continue
-        if path.parent in (TASKS_DIR, GENERATOR_DIR) and path.suffix == ".yaml":
+        if root_only(path):
             continue
         with contextlib.suppress(UnicodeDecodeError):
             public.append(path.read_text(encoding="utf-8"))
