@@ -31,6 +31,7 @@ from srez_client.tui.recent import remember
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.tui.source_results import FinishedRunSource
+from srez_client.tui.terminal_screen import FlowControlFreeScreen
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.palette import PALETTE
 from srez_client.tui.widgets.viewer_host import ViewerHost
@@ -239,13 +240,13 @@ class TuiApp:
         self.spawn(self.attach_running(), "attach-running")
 
     async def run(self, run_ref: str | None = None, *, screen: Any = None) -> None:
-        """Run on the terminal until quit."""
+        """Run on the terminal until quit (``screen``: the real terminal, flow control off)."""
         aloop = asyncio.get_running_loop()
         self.done = aloop.create_future()
         self.loop = urwid.MainLoop(
             self.frame,
             PALETTE,
-            screen=screen,
+            screen=FlowControlFreeScreen() if screen is None else screen,
             event_loop=urwid.AsyncioEventLoop(loop=aloop),
             unhandled_input=self.unhandled,
             handle_mouse=False,
