@@ -178,7 +178,7 @@ class TuiApp:
         self._show()
 
     def show_runs(self) -> None:
-        """The attach list (Running, Exited, All, Recent) with the launch wizard."""
+        """The attach list (Running, Finished, Exited, All, Recent) with the launch wizard."""
         from srez_client.tui.widgets.launch_wizard import open_wizard
         from srez_client.tui.widgets.run_list import RunList
 

@@ -72,7 +72,7 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("viewer", "ctrl n", "next_run", "next attached run"),
     Binding("viewer", "ctrl p", "prev_run", "previous attached run"),
     Binding("list", "enter", "open", "attach to the selected run"),
-    Binding("list", "right", "next_tab", "next tab (Running, Exited, All, Recent)"),
+    Binding("list", "right", "next_tab", "next tab (Running, Finished, Exited, All, Recent)"),
     Binding("list", "left", "prev_tab", "previous tab"),
     Binding("list", "backspace", "filter_back", "delete from the filter"),
     Binding("list", "ctrl l", "launch", "launch new runs (wizard)"),

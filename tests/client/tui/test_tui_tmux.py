@@ -160,7 +160,45 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
         tmux("send-keys", "-t", "tui", "3")
         await tmux.wait(r"Reward \d\.\d{3}")
         await detach_and_stop(tmux, backend, handle)
-        tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as exited
+        tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as finished
         # The list fills in when its first refresh answers: wait for the run, not the tabs.
-        listing = await tmux.wait(r"Exited \(1\)", limit_s=15)
+        listing = await tmux.wait(r"Finished \(1\)", limit_s=15)
         assert "sre-002" in listing
+
+
+async def test_a_kept_run_reads_finished_everywhere_once_its_episode_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``keep`` run still serves after its episode: the sidebar says ``running`` then
+    ``finished`` and nothing else (it said ``exited``, and flipped), the attach list files it
+    under Finished with the same word, and the Evaluation tab says what ``valid`` checks."""
+    state = tmp_path / "state"
+    backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-001")
+    command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
+    label = re.compile(r"^│ (running|finished|exited)\s+│", re.MULTILINE)
+    async with tui_running(command, backend, handle) as tmux:
+        await tmux.wait(r"Live · entry #\d+")
+        seen: list[str] = []
+        loop = asyncio.get_running_loop()
+        settled: float | None = None
+        async with asyncio.timeout(40):
+            while settled is None or loop.time() < settled:
+                screen = tmux.screen()
+                if (found := label.search(screen)) and (not seen or seen[-1] != found[1]):
+                    seen.append(found[1])
+                if settled is None and "Session complete" in screen:
+                    settled = loop.time() + 3  # and watch a while after the episode ended
+                await asyncio.sleep(0.05)
+        assert seen == ["running", "finished"]
+        assert (await backend.get(handle.run_id)).status == "running"  # kept: still serving
+        tmux("send-keys", "-t", "tui", "3")
+        evaluation = await tmux.wait(r"Reward \d\.\d{3}")
+        assert "valid (the final config files parse" in evaluation
+        assert "well-formed actions" not in evaluation
+        tmux("send-keys", "-t", "tui", "C-r")
+        for _ in range(3):  # the same word on every refresh of the list
+            listing = await tmux.wait(r"Finished \(1\)")
+            assert "Exited (0)" in listing and "Running (0)" in listing
+            assert re.search(r"sre-001 .* finished +local", listing), listing
+            tmux("send-keys", "-t", "tui", "F5")
+            await asyncio.sleep(0.3)

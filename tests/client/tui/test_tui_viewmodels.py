@@ -14,7 +14,13 @@ from srez_client.tui.keys import BINDINGS, action_for, context_action, context_k
 from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TABS
 from srez_client.tui.viewer_feed import RunFeed
-from srez_client.tui.viewmodels.attach_list import AttachList, AttachRow, merge_rows, push_recent
+from srez_client.tui.viewmodels.attach_list import (
+    AttachList,
+    AttachRow,
+    handle_state,
+    merge_rows,
+    push_recent,
+)
 from srez_client.tui.viewmodels.changes import ChangesModel, parse_diff, similarity_colour
 from srez_client.tui.viewmodels.detach import detach_options
 from srez_client.tui.viewmodels.dialog_fold import PROMPT_CHARS, RESULT_CHARS, DialogFold
@@ -194,10 +200,11 @@ def test_attach_list_tabs() -> None:
     assert [r.run_id for r in model.visible()] == ["r1", "r2", "r3"]
     model.tab = "running"
     assert [r.run_id for r in model.visible()] == ["r1"]
-    assert model.next_tab() == "exited" and [r.run_id for r in model.visible()] == ["r2", "r3"]
+    assert model.next_tab() == "finished" and [r.run_id for r in model.visible()] == ["r3"]
+    assert model.next_tab() == "exited" and [r.run_id for r in model.visible()] == ["r2"]
     model.tab = "recent"
     assert [r.run_id for r in model.visible()] == ["r3", "r1"]
-    assert model.counts() == {"running": 1, "exited": 2, "all": 3, "recent": 2}
+    assert model.counts() == {"running": 1, "finished": 1, "exited": 1, "all": 3, "recent": 2}
     assert model.next_tab() == "running" and model.next_tab(-1) == "recent"
 
 
@@ -218,18 +225,24 @@ def test_attach_list_filters_as_you_type_on_every_field() -> None:
     assert model.query == "sre-00 non"
 
 
-def test_finished_runs_are_marked_and_live_runs_win() -> None:
+def test_finished_runs_are_marked_and_serving_runs_win() -> None:
     live = [
-        AttachRow("r1", "t", "m", "a", "running", "r1"),
-        AttachRow("r9", "t", "m", "a", "exited", "r9"),
+        AttachRow("r1", "t", "m", "a", "running", "r1", serving=True),
+        AttachRow("r5", "t", "m", "a", handle_state("running", True), "r5", serving=True),
+        AttachRow("r9", "t", "m", "a", handle_state("exited", True), "r9"),
     ]
     finished = [
         AttachRow("r1", "t", "m", "a", "finished", "/p/r1"),
+        AttachRow("r5", "t", "m", "a", "finished", "/p/r5"),
         AttachRow("r9", "t", "m", "a", "finished", "/p/r9"),
     ]
     merged = {r.run_id: r for r in merge_rows(live, finished)}
-    assert merged["r1"].state == "running" and merged["r9"].state == "finished"
-    assert merged["r9"].cells()[4] == "Finished"
+    assert merged["r1"].state == "running" and merged["r1"].ref == "r1"
+    # A kept run past its episode: finished, read through its daemon (ref: the run id).
+    assert merged["r5"].state == "finished" and merged["r5"].ref == "r5"
+    assert merged["r9"].state == "finished" and merged["r9"].ref == "/p/r9"
+    assert merged["r9"].cells()[4] == "finished"
+    assert handle_state("exited", False) == "exited" and handle_state("running", False) == "running"
 
 
 def test_recent_keeps_ten_most_recent_first() -> None:

@@ -1,6 +1,6 @@
 """The attach list: every run one can open, from live backends and the results folder.
 
-Tabs Running / Exited / All / Recent, a filter typed straight into the list (task, model, agent,
+Tabs Running / Finished / Exited / All / Recent, a filter typed straight into the list (task, model, agent,
 image or run id), ``enter`` attaches. It is also the screen ``srez tui`` shows when the
 dashboard package is not installed.
 """
@@ -25,7 +25,7 @@ from srez_client.tui.viewmodels.attach_list import (
     TABS,
     AttachList,
     AttachRow,
-    RunState,
+    handle_state,
     merge_rows,
 )
 from srez_client.tui.widgets.sizing import Size
@@ -37,11 +37,17 @@ async def load_rows(backends: Sequence[Backend], shell: Shell) -> list[AttachRow
     for backend in backends:
         with contextlib.suppress(ClientError, OSError):
             for h in await backend.list(include_exited=True):
-                state: RunState = "running" if h.status == "running" else "exited"
-                image = h.labels.get("srez.image", "")
                 live.append(
                     AttachRow(
-                        h.run_id, h.task_id, h.model, h.agent, state, h.run_id, image, backend.name
+                        h.run_id,
+                        h.task_id,
+                        h.model,
+                        h.agent,
+                        handle_state(h.status, h.finished),
+                        h.run_id,
+                        h.labels.get("srez.image", ""),
+                        backend.name,
+                        serving=h.status == "running",
                     )
                 )
     found = await asyncio.to_thread(find_results, shell.results_root)

@@ -28,14 +28,21 @@ SIDEBAR_COLS = 26
 
 
 def run_state(viewer: RunViewer) -> str:
-    """``running``, ``exited`` or ``finished``, as the sidebar shows it."""
+    """``running``, ``finished`` or ``exited``, as the sidebar shows it.
+
+    ``finished`` is about the episode: the run ended it (graded, or failed with its summary),
+    whether or not its daemon still serves (a ``keep`` run does, for its terminal and reads).
+    ``exited`` is a process gone before the episode ended. The same words as the attach list's
+    (:func:`~srez_client.tui.viewmodels.attach_list.handle_state`), so a run reads the same in
+    both and its label only moves forward.
+    """
     source = viewer.source
     if not isinstance(source, LiveRunSource):
         return "finished"
     m = viewer.feed.models
-    if source.handle.status != "running":
-        return "exited"
-    return "exited" if m.ended and m.phase in ("done", "error") else "running"
+    if source.handle.finished or m.phase in ("done", "error"):
+        return "finished"
+    return "exited" if m.ended or source.handle.status != "running" else "running"
 
 
 class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
