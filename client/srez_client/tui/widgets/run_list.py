@@ -2,7 +2,9 @@
 
 Tabs Running / Finished / Exited / All / Recent, a filter typed straight into the list (task, model, agent,
 image or run id), ``enter`` attaches. It is also the screen ``srez tui`` shows when the
-dashboard package is not installed.
+dashboard package is not installed. While shown it reads the runs again every
+:data:`REFRESH_S` seconds (and at once when it comes back on top), so a run stopped from the
+viewer, or one that ended by itself, leaves the Running count without an F5.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import urwid
 
@@ -28,7 +30,11 @@ from srez_client.tui.viewmodels.attach_list import (
     handle_state,
     merge_rows,
 )
+from srez_client.tui.widgets.poller import ShownPoller
 from srez_client.tui.widgets.sizing import Size
+
+REFRESH_S: Final = 2.0
+"""How often the shown list reads the runs again."""
 
 
 async def load_rows(backends: Sequence[Backend], shell: Shell) -> list[AttachRow]:
@@ -113,7 +119,12 @@ class RunList(urwid.WidgetWrap[urwid.Widget]):
             )
         )
         super().__init__(urwid.Frame(urwid.ListBox(self.walker), header=header, footer=help_line))
+        self.poller = ShownPoller(shell, "run-list refresh", self._reload, REFRESH_S)
         self.refresh_view()
+
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        self.poller.drawn()
+        return super().render(size, focus)
 
     def reload(self) -> None:
         """Read the runs again (in the background)."""
@@ -134,9 +145,14 @@ class RunList(urwid.WidgetWrap[urwid.Widget]):
             parts += [(attr, f" {TAB_TITLES[tab]} ({counts[tab]}) "), " "]
         self.tabs.set_text(parts)
         self.filter.set_text(f"Filter: {self.model.query}▏")
+        selected = self.selected()
         rows = self.model.visible()
         widgets: list[urwid.Widget] = [urwid.AttrMap(RunRow(r), None, "focus") for r in rows]
         self.walker[:] = widgets or [urwid.Text(("dim", "(no runs here)"))]
+        # A refresh must not move the cursor off the run the user is on.
+        ids = [r.run_id for r in rows]
+        if selected is not None and selected.run_id in ids:
+            self.walker.set_focus(ids.index(selected.run_id))
 
     def selected(self) -> AttachRow | None:
         """The focused row."""
