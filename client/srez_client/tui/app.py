@@ -26,7 +26,7 @@ from srez_client.backends.base import Backend
 from srez_client.errors import ClientError
 from srez_client.results.finder import find_results
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.keys import action_for, help_lines
+from srez_client.tui.keys import Context, action_for, help_lines
 from srez_client.tui.recent import remember
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
@@ -194,13 +194,25 @@ class TuiApp:
                     if handle.status == "running" and handle.owned:
                         self.attach(LiveRunSource(backend, handle), show=False)
 
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The key contexts of the screen on top (its ``help_contexts``; a dialog's, inside its
+        overlay), which the help lists first: none for a screen that names none."""
+        if not self.stack:
+            return ()
+        widget = self.stack[-1][0]
+        if isinstance(widget, urwid.Overlay):
+            widget = widget.top_w
+        contexts: tuple[Context, ...] = tuple(getattr(widget, "help_contexts", ()))
+        return contexts
+
     def unhandled(self, key: str | tuple[Any, ...]) -> bool:
         """Keys no screen took: help, back, quit."""
         if not isinstance(key, str):
             return False
         action = action_for("global", key)
         if action == "help":
-            self.push(TextBox("Keys", "\n".join(help_lines()), self.pop), "Help")
+            first = self.help_contexts()
+            self.push(TextBox("Keys", "\n".join(help_lines(first)), self.pop), "Help")
         elif action == "back":
             self.pop()
         elif action == "quit":

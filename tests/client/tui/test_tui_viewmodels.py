@@ -10,7 +10,15 @@ from typing import Any, cast
 from tui_kit import GRADE, TS, session, tool_result
 
 import srez_client.tui.viewmodels as viewmodels_pkg
-from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
+from srez_client.tui.keys import (
+    BINDINGS,
+    CONTEXT_TITLES,
+    action_for,
+    context_action,
+    context_keys,
+    help_lines,
+    keys_for,
+)
 from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TABS
 from srez_client.tui.viewer_feed import RunFeed
@@ -423,6 +431,22 @@ def test_help_lists_the_dashboard_monitor_and_picker_keys_from_the_one_table() -
     assert any(line.split()[:2] == ["p", "pause"] for line in monitor)
     picker = lines[lines.index("model picker:") + 1 : lines.index("managed-run forms:")]
     assert len(picker) == len(context_keys("picker")) and "space" in picker[2]
+
+
+def test_help_puts_the_screens_own_keys_first_then_global_then_the_rest() -> None:
+    lines = help_lines(("monitor",))
+    assert lines[0] == "monitor:"
+    titles = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert titles[:3] == ["monitor:", "global:", "Other screens:"]
+    assert len([t for t in titles if t == "monitor:"]) == 1  # listed once, not again below
+    assert len(titles) == len(CONTEXT_TITLES) + 1
+    assert help_lines()[0] == "viewer:" and "Other screens:" not in help_lines()  # no screen
+
+
+def test_the_terminal_release_key_is_in_the_keymap_and_the_help() -> None:
+    assert keys_for("terminal", "release") == ["ctrl a"]
+    lines = help_lines(("terminal", "viewer"))
+    assert lines[0].startswith("viewer's Terminal tab") and lines[1].split()[:2] == ["ctrl", "a"]
 
 
 def test_screen_keys_do_not_fall_back_to_the_global_ones() -> None:

@@ -52,6 +52,11 @@ class PolledScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]], Generic[M]):
     model: M
     poller: ShownPoller
 
+    @property
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The keys the help lists first (the shell's ``?``)."""
+        return (self.context,)
+
     def render(self, size: tuple[int, ...], focus: bool = False) -> Any:
         """Draws, and keeps the polling going while the screen is shown."""
         self.poller.drawn()
@@ -81,6 +86,7 @@ class ConfirmDialog(urwid.WidgetWrap[urwid.Widget]):
 
     modal = True
     """The application shows it as an overlay over the screen it asks about."""
+    help_contexts: ClassVar[tuple[Context, ...]] = ("confirm",)
 
     def __init__(self, shell: Shell, question: str, on_yes: Callable[[], None]) -> None:
         """Ask ``question`` (already sanitised)."""

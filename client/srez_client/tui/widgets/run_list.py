@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import urwid
 
 from srez_client.backends.base import Backend
 from srez_client.errors import ClientError
 from srez_client.results.finder import find_results
-from srez_client.tui.keys import action_for
+from srez_client.tui.keys import Context, action_for
 from srez_client.tui.recent import load_recent
 from srez_client.tui.shell import Shell
 from srez_client.tui.viewmodels.attach_list import (
@@ -91,6 +91,8 @@ class RunRow(urwid.Text):
 
 class RunList(urwid.WidgetWrap[urwid.Widget]):
     """The screen."""
+
+    help_contexts: ClassVar[tuple[Context, ...]] = ("list",)
 
     def __init__(self, shell: Shell, backends: Sequence[Backend], *, launch: Any = None) -> None:
         self.shell = shell

@@ -15,7 +15,7 @@ import urwid
 
 from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.keys import context_action
+from srez_client.tui.keys import Context, context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
@@ -61,6 +61,12 @@ class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
             focus_column=1,
         )
         super().__init__(self._columns)
+
+    @property
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The viewer's keys first, the Terminal tab's before them while it is shown."""
+        on_terminal = bool(self.viewers) and self.viewers[self.current].layout.tab == "terminal"
+        return ("terminal", "viewer") if on_terminal else ("viewer", "terminal")
 
     def find(self, run_id: str) -> int | None:
         """The index of an attached run."""
