@@ -188,7 +188,8 @@ async def test_terminal_tab_takes_the_focus_and_says_who_gets_the_keys(
     host = app.host
     assert host is not None
     viewer = host.viewers[0]
-    await until(lambda: viewer.layout.terminal)
+    # The feed's own connection first (it replaces the fixture's client), then the terminal.
+    await until(lambda: viewer.feed.models.meta is not None and viewer.layout.terminal)
     app.feed_keys(["4"], WIDE)
     await until(lambda: "Keys go to the shell · ctrl a, then a key" in app.screen_text(WIDE))
     assert viewer.layout.tab == "terminal"

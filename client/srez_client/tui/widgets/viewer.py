@@ -75,7 +75,7 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
 
     async def close(self) -> None:
         """Stop following the run and release its connections."""
-        self.feed.stop()
+        await self.feed.close()
         for pane in self.panes.values():
             pane.close()
         await self.source.close()
