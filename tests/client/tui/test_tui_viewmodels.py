@@ -276,7 +276,11 @@ def test_truth_and_split_appear_only_after_the_agent_phase() -> None:
     model.set_reference(DIFF.split("--- /dev/null")[0], 0.5)
     assert model.sides() == ["agent", "truth", "split"] and model.choose("split")
     assert model.totals() == (2, 3, 1) and model.totals(truth=True) == (1, 1, 1)
-    assert model.similarity_text() == ("yellow", "Similarity to the reference: 50%")
+    assert model.similarity_text() == (
+        "yellow",
+        "Similarity to the reference: 50% of changed lines in common;"
+        " keys: 1 same value, 0 other value, 2 only agent, 0 only reference",
+    )
     model.toggle_raw()
     assert model.raw
 
