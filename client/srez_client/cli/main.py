@@ -23,6 +23,7 @@ import yaml
 
 from srez_client.backends.registry import backend_class, names_where
 from srez_client.cli import generate as cli_generate
+from srez_client.cli.completion import SHELLS, completion_script
 from srez_client.cli.evaluate import (
     eval_inline,
     failed_by_label,
@@ -140,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print a JSON Schema")
     schema.add_argument("which", choices=["dialog"], help="dialog: one line of dialog.jsonl")
     schema.set_defaults(func=cmd_schema)
+    comp = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    comp.add_argument(
+        "shell",
+        choices=SHELLS,
+        help="bash: 'source <(srez completion bash)'; zsh: save as _srez in a folder on $fpath",
+    )
+    comp.set_defaults(func=cmd_completion)
     add_commands(sub, _Parser)
     add_mirror_command(sub, _Parser)
     add_export_command(sub)
@@ -354,6 +362,12 @@ def cmd_play(args: argparse.Namespace) -> int:
     task = one_task(args.task_id, args.tasks_dir)
     lines = prompted_lines("srez> ") if sys.stdin.isatty() else iter(sys.stdin.readline, "")
     play(task, lines, sys.stdout, run_seed=args.seed)
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    """``srez completion bash|zsh``."""
+    sys.stdout.write(completion_script(build_parser(), args.shell))
     return 0
 
 
