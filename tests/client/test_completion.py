@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from srez_client.cli import main
-from srez_client.cli.main import build_parser
 from srez_client.cli.completion import completion_script
+from srez_client.cli.main import build_parser
 
 BASH = shutil.which("bash")
 
@@ -95,8 +95,8 @@ def test_zsh_completion_finds_the_command_path(tmp_path: Path) -> None:
     driver = (
         'compdef() { :; }; compadd() { shift; print -l -- "$@"; }; _files() { print FILES; }\n'
         f"source {script}\n"
-        'words=(srez runs results --status ""); CURRENT=5; _srez; print ---\n'
-        "words=(srez -v managed run x --re); CURRENT=6; _srez; print ---\n"
+        'words=(srez runs results --status ""); CURRENT=5; _srez; print -- ---\n'
+        "words=(srez -v managed run x --re); CURRENT=6; _srez; print -- ---\n"
         'words=(srez runs results --results ""); CURRENT=5; _srez\n'
     )
     assert ZSH is not None
