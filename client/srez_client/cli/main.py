@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--agent",
         required=True,
-        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json",
+        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json, cmd:NAME,"
+        " or a Python agent class package.module:AgentClass (inline and local backends)",
     )
     ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
     ev.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
