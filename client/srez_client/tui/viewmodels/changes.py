@@ -145,14 +145,14 @@ class ChangesModel:
 
     def similarity_text(self) -> tuple[Colour, str] | None:
         """The similarity, once known: the share of changed lines both diffs have (a coloured
-        percentage), then the config keys: set alike, set to other values, changed by one side
-        only (an equivalent fix with another value shares no line, but the same key)."""
+        percentage), then the config keys: set alike, set to other values (same key), changed
+        by one side only (other keys); an equivalent fix with another value shares no line."""
         if self.similarity is None:
             return None
         colour = similarity_colour(self.similarity)
         keys = compare_keys(self.agent_diff, self.reference or "")
+        other_keys = keys.agent_only + keys.reference_only
         return colour, (
-            f"Similarity to the reference: {self.similarity * 100:.0f}% of changed lines in"
-            f" common; keys: {keys.same} same value, {keys.other_values} other value,"
-            f" {keys.agent_only} only agent, {keys.reference_only} only reference"
+            f"Similarity: {self.similarity * 100:.0f}% of changed lines alike; keys:"
+            f" {keys.same} same, {keys.other_values} other value, {other_keys} other keys"
         )
