@@ -19,6 +19,8 @@ from srez_client.daemon_client.follow import render_entry
 from srez_daemon.protocol import Assistant, ToolCall, ToolResult
 
 SREZ = Path(sys.executable).parent / "srez"
+RUN_SCRIPTED = ("run", "--task", "sre-001", "--agent", "scripted")
+"""``srez run`` of the scripted agent on the first task (a fast run that passes)."""
 
 
 def srez(state: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -36,7 +38,7 @@ def srez(state: Path, *args: str, cwd: Path | None = None) -> subprocess.Complet
 
 def test_run_mirrors_prints_the_grade_and_cleans_its_state(tmp_path: Path) -> None:
     state, results = tmp_path / "state", tmp_path / "results"
-    proc = srez(state, "run", "--task", "sre-001", "--agent", "scripted", "--results", str(results))
+    proc = srez(state, *RUN_SCRIPTED, "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     assert "grade:    reward 1.000, resolved yes, passed yes" in proc.stdout
     (folder,) = (results / "sre-001" / "none" / "scripted").iterdir()
@@ -90,20 +92,7 @@ def test_a_kept_run_can_be_inspected_then_stopped_and_removed(tmp_path: Path) ->
 
 def test_exec_tty_drives_a_shell_through_a_real_terminal(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    assert (
-        srez(
-            state,
-            "run",
-            "--task",
-            "sre-001",
-            "--agent",
-            "scripted",
-            "--keep",
-            "--results",
-            str(tmp_path / "r"),
-        ).returncode
-        == 0
-    )
+    assert srez(state, *RUN_SCRIPTED, "--keep", "--results", str(tmp_path / "r")).returncode == 0
     run_id = srez(state, "runs", "list").stdout.splitlines()[2].split()[0]
     master, slave = pty.openpty()
     env = {**os.environ, "SREZ_STATE": str(state)}
@@ -134,18 +123,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     state = tmp_path / "state"
     one_line_error(srez(state, "runs", "stop", "nope"), "no local run 'nope'")
     one_line_error(
-        srez(
-            state,
-            "run",
-            "--task",
-            "sre-001",
-            "--agent",
-            "scripted",
-            "--backend",
-            "inline",
-            "--keep",
-        ),
-        "--keep needs a daemon",
+        srez(state, *RUN_SCRIPTED, "--backend", "inline", "--keep"), "--keep needs a daemon"
     )
     one_line_error(srez(state, "run", "--task", "sre-999", "--agent", "scripted"), "sre-999")
     one_line_error(srez(state, "runs", "exec", "x"), "needs a command")
