@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import os
 import random
-import shutil
 import socket
 import stat
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from client_helpers import after_a_killed_mirror
 
 from srez_client.errors import MirrorError, ResultsError
 from srez_client.mirror.copier import copy_tree, mirror_run, plan_mirror, read_record
@@ -471,12 +471,7 @@ def test_a_killed_mirror_leaves_nothing_partial_and_a_remirror_is_identical(tmp_
         leftovers += sum(
             1 for p in final.parent.iterdir() if p.name.startswith(f".{RUN_ID}.partial-")
         )
-        if final.exists():
-            assert tree(final) == reference  # complete, never partial under the final name
-            outcomes["complete"] += 1
-            shutil.rmtree(final)
-        else:
-            outcomes["absent"] += 1
+        outcomes[after_a_killed_mirror(final, tree, reference)] += 1
     assert outcomes["absent"] >= 8, outcomes  # the kills landed mid-copy
     assert leftovers >= 8  # and left partial folders behind, which the next mirror removes
     assert mirror_run(src, results, manifest()) == final
