@@ -10,12 +10,12 @@ at the end either way.
 from __future__ import annotations
 
 import contextlib
-import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, TextIO
 
 from srez_client.errors import UsageError
 from srez_client.results.report import CHECK_NAMES, GradeView, clean
+from srez_client.shell_words import split_words
 from srez_env.baselines.replay import parse_action
 from srez_env.env import SREEnv
 from srez_env.grade import grade_episode
@@ -48,15 +48,7 @@ def parse_command(line: str) -> dict[str, object]:
             return parse_action(text)
         except ValueError as e:
             raise UsageError(str(e)) from e
-    try:
-        words = shlex.split(text)
-    except ValueError as e:
-        msg = f"cannot split the line: {e}"
-        raise UsageError(msg) from e
-    if not words:
-        msg = "empty command"
-        raise UsageError(msg)
-    tool, *pairs = words
+    tool, *pairs = split_words(text, "the line", example="get_logs service=payments")
     args: dict[str, object] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
