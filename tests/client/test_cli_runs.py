@@ -19,7 +19,14 @@ from srez_client.daemon_client.follow import render_entry
 from srez_daemon.protocol import Assistant, ToolCall, ToolResult
 
 SREZ = Path(sys.executable).parent / "srez"
-RUN_SCRIPTED = ("run", "--task", "sre-001", "--agent", "scripted")
+
+
+def run_args(task: str, agent: str) -> tuple[str, ...]:
+    """``run --task TASK --agent AGENT``."""
+    return ("run", "--task", task, "--agent", agent)
+
+
+RUN_SCRIPTED = run_args("sre-001", "scripted")
 """``srez run`` of the scripted agent on the first task (a fast run that passes)."""
 
 
@@ -53,17 +60,7 @@ def test_run_mirrors_prints_the_grade_and_cleans_its_state(tmp_path: Path) -> No
 
 def test_a_kept_run_can_be_inspected_then_stopped_and_removed(tmp_path: Path) -> None:
     state, results = tmp_path / "state", tmp_path / "results"
-    proc = srez(
-        state,
-        "run",
-        "--task",
-        "sre-002",
-        "--agent",
-        "heuristic",
-        "--keep",
-        "--results",
-        str(results),
-    )
+    proc = srez(state, *run_args("sre-002", "heuristic"), "--keep", "--results", str(results))
     assert proc.returncode in (0, 1), proc.stderr
     assert "still serving" in proc.stdout
     running = srez(state, "runs", "list").stdout
@@ -125,7 +122,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     one_line_error(
         srez(state, *RUN_SCRIPTED, "--backend", "inline", "--keep"), "--keep needs a daemon"
     )
-    one_line_error(srez(state, "run", "--task", "sre-999", "--agent", "scripted"), "sre-999")
+    one_line_error(srez(state, *run_args("sre-999", "scripted")), "sre-999")
     one_line_error(srez(state, "runs", "exec", "x"), "needs a command")
     one_line_error(srez(state, "runs", "exec", "x", "--tty"), "--tty needs a terminal")
     one_line_error(srez(state, "runs", "list", "--backend", "kubernetes"), "invalid choice")
