@@ -96,6 +96,9 @@ def test_agent_command_sources_and_refusals(tmp_path: Path) -> None:
         "--fast",
     )
     option = parse_option("python3 'my agent.py'")
+    for text, needle in (("python3 'mine.py", "No closing quotation"), ("  ", "is empty")):
+        with pytest.raises(UsageError, match=needle):
+            parse_option(text)
     assert agent_command("cmd:mine", option, env, cwd=tmp_path) == ("python3", "my agent.py")
     assert agent_command("scripted", None, {}) is None
     for spec, cmd, environ, needle in (
