@@ -92,3 +92,11 @@ def _absolute_files(argv: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
             arg = str((cwd / path).resolve())
         out.append(arg)
     return tuple(out)
+
+
+def absolute_replay(agent_spec: str) -> str:
+    """``replay:PATH`` with PATH made absolute: a daemon or a resumed evaluation does not share the
+    launcher's working folder."""
+    if agent_spec.startswith("replay:"):
+        return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
+    return agent_spec

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from backend_contract import CASES, ContractCase, run_contract, spec_for
 
+from srez_client.agent_command import absolute_replay
 from srez_client.backends.base import Backend, LaunchSpec, WatchOptions
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.local.backend import LocalBackend
-from srez_client.backends.local.environment import absolute_replay, passed_environment
+from srez_client.backends.local.environment import passed_environment
 from srez_client.backends.registry import get_backend
 from srez_client.errors import BackendError, NoDaemonError, RunNotFoundError, UsageError
 from srez_client.runs import run_to_results

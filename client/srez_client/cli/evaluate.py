@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
+from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
-from srez_client.backends.local.environment import absolute_replay
 from srez_client.mirror.fs import read_small_file
 from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
 from srez_client.results.report import (

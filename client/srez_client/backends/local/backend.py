@@ -53,11 +53,11 @@ from typing import ClassVar, Final, Self
 
 import aiohttp
 
-from srez_client.agent_command import agent_command
+from srez_client.agent_command import absolute_replay, agent_command
 from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.local.config import LocalConfig, SandboxMode
-from srez_client.backends.local.environment import absolute_replay, daemon_environment
+from srez_client.backends.local.environment import daemon_environment
 from srez_client.backends.local.files import (
     LocalRecord,
     agent_socket_path,

@@ -88,10 +88,3 @@ def daemon_environment(
         env.update(model_variables(os.environ))
         env.update(spec.agent_env)
     return env
-
-
-def absolute_replay(agent_spec: str) -> str:
-    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder)."""
-    if agent_spec.startswith("replay:"):
-        return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
-    return agent_spec
