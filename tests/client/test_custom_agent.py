@@ -95,8 +95,12 @@ def test_agent_command_sources_and_refusals(tmp_path: Path) -> None:
         str(tmp_path / "mine.py"),
         "--fast",
     )
+    (tmp_path / "my agent.py").write_text("")
     option = parse_option("python3 'my agent.py'")
-    assert agent_command("cmd:mine", option, env, cwd=tmp_path) == ("python3", "my agent.py")
+    assert agent_command("cmd:mine", option, env, cwd=tmp_path) == (
+        "python3",
+        str(tmp_path / "my agent.py"),
+    )
     assert agent_command("scripted", None, {}) is None
     for spec, cmd, environ, needle in (
         ("scripted", None, env, "SREZ_AGENT_CMD is set"),

@@ -85,7 +85,8 @@ def daemon_environment(
 
 
 def absolute_replay(agent_spec: str) -> str:
-    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder)."""
-    if agent_spec.startswith("replay:"):
+    """``replay:PATH`` with PATH made absolute (the daemon does not share our working folder); a
+    ``replay:`` without a path stays as it is, to be refused as that, not as the folder ``.``."""
+    if agent_spec.startswith("replay:") and agent_spec[len("replay:") :].strip():
         return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
     return agent_spec
