@@ -17,12 +17,12 @@ not look for. A one-line refusal costs one retype and makes the user say what th
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from srez_client.errors import UsageError
+from srez_client.shell_words import split_words
 from srez_env.agents import AgentSpecError, custom_agent_name
 
 ENV_VAR: Final = "SREZ_AGENT_CMD"
@@ -30,15 +30,7 @@ ENV_VAR: Final = "SREZ_AGENT_CMD"
 
 def parse_option(text: str) -> tuple[str, ...]:
     """``--agent-cmd``'s value as an argv (shell-style quoting, no shell)."""
-    try:
-        argv = shlex.split(text)
-    except ValueError as e:
-        msg = f"--agent-cmd {text!r}: {e}"
-        raise UsageError(msg) from None
-    if not argv:
-        msg = "--agent-cmd is empty; give the command, e.g. --agent-cmd 'python3 my_agent.py'"
-        raise UsageError(msg)
-    return tuple(argv)
+    return tuple(split_words(text, "--agent-cmd", example="--agent-cmd 'python3 my_agent.py'"))
 
 
 def parse_env(raw: str) -> tuple[str, ...]:

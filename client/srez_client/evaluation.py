@@ -51,6 +51,8 @@ class EvalResult:
     """One row per run."""
     interrupted: bool = False
     """A signal interrupted it: the report is partial."""
+    failed: list[Job] = field(default_factory=list)
+    """The jobs that could not be run (launch or mirror failed)."""
 
 
 def eval_on_backend(
@@ -151,6 +153,7 @@ async def _eval(
             if not isinstance(item, ClientError | EnvError | OSError):
                 raise item
             failures.append(item)
+            result.failed.append((spec, task, seed))
             sys.stderr.write(f"srez: warning: {spec} {task.id} seed {seed}: {item}\n")
             continue
         if item is not None:

@@ -21,12 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from pydantic import ValidationError
-
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import BackendError
 from srez_client.mirror.copier import mirror_run
-from srez_client.mirror.fs import read_small_file
+from srez_client.mirror.fs import read_small_model
 from srez_client.results.layout import run_path
 from srez_client.results.regrade import regrade_copy
 from srez_daemon.protocol import RunManifest, RunSummary
@@ -65,18 +63,14 @@ def manifest_for(handle: RunHandle, copied: Path | None) -> RunManifest:
         "model": labels.get("srez.model", handle.model),
         "agent": labels.get("srez.agent", handle.agent),
     }
-    data = read_small_file(copied, b"run.json", 1 << 20) if copied is not None else None
-    if data is not None:
-        try:
-            manifest = RunManifest.model_validate_json(data)
-        except ValidationError:
-            logger.warning("run %s: run.json is not valid; naming from labels", handle.run_id)
-        else:
-            if any(getattr(manifest, k) != v for k, v in naming.items()):
-                logger.warning(
-                    "run %s: run.json disagrees with its labels; labels win", handle.run_id
-                )
-            return manifest.model_copy(update=naming)
+    manifest = (
+        read_small_model(copied, b"run.json", RunManifest, 1 << 20) if copied is not None else None
+    )
+    if manifest is not None:
+        if any(getattr(manifest, k) != v for k, v in naming.items()):
+            logger.warning("run %s: run.json disagrees with its labels; labels win", handle.run_id)
+        return manifest.model_copy(update=naming)
+    # no run.json, or one that is not valid (read_small_model logged it): name from the labels
     return RunManifest(
         **naming,
         agent_spec=naming["agent"],
@@ -123,13 +117,7 @@ async def collect(
 
 def read_summary(results_dir: Path) -> RunSummary | None:
     """``summary.json`` of a results folder, or None."""
-    data = read_small_file(results_dir, b"summary.json", 1 << 20)
-    if data is None:
-        return None
-    try:
-        return RunSummary.model_validate_json(data)
-    except ValidationError:
-        return None
+    return read_small_model(results_dir, b"summary.json", RunSummary, 1 << 20)
 
 
 async def run_to_results(

@@ -225,6 +225,16 @@ def replay_file(agent_spec: str) -> list[Path]:
     return []
 
 
+def python_agent_source(agent_spec: str) -> list[Path]:
+    """The module file (or package folder) of a ``module:Class`` agent, and nothing else of
+    the folder it is in (the launcher put that folder on ``PYTHONPATH``)."""
+    from srez_env.agents.python_agent import import_path, module_source
+
+    parts = import_path(agent_spec)
+    source = module_source(parts[0]) if parts is not None else None
+    return [source] if source is not None else []
+
+
 def build_sandbox(
     bwrap: Path,
     *,
@@ -236,7 +246,12 @@ def build_sandbox(
     hide: Iterable[Path] = (),
 ) -> Sandbox:
     """The sandbox of one agent: what it is shown and what is hidden (module docstring)."""
-    read_only = [*code_paths(), *command_files(command, environ), *replay_file(agent_spec)]
+    read_only = [
+        *code_paths(),
+        *command_files(command, environ),
+        *replay_file(agent_spec),
+        *python_agent_source(agent_spec),
+    ]
     hidden = [*task_secret_paths(), *hide, socket.parent]
     return Sandbox(
         bwrap=bwrap,

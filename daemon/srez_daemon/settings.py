@@ -44,8 +44,8 @@ Environment (DESIGN.md §4-§7):
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -140,21 +140,10 @@ class DaemonSettings:
                 raise SettingsError(msg)
             return Path(value)
 
-        def number(name: str, default: float | None, *, low: float = 0.0) -> float | None:
-            raw = environ.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not math.isfinite(value):
-                msg = f"{name}={raw!r} is not a number"
-                raise SettingsError(msg)
-            if value < low:
-                msg = f"{name}={raw!r} must be at least {low:g}"
-                raise SettingsError(msg)
-            return value
+        # imported here: importing the app (before it listens) loads nothing of srez_env
+        from srez_env.env_vars import env_number
+
+        number = functools.partial(env_number, environ, error=SettingsError)
 
         argv: tuple[str, ...] = DEFAULT_AGENT_ARGV
         raw_cmd = environ.get("SREZ_AGENT_CMD", "").strip()
@@ -172,7 +161,7 @@ class DaemonSettings:
                 raise SettingsError(msg)
             argv = tuple(parsed)
         port = number("SREZ_PORT", DEFAULT_PORT)
-        if port is None or port != int(port) or not 0 <= port <= 65535:
+        if port != int(port) or not 0 <= port <= 65535:
             msg = f"SREZ_PORT={environ.get('SREZ_PORT')!r} must be an integer from 0 to 65535"
             raise SettingsError(msg)
         endpoint = environ.get("SREZ_ENDPOINT_FILE", "").strip()
@@ -198,19 +187,17 @@ class DaemonSettings:
             agent_socket=Path(socket) if socket else None,
             agent_argv=argv,
             agent_time_limit_s=number("SREZ_AGENT_TIME_LIMIT_S", None, low=1.0),
-            provider_wait_cap_s=_or(number("SREZ_PROVIDER_WAIT_CAP_S", None), PROVIDER_WAIT_CAP_S),
-            provider_wait_run_cap_s=_or(
-                number("SREZ_PROVIDER_WAIT_RUN_CAP_S", None), PROVIDER_WAIT_RUN_CAP_S
-            ),
+            provider_wait_cap_s=number("SREZ_PROVIDER_WAIT_CAP_S", PROVIDER_WAIT_CAP_S),
+            provider_wait_run_cap_s=number("SREZ_PROVIDER_WAIT_RUN_CAP_S", PROVIDER_WAIT_RUN_CAP_S),
             agent_wall_cap_s=number("SREZ_AGENT_WALL_CAP_S", None, low=1.0),
-            pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0) or 300.0,
-            max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1) or 8),
+            pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0),
+            max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1)),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
-            notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES) or 0),
-            notes_max_count=int(number("SREZ_NOTES_MAX_COUNT", NOTES_MAX_COUNT) or 0),
+            notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES)),
+            notes_max_count=int(number("SREZ_NOTES_MAX_COUNT", NOTES_MAX_COUNT)),
             note_max_bytes=int(
-                min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256) or 0, NOTE_MAX_BYTES)
+                min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256), NOTE_MAX_BYTES)
             ),
             exec_allow=_string_list(environ, "SREZ_EXEC_ALLOW"),
         )
@@ -253,7 +240,3 @@ def _string_list(environ: Mapping[str, str], name: str) -> tuple[str, ...] | Non
         msg = f'{name} must be a JSON list of program names, e.g. ["true", "echo"]'
         raise SettingsError(msg)
     return tuple(parsed)
-
-
-def _or(value: float | None, default: float) -> float:
-    return default if value is None else value

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
 from srez_env.task import Task
+
+Digest = TypeVar("Digest")
 
 
 def expert_actions(task: Task) -> list[dict[str, object]]:
@@ -28,3 +34,13 @@ def one_line_error(proc: subprocess.CompletedProcess[str], needle: str) -> None:
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("srez: error: "), proc.stderr
     assert needle in lines[0], lines[0]
+
+
+def after_a_killed_mirror(final: Path, digest: Callable[[Path], Digest], reference: Digest) -> str:
+    """What a mirror killed midway left under its final name: ``absent``, or ``complete`` (then
+    asserted equal to ``reference`` and removed for the next try), never a partial folder."""
+    if not final.exists():
+        return "absent"
+    assert digest(final) == reference  # complete, never partial under the final name
+    shutil.rmtree(final)
+    return "complete"

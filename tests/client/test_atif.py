@@ -18,6 +18,26 @@ def entry(seq: int, kind: str, /, **fields: Any) -> str:
     return json.dumps({"seq": seq, "ts": TS, "type": kind, **fields})
 
 
+def tool_turn(
+    seq: int, step: int, name: str, args: dict[str, Any], result: str, duration_ms: float
+) -> list[str]:
+    """Step ``step`` of 20: a tool call (entry ``seq``) and its successful result (``seq + 1``)."""
+    call_id = f"call-{step}"
+    return [
+        entry(seq, "tool_call", call_id=call_id, name=name, args=args, status="running"),
+        entry(
+            seq + 1,
+            "tool_result",
+            call_id=call_id,
+            status="success",
+            result=result,
+            duration_ms=duration_ms,
+            step=step,
+            steps_left=20 - step,
+        ),
+    ]
+
+
 def make_run(root: Path) -> Path:
     run = root / "sre-007" / "openai__fake" / "llm" / RUN_ID
     (run / "archive").mkdir(parents=True)
@@ -32,30 +52,8 @@ def make_run(root: Path) -> Path:
         entry(3, "thinking", text="check alerts"),
         entry(4, "assistant", text="(calls get_alerts)", tokens={"input": 100, "output": 20}),
         entry(5, "usage", tokens={"input": 100, "output": 20}, cost_usd=0.002),
-        entry(6, "tool_call", call_id="call-1", name="get_alerts", args={}, status="running"),
-        entry(
-            7,
-            "tool_result",
-            call_id="call-1",
-            status="success",
-            result="ALERTS",
-            duration_ms=0.5,
-            step=1,
-            steps_left=19,
-        ),
-        entry(
-            8, "tool_call", call_id="call-2", name="submit", args={"summary": "s"}, status="running"
-        ),
-        entry(
-            9,
-            "tool_result",
-            call_id="call-2",
-            status="success",
-            result="submitted",
-            duration_ms=0.1,
-            step=2,
-            steps_left=18,
-        ),
+        *tool_turn(6, 1, "get_alerts", {}, "ALERTS", duration_ms=0.5),
+        *tool_turn(8, 2, "submit", {"summary": "s"}, "submitted", duration_ms=0.1),
         entry(10, "session_completed", turns=2, duration_s=1.0, tokens_total=120, cost_usd=0.002),
     ]
     (run / "archive" / "dialog.jsonl").write_text("\n".join(lines) + '\n{"seq": 11, "ts"')

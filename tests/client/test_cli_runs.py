@@ -21,6 +21,15 @@ from srez_daemon.protocol import Assistant, ToolCall, ToolResult
 SREZ = Path(sys.executable).parent / "srez"
 
 
+def run_args(task: str, agent: str) -> tuple[str, ...]:
+    """``run --task TASK --agent AGENT``."""
+    return ("run", "--task", task, "--agent", agent)
+
+
+RUN_SCRIPTED = run_args("sre-001", "scripted")
+"""``srez run`` of the scripted agent on the first task (a fast run that passes)."""
+
+
 def srez(state: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SREZ_STATE": str(state)}
     return subprocess.run(
@@ -36,7 +45,7 @@ def srez(state: Path, *args: str, cwd: Path | None = None) -> subprocess.Complet
 
 def test_run_mirrors_prints_the_grade_and_cleans_its_state(tmp_path: Path) -> None:
     state, results = tmp_path / "state", tmp_path / "results"
-    proc = srez(state, "run", "--task", "sre-001", "--agent", "scripted", "--results", str(results))
+    proc = srez(state, *RUN_SCRIPTED, "--results", str(results))
     assert proc.returncode == 0, proc.stderr
     assert "grade:    reward 1.000, resolved yes, passed yes" in proc.stdout
     (folder,) = (results / "sre-001" / "none" / "scripted").iterdir()
@@ -51,17 +60,7 @@ def test_run_mirrors_prints_the_grade_and_cleans_its_state(tmp_path: Path) -> No
 
 def test_a_kept_run_can_be_inspected_then_stopped_and_removed(tmp_path: Path) -> None:
     state, results = tmp_path / "state", tmp_path / "results"
-    proc = srez(
-        state,
-        "run",
-        "--task",
-        "sre-002",
-        "--agent",
-        "heuristic",
-        "--keep",
-        "--results",
-        str(results),
-    )
+    proc = srez(state, *run_args("sre-002", "heuristic"), "--keep", "--results", str(results))
     assert proc.returncode in (0, 1), proc.stderr
     assert "still serving" in proc.stdout
     running = srez(state, "runs", "list").stdout
@@ -90,20 +89,7 @@ def test_a_kept_run_can_be_inspected_then_stopped_and_removed(tmp_path: Path) ->
 
 def test_exec_tty_drives_a_shell_through_a_real_terminal(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    assert (
-        srez(
-            state,
-            "run",
-            "--task",
-            "sre-001",
-            "--agent",
-            "scripted",
-            "--keep",
-            "--results",
-            str(tmp_path / "r"),
-        ).returncode
-        == 0
-    )
+    assert srez(state, *RUN_SCRIPTED, "--keep", "--results", str(tmp_path / "r")).returncode == 0
     run_id = srez(state, "runs", "list").stdout.splitlines()[2].split()[0]
     master, slave = pty.openpty()
     env = {**os.environ, "SREZ_STATE": str(state)}
@@ -134,20 +120,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path) -> None:
     state = tmp_path / "state"
     one_line_error(srez(state, "runs", "stop", "nope"), "no local run 'nope'")
     one_line_error(
-        srez(
-            state,
-            "run",
-            "--task",
-            "sre-001",
-            "--agent",
-            "scripted",
-            "--backend",
-            "inline",
-            "--keep",
-        ),
-        "--keep needs a daemon",
+        srez(state, *RUN_SCRIPTED, "--backend", "inline", "--keep"), "--keep needs a daemon"
     )
-    one_line_error(srez(state, "run", "--task", "sre-999", "--agent", "scripted"), "sre-999")
+    one_line_error(srez(state, *run_args("sre-999", "scripted")), "sre-999")
     one_line_error(srez(state, "runs", "exec", "x"), "needs a command")
     one_line_error(srez(state, "runs", "exec", "x", "--tty"), "--tty needs a terminal")
     one_line_error(srez(state, "runs", "list", "--backend", "kubernetes"), "invalid choice")

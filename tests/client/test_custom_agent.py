@@ -97,6 +97,9 @@ def test_agent_command_sources_and_refusals(tmp_path: Path) -> None:
     )
     (tmp_path / "my agent.py").write_text("")
     option = parse_option("python3 'my agent.py'")
+    for text, needle in (("python3 'mine.py", "No closing quotation"), ("  ", "is empty")):
+        with pytest.raises(UsageError, match=needle):
+            parse_option(text)
     assert agent_command("cmd:mine", option, env, cwd=tmp_path) == (
         "python3",
         str(tmp_path / "my agent.py"),

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 from backend_contract import spec_for
-from client_helpers import expert_actions
+from client_helpers import after_a_killed_mirror, expert_actions
 from docker_kit import SREZ, Engine, fake_run, figure, sh, tree_digest, wait_state
 
 from srez_client.backends.base import LaunchSpec, MirrorOutcome, WatchOptions
@@ -588,12 +588,7 @@ def test_sec39_a_killed_docker_mirror_leaves_nothing_partial_and_remirrors_ident
         time.sleep(rng.uniform(0.2, 1.2))  # start-up, the engine's archive, the extraction
         child.kill()
         child.wait()
-        if final.exists():
-            assert tree_digest(final) == reference  # complete, never partial under the final name
-            outcomes["complete"] += 1
-            shutil.rmtree(final)
-        else:
-            outcomes["absent"] += 1
+        outcomes[after_a_killed_mirror(final, tree_digest, reference)] += 1
     again = engine.srez(state, "mirror", run_id)
     assert again.returncode == 0, again.stderr
     figure("SECURITY 39 (docker): kills absent/complete", outcomes)

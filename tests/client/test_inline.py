@@ -22,6 +22,7 @@ from srez_daemon.protocol import (
 )
 from srez_daemon.protocol.agent import RAW_REPLY_TOOL, tool_call
 from srez_daemon.record.episode import observation_text
+from srez_env.baselines.policy import Observation, Policy, PolicyAgent, call
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -37,18 +38,16 @@ class FakeClock:
         return self.now
 
 
-class CrashingAgent:
+class CrashingAgent(PolicyAgent):
+    """Reads the alerts twice, then raises (its model went away)."""
+
     name = "crashy"
 
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        self.calls += 1
-        if self.calls == 3:
-            msg = "model went away"
-            raise RuntimeError(msg)
-        return {"tool": "get_alerts", "args": {}}
+    def policy(self, prompt: Observation) -> Policy:
+        yield call("get_alerts")
+        yield call("get_alerts")
+        msg = "model went away"
+        raise RuntimeError(msg)
 
 
 class StubbornAgent:

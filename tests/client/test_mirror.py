@@ -10,7 +10,6 @@ import contextlib
 import hashlib
 import os
 import random
-import shutil
 import socket
 import stat
 import subprocess
@@ -20,10 +19,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from client_helpers import after_a_killed_mirror
 
 from srez_client.errors import MirrorError, ResultsError
 from srez_client.mirror.copier import copy_tree, mirror_run, plan_mirror, read_record
-from srez_client.mirror.fs import execute_plan
+from srez_client.mirror.fs import execute_plan, read_small_model
 from srez_client.mirror.plan import MirrorLimits, SourceEntry, plan_entries
 from srez_client.sanitize import escape_bytes, sanitize, unescape_bytes
 from srez_daemon.protocol import RunManifest
@@ -410,6 +410,20 @@ def test_an_existing_run_folder_is_kept_not_replaced(tmp_path: Path) -> None:
     assert tree(final) == before
 
 
+def test_read_small_model_gives_none_for_a_missing_linked_or_invalid_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert read_small_model(tmp_path, b"run.json", RunManifest, 1 << 20) is None
+    (tmp_path / "real.json").write_text(manifest().model_dump_json())
+    (tmp_path / "run.json").symlink_to(tmp_path / "real.json")
+    assert read_small_model(tmp_path, b"run.json", RunManifest, 1 << 20) is None
+    assert read_small_model(tmp_path, b"real.json", RunManifest, 1 << 20) == manifest()
+    assert read_small_model(tmp_path, b"real.json", RunManifest, 16) is None  # too large
+    (tmp_path / "bad.json").write_text('{"run_id": 1}')
+    assert read_small_model(tmp_path, b"bad.json", RunManifest, 1 << 20) is None
+    assert "ignored an invalid bad.json" in caplog.text
+
+
 def test_copy_out_skips_reserved_names_and_the_mirror_keeps_its_record(tmp_path: Path) -> None:
     src = make_run(tmp_path / "src")
     (src / "mirror.json").write_text('{"forged": true}')
@@ -471,12 +485,7 @@ def test_a_killed_mirror_leaves_nothing_partial_and_a_remirror_is_identical(tmp_
         leftovers += sum(
             1 for p in final.parent.iterdir() if p.name.startswith(f".{RUN_ID}.partial-")
         )
-        if final.exists():
-            assert tree(final) == reference  # complete, never partial under the final name
-            outcomes["complete"] += 1
-            shutil.rmtree(final)
-        else:
-            outcomes["absent"] += 1
+        outcomes[after_a_killed_mirror(final, tree, reference)] += 1
     assert outcomes["absent"] >= 8, outcomes  # the kills landed mid-copy
     assert leftovers >= 8  # and left partial folders behind, which the next mirror removes
     assert mirror_run(src, results, manifest()) == final

@@ -4,6 +4,7 @@ provider errors keep their status and ``Retry-After``, and litellm loads on the 
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -142,18 +143,8 @@ async def test_an_agent_reads_the_relayed_rate_limit_as_from_the_provider(
     client = LiteLLMClient(LLMSettings(model="openai/srez-run-a", api_base=grant.base_url))
     litellm = client._lib()
     fake_openai.push(error(429, retry_after=3), tool_call("get_alerts", {}))
-    with pytest.raises(litellm.RateLimitError) as caught:
-        await litellm.acompletion(
-            model="openai/srez-run-a",
-            messages=CHAT["messages"],
-            api_base=grant.base_url,
-            api_key=grant.token,
-            num_retries=0,
-            max_retries=0,
-        )
-    failure = client.classify(caught.value)
-    assert failure is not None and failure.kind == "rate_limit" and failure.retry_after_s == 3
-    response = await litellm.acompletion(
+    ask_the_relay = functools.partial(
+        litellm.acompletion,
         model="openai/srez-run-a",
         messages=CHAT["messages"],
         api_base=grant.base_url,
@@ -161,7 +152,11 @@ async def test_an_agent_reads_the_relayed_rate_limit_as_from_the_provider(
         num_retries=0,
         max_retries=0,
     )
-    reply = client._reply(response)
+    with pytest.raises(litellm.RateLimitError) as caught:
+        await ask_the_relay()
+    failure = client.classify(caught.value)
+    assert failure is not None and failure.kind == "rate_limit" and failure.retry_after_s == 3
+    reply = client._reply(await ask_the_relay())
     assert reply.tool_calls[0].name == "get_alerts" and reply.input_tokens == 100
 
 

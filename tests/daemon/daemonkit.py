@@ -184,6 +184,20 @@ def live_daemon(
                 proc.wait(5)
 
 
+def run_headless(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``srez-daemon ARGS`` with no client (``--task ID --agent NAME --out DIR``), run to its end
+    in a bare environment plus ``env``; its run folder and temporary files go under ``tmp_path``."""
+    bare = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    bare.update(SREZ_PORT="0", SREZ_RUN_DIR=str(tmp_path / "run"), TMPDIR=str(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-m", "srez_daemon", *args],
+        capture_output=True,
+        text=True,
+        env={**bare, **env},
+        timeout=120,
+    )
+
+
 def reference_line(task_id: str = "sre-007") -> str:
     """The config line the task's reference fix writes (``pool_max = N`` for sre-007): each task
     has its own world, so the value is read from the task, never assumed."""

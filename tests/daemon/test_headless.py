@@ -4,28 +4,14 @@ with the run image)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-
-def headless(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env.update(SREZ_PORT="0", SREZ_RUN_DIR=str(tmp_path / "run"), TMPDIR=str(tmp_path))
-    return subprocess.run(
-        [sys.executable, "-m", "srez_daemon", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+from daemonkit import run_headless
 
 
 def test_headless_run_leaves_the_graded_run_folder_in_out(tmp_path: Path) -> None:
-    done = headless(
+    done = run_headless(
         tmp_path, "--task", "sre-025", "--agent", "scripted", "--out", str(tmp_path / "out")
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -38,7 +24,7 @@ def test_headless_run_leaves_the_graded_run_folder_in_out(tmp_path: Path) -> Non
 
 
 def test_headless_exit_code_is_zero_whatever_the_score(tmp_path: Path) -> None:
-    done = headless(
+    done = run_headless(
         tmp_path, "--task", "sre-025", "--agent", "random", "--out", str(tmp_path / "out")
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -55,7 +41,7 @@ def test_headless_exit_code_is_zero_whatever_the_score(tmp_path: Path) -> None:
 def test_headless_bad_input_is_one_line_exit_2(
     tmp_path: Path, args: tuple[str, ...], needle: str
 ) -> None:
-    done = headless(tmp_path, *args)
+    done = run_headless(tmp_path, *args)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("srez-daemon: error:")

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
+from daemonkit import run_headless
 
 from fakes.expert import expert_replies as scripted_replies
 from fakes.openai_server import FakeOpenAI, Scripted, error, text, tool_call
@@ -21,31 +21,36 @@ def expert_replies(task_id: str = TASK) -> list[Scripted]:
     return scripted_replies(task_id, usage=(200, 10))
 
 
-def headless(
-    tmp_path: Path, server: FakeOpenAI, agent: str = "llm", **settings: str
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
-    env.update(
-        SREZ_PORT="0",
-        SREZ_RUN_DIR=str(tmp_path / "run"),
-        TMPDIR=str(tmp_path),
-        SREZ_MODEL="openai/fake",
-        SREZ_LLM_API_BASE=server.base_url,
-        SREZ_LLM_BACKOFF_S="0.01",
-        SREZ_LLM_BACKOFF_MAX_S="0.05",
-        OPENAI_API_KEY="sk-fake",
-        NOT_FORWARDED_SECRET="s3cret",
-        **settings,
-    )
-    out = tmp_path / "out"
-    done = subprocess.run(
-        [sys.executable, "-m", "srez_daemon", "--task", TASK, "--agent", agent, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    return done, out
+class Headless:
+    """``srez-daemon --task TASK --agent ... --out DIR`` with the model at the fake OpenAI server."""
+
+    def __init__(self, tmp_path: Path, server: FakeOpenAI) -> None:
+        self.tmp_path = tmp_path
+        self.server = server
+
+    def run(self, agent: str = "llm", **settings: str) -> Path:
+        """The run folder copied to ``--out``, once the run completed (exit 0: it was graded,
+        whatever its score); ``settings`` are added to the daemon's environment."""
+        out = self.tmp_path / "out"
+        argv = ("--task", TASK, "--agent", agent, "--out", str(out))
+        done = run_headless(
+            self.tmp_path,
+            *argv,
+            SREZ_MODEL="openai/fake",
+            SREZ_LLM_API_BASE=self.server.base_url,
+            SREZ_LLM_BACKOFF_S="0.01",
+            SREZ_LLM_BACKOFF_MAX_S="0.05",
+            OPENAI_API_KEY="sk-fake",
+            NOT_FORWARDED_SECRET="s3cret",
+            **settings,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return out
+
+
+@pytest.fixture
+def headless(tmp_path: Path, fake_openai: FakeOpenAI) -> Headless:
+    return Headless(tmp_path, fake_openai)
 
 
 def dialog(out: Path) -> list[dict[str, Any]]:
@@ -58,7 +63,7 @@ def read(out: Path, name: str) -> dict[str, Any]:
 
 
 def test_llm_agent_solves_a_task_through_the_daemon(
-    tmp_path: Path, fake_openai: FakeOpenAI
+    headless: Headless, fake_openai: FakeOpenAI
 ) -> None:
     expert = expert_replies()
     fake_openai.push(
@@ -66,8 +71,7 @@ def test_llm_agent_solves_a_task_through_the_daemon(
         tool_call("get_logs", '{"service": ', reasoning="look at logs"),  # malformed: a step
         *expert,
     )
-    done, out = headless(tmp_path, fake_openai)
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = headless.run()
     result, summary = read(out, "result.json"), read(out, "summary.json")
     assert result["passed"] is True and result["error_kind"] is None
     assert summary["status"] == "ok" and summary["error_kind"] is None
@@ -97,12 +101,13 @@ def test_llm_agent_solves_a_task_through_the_daemon(
     assert "s3cret" not in agent_log
 
 
-def test_json_text_agent_runs_through_the_daemon(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_json_text_agent_runs_through_the_daemon(
+    headless: Headless, fake_openai: FakeOpenAI
+) -> None:
     fake_openai.push(
         text("no JSON here"), text('{"tool": "submit", "args": {"summary": "giving up"}}')
     )
-    done, out = headless(tmp_path, fake_openai, agent="llm-json")
-    assert done.returncode == 0, done.stderr[-3000:]
+    out = headless.run(agent="llm-json")
     assert fake_openai.requests[0].tools is None
     results = [e for e in dialog(out) if e["type"] == "tool_result"]
     assert "PARSE_ERROR" in results[0]["result"] and results[1]["status"] == "success"
@@ -110,11 +115,10 @@ def test_json_text_agent_runs_through_the_daemon(tmp_path: Path, fake_openai: Fa
 
 
 def test_provider_exhaustion_ends_the_run_with_error_kind_provider(
-    tmp_path: Path, fake_openai: FakeOpenAI
+    headless: Headless, fake_openai: FakeOpenAI
 ) -> None:
     fake_openai.push(tool_call("get_alerts", {}), error(500), error(500))
-    done, out = headless(tmp_path, fake_openai, SREZ_LLM_MAX_ATTEMPTS="2")
-    assert done.returncode == 0, done.stderr[-3000:]  # the run completed (graded), unscored
+    out = headless.run(SREZ_LLM_MAX_ATTEMPTS="2")  # the run completed (graded), unscored
     result, summary = read(out, "result.json"), read(out, "summary.json")
     assert result["error_kind"] == "provider" and summary["error_kind"] == "provider"
     assert summary["status"] == "error" and "model provider failed" in summary["error"]
@@ -125,19 +129,14 @@ def test_provider_exhaustion_ends_the_run_with_error_kind_provider(
 
 
 def test_cooldown_does_not_count_against_the_time_limit(
-    tmp_path: Path, fake_openai: FakeOpenAI
+    headless: Headless, fake_openai: FakeOpenAI
 ) -> None:
     # start-up (litellm's import: 3 s idle, more on a busy machine) plus a 13 s cooldown would
     # pass the 12 s limit if the cooldown counted
     fake_openai.push(error(503, "overloaded"), *expert_replies())
-    done, out = headless(
-        tmp_path,
-        fake_openai,
-        SREZ_AGENT_TIME_LIMIT_S="12",
-        SREZ_LLM_COOLDOWN_AFTER="1",
-        SREZ_LLM_COOLDOWN_S="13",
+    out = headless.run(
+        SREZ_AGENT_TIME_LIMIT_S="12", SREZ_LLM_COOLDOWN_AFTER="1", SREZ_LLM_COOLDOWN_S="13"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     summary = read(out, "summary.json")
     assert summary["end_reason"] == "submit" and summary["status"] == "ok", summary
     assert summary["duration_s"] > 13
@@ -146,16 +145,13 @@ def test_cooldown_does_not_count_against_the_time_limit(
     assert read(out, "state.json")["cooldown_s"] >= 13
 
 
-def test_cost_cap_ends_the_task_cleanly(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+def test_cost_cap_ends_the_task_cleanly(headless: Headless, fake_openai: FakeOpenAI) -> None:
     fake_openai.push(tool_call("get_alerts", {}), tool_call("list_services", {}))
-    done, out = headless(
-        tmp_path,
-        fake_openai,
+    out = headless.run(
         SREZ_LLM_COST_CAP_USD="0.0001",
         SREZ_LLM_INPUT_COST_PER_TOKEN="0.000001",
         SREZ_LLM_OUTPUT_COST_PER_TOKEN="0.000002",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
     summary = read(out, "summary.json")
     assert summary["status"] == "ok" and summary["end_reason"] == "submit"
     assert summary["cost_usd"] == 0.00014  # 100 * 1e-6 + 20 * 2e-6

@@ -85,16 +85,21 @@ def session_labels(engine: Any) -> Iterator[dict[str, str]]:
         engine.images.remove(image.id, force=True)
 
 
+def run_build(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+    """``images/build.py ARGS``, as ``make image`` runs it."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "images" / "build.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def run_image(engine: Any) -> str:
     """``srez-run:<version>``, built by ``images/build.py`` exactly as ``make image`` runs it."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "images" / "build.py")],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
+    proc = run_build(timeout_s=1800)
     if proc.returncode != 0:
         pytest.fail(f"images/build.py failed: {proc.stderr.strip()[-1500:]}")
     version, _ = build.project_metadata()
@@ -154,13 +159,7 @@ def _get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
 
 def test_a_second_build_is_skipped(run_image: str) -> None:
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "images" / "build.py")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_build()
     assert proc.returncode == 0, proc.stderr
     assert "up to date, not rebuilt" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == run_image
@@ -222,13 +221,7 @@ def test_a_planted_leak_fails_the_check(
     assert "/var/cache/leak/cache.zip!srez_env/tasks/sre-002.yaml" in report.hits
     assert report.task_files_locked == 39
     # the command line says it in one line and exits 1
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "images" / "build.py"), "--check", leaky],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_build("--check", leaky)
     assert proc.returncode == 1
     message = proc.stderr.strip()
     assert len(message.splitlines()) == 1

@@ -103,9 +103,7 @@ def test_every_task_has_its_own_markers_and_none_is_public() -> None:
     public = [
         (ROOT / rel).read_text(errors="replace")
         for rel in build.source_files()
-        if rel.parts[1:2]
-        and rel.parts[1] in shipped
-        and not leaks.root_only(ROOT / rel)
+        if rel.parts[1:2] and rel.parts[1] in shipped and not leaks.root_only(ROOT / rel)
     ]
     assert len(public) > 50
     assert not [m for m in markers if any(m in text for text in public)]

@@ -17,14 +17,18 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srez_client.backends.base import not_found
 from srez_client.errors import BackendError
 from srez_client.results.layout import RUN_ID_RE
+from srez_daemon.protocol import srez_version
 from srez_daemon.record.storage import atomic_write_json
+
+if TYPE_CHECKING:
+    from srez_daemon.protocol import RunManifest, RunSummary
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +105,27 @@ class Ledger:
         """Record that this state launched ``entry.run_id`` (atomic write)."""
         private_dir(self.folder)
         atomic_write_json(self._path(entry.run_id), entry)
+
+    def claim(
+        self, run: RunManifest | RunSummary, *, backend: str, results_root: Path, created_at: str
+    ) -> dict[str, str]:
+        """Record that this state launched ``run`` under a fresh nonce; the run's labels (DESIGN.md
+        §8), which carry that nonce and this user's uid, as :func:`is_owned` checks them."""
+        nonce, owner = new_nonce(), os.getuid()
+        entry = OwnedRun(
+            run_id=run.run_id, backend=backend, nonce=nonce, owner=owner, created_at=created_at
+        )
+        self.add(entry)
+        return make_labels(
+            run_id=run.run_id,
+            task_id=run.task_id,
+            model=run.model,
+            agent=run.agent,
+            results_root=results_root,
+            nonce=nonce,
+            owner=owner,
+            version=srez_version(),
+        )
 
     def get(self, run_id: str) -> OwnedRun | None:
         """The entry of ``run_id``, or None (missing, unreadable or invalid)."""

@@ -20,15 +20,22 @@ from pathlib import Path
 from typing import NoReturn
 
 import yaml
-from tqdm import tqdm
 
-from srez_client.backends import run_inline
 from srez_client.backends.registry import backend_class, names_where
 from srez_client.cli import generate as cli_generate
+from srez_client.cli.completion import SHELLS, completion_script
+from srez_client.cli.evaluate import (
+    eval_inline,
+    failed_by_label,
+    plan_eval,
+    print_eval,
+    resumed_results,
+    say_interrupted,
+)
 from srez_client.cli.export import add_export_command
 from srez_client.cli.managed import add_managed_command
 from srez_client.cli.mirror import add_mirror_command
-from srez_client.cli.options import comma_list
+from srez_client.cli.options import comma_list, say
 from srez_client.cli.play import play, prompted_lines
 from srez_client.cli.run import model_for
 from srez_client.cli.runs import add_commands
@@ -36,15 +43,7 @@ from srez_client.cli.tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.evaluation import eval_on_backend
 from srez_client.provider_keys import check_provider_keys
-from srez_client.results.report import (
-    agent_label,
-    aggregate_table,
-    build_report,
-    leaderboard_table,
-    render_table,
-    report_json,
-    runs_table,
-)
+from srez_client.results.report import render_table
 from srez_daemon.protocol import PROTOCOL_VERSION, dialog_json_schema, srez_version
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
@@ -117,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--agent",
         required=True,
-        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json",
+        help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json, cmd:NAME,"
+        " or a Python agent class package.module:AgentClass (inline and local backends)",
     )
     ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
     ev.add_argument(
@@ -133,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="runs at a time on a daemon backend (default 1)",
     )
     ev.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    ev.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip each (agent, task, seed) already complete under --results (graded, not ended"
+        " by a provider or harness failure) and report it with the new runs",
+    )
+    ev.add_argument(
+        "--limit", type=_positive_int, metavar="N", help="make at most N runs (after --resume)"
+    )
     ev.add_argument("--json", action="store_true", help="print the aggregates as JSON")
     ev.set_defaults(func=cmd_eval)
 
@@ -152,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="dialog: one line of dialog.jsonl",
     )
     schema.set_defaults(func=cmd_schema)
+    comp = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    comp.add_argument(
+        "shell",
+        choices=SHELLS,
+        help="bash: 'source <(srez completion bash)'; zsh: save as _srez in a folder on $fpath",
+    )
+    comp.set_defaults(func=cmd_completion)
     add_commands(sub, _Parser)
     add_mirror_command(sub, _Parser)
     add_export_command(sub)
@@ -355,67 +371,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if any(spec in LLM_SPECS for spec in agents):
         check_provider_keys([model], os.environ)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
-    grades: list[dict[str, object]] = []
-    runs: list[dict[str, object]] = []
+    plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
+    grades, runs = resumed_results(plan.resumed)
+    if plan.resumed:
+        say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
     if not in_process:
-        done = eval_on_backend(args.backend, jobs, args.results, args.parallel, model)
-        _print_eval(args, done.grades, done.rows)
+        try:
+            done = eval_on_backend(args.backend, plan.todo, args.results, args.parallel, model)
+        except KeyboardInterrupt:  # a second signal: the runs that ended are mirrored already
+            say_interrupted(None, len(plan.todo), args.results)
+            return 130
+        if done.interrupted:
+            say_interrupted(len(done.rows), len(plan.todo), args.results)
+        failed = failed_by_label(done.failed, model)
+        print_eval(args, grades + done.grades, runs + done.rows, failed=failed, plan=plan)
         return 130 if done.interrupted else 0
+    first = len(runs)
     try:
-        _eval_inline(jobs, args.results, grades, runs)
+        eval_inline(plan.todo, args.results, grades, runs)
     except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
-        sys.stderr.write(f"srez: interrupted after {len(runs)} of {len(jobs)} runs\n")
-        _print_eval(args, grades, runs)
+        say_interrupted(len(runs) - first, len(plan.todo), args.results)
+        print_eval(args, grades, runs, plan=plan)
         return 130
-    return _print_eval(args, grades, runs)
-
-
-def _eval_inline(
-    jobs: list[tuple[str, Task, int]],
-    results: Path,
-    grades: list[dict[str, object]],
-    runs: list[dict[str, object]],
-) -> None:
-    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
-    with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
-        for spec, task, seed in jobs:
-            bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-            run = run_inline(task, spec, seed, results)
-            grade = run.grade.model_dump(mode="json", by_alias=True)
-            grades.append(grade)
-            runs.append(
-                {
-                    "task_id": task.id,
-                    "agent": run.summary.agent,
-                    "run_seed": seed,
-                    "status": run.summary.status,
-                    "reward": run.summary.reward,
-                    "run_dir": str(run.run_dir),
-                }
-            )
-            if run.error:
-                bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
-            bar.update()
-
-
-def _print_eval(
-    args: argparse.Namespace, grades: list[dict[str, object]], runs: list[dict[str, object]]
-) -> int:
-    """Print the runs table, the aggregates and the leaderboard (or JSON)."""
-    report = build_report(grades)
-    if args.json:
-        print(json.dumps({**report_json(report), "runs": runs}, indent=2))
-        return 0
-    ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
-    print(runs_table(grades, ascii_marks=ascii_marks))
-    for agent in report.agents:
-        print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
-        print(aggregate_table(agent))
-    if len(report.agents) > 1:
-        print("\nleaderboard")
-        print(leaderboard_table(report))
-    print(f"\n{len(runs)} runs written under {args.results}")
-    return 0
+    return print_eval(args, grades, runs, plan=plan)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -423,6 +401,12 @@ def cmd_play(args: argparse.Namespace) -> int:
     task = one_task(args.task_id, args.tasks_dir)
     lines = prompted_lines("srez> ") if sys.stdin.isatty() else iter(sys.stdin.readline, "")
     play(task, lines, sys.stdout, run_seed=args.seed)
+    return 0
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    """``srez completion bash|zsh``."""
+    sys.stdout.write(completion_script(build_parser(), args.shell))
     return 0
 
 

@@ -25,6 +25,7 @@ from srez_client.managed import api
 from srez_client.managed.models import BASELINES
 from srez_client.managed.runner import run_managed
 from srez_client.managed.store import ManagedPaths
+from srez_client.managed.summary import TargetSummary
 from srez_client.provider_keys import check_provider_keys
 from srez_client.results.report import render_table
 
@@ -227,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"srez: {line}\n")
         sys.stderr.flush()
 
-    return asyncio.run(
+    status = asyncio.run(
         run_managed(
             paths,
             backend,
@@ -238,6 +239,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             echo=echo,
         )
     )
+    targets = api.status(args.results, args.name).targets
+    print(target_table([t for t in targets if args.target in (None, t.target)]))
+    return status
+
+
+def target_table(targets: list[TargetSummary]) -> str:
+    """What ``managed run`` ends with: per target, tasks completed of all, resolved, mean reward
+    and errors (agent, provider and harness)."""
+    rows = [
+        [
+            s.target,
+            "baseline" if s.baseline else "model",
+            f"{s.completed}/{s.tasks_total}",
+            str(round((s.resolved_rate or 0.0) * s.completed)),
+            "-" if s.mean_reward is None else f"{s.mean_reward:.3f}",
+            str(s.agent_errors + s.provider_errors + s.harness_errors),
+        ]
+        for s in targets
+    ]
+    headers = ["target", "kind", "runs", "resolved", "mean reward", "errors"]
+    return render_table(headers, rows, right=[2, 3, 4, 5])
 
 
 def _models_to_run(args: argparse.Namespace) -> list[str]:

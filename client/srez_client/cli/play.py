@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final, TextIO
 
 from srez_client.errors import UsageError
 from srez_client.results.report import CHECK_NAMES, GradeView, clean
+from srez_client.shell_words import split_words
+from srez_env.baselines.replay import parse_action
 from srez_env.env import SREEnv
 from srez_env.grade import grade_episode
 from srez_env.task import Task
@@ -52,23 +53,10 @@ def parse_command(
     text = line.strip()
     if text.startswith("{"):
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as e:
-            msg = f"not valid JSON: {e.msg} at column {e.colno}"
-            raise UsageError(msg) from e
-        if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
-            msg = 'a JSON action is an object {"tool": "<name>", "args": {...}}'
-            raise UsageError(msg)
-        return {"tool": value["tool"], "args": value.get("args", {})}
-    try:
-        words = shlex.split(text)
-    except ValueError as e:
-        msg = f"cannot split the line: {e}"
-        raise UsageError(msg) from e
-    if not words:
-        msg = "empty command"
-        raise UsageError(msg)
-    tool, *words = words
+            return parse_action(text)
+        except ValueError as e:
+            raise UsageError(str(e)) from e
+    tool, *words = split_words(text, "the line", example="get_logs payments")
     names = list((params or {}).get(tool, ()))
     args: dict[str, object] = {}
     for word in words:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ from srez_client.backends.registry import make_backend
 from srez_client.cli.options import (
     backend_of,
     backend_options,
+    comma_list,
     config_of,
     positive_float,
     run_async,
@@ -35,7 +37,14 @@ from srez_client.errors import (
     RunNotFoundError,
     UsageError,
 )
-from srez_client.results.finder import find_results, find_run, results_rows
+from srez_client.results.finder import (
+    STATUS_FILTERS,
+    filter_results,
+    find_results,
+    find_run,
+    results_json,
+    results_rows,
+)
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.results.report import render_table
 from srez_client.runs import read_summary, scratch_dir
@@ -84,7 +93,27 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     ex.set_defaults(func=cmd_runs_exec)
     res = runs_sub.add_parser("results", help="finished runs found in the results folder")
     res.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    res.add_argument("--task", metavar="IDS", help="only these tasks (comma list)")
+    res.add_argument("--agent", metavar="NAMES", help="only these agents (comma list)")
+    res.add_argument(
+        "--model", metavar="SLUGS", help="only these models (comma list; none: baselines)"
+    )
+    res.add_argument(
+        "--status",
+        choices=STATUS_FILTERS,
+        help="ok or error (how the run ended), resolved or unresolved (its grade)",
+    )
+    res.add_argument("--json", action="store_true", help="print JSON instead of a table")
     res.set_defaults(func=cmd_runs_results)
+    prune = runs_sub.add_parser(
+        "prune",
+        parents=[where],
+        help="delete the state of every exited run that is mirrored (never its results)",
+    )
+    prune.add_argument(
+        "--yes", action="store_true", help="delete them (without it: list what would go)"
+    )
+    prune.set_defaults(func=cmd_runs_prune)
 
     att = sub.add_parser(
         "attach",
@@ -259,15 +288,61 @@ def cmd_runs_exec(args: argparse.Namespace) -> int:
     return run_async(go)
 
 
+def _names(text: str | None, option: str) -> list[str]:
+    return [] if text is None else comma_list(option, text)
+
+
 def cmd_runs_results(args: argparse.Namespace) -> int:
-    """``srez runs results``: finished runs under the results root."""
-    found = find_results(args.results)
+    """``srez runs results [--task --agent --model --status] [--json]``: finished runs under
+    the results root, oldest first."""
+    found = filter_results(
+        find_results(args.results),
+        tasks=_names(args.task, "--task"),
+        agents=_names(args.agent, "--agent"),
+        models=[m.replace("__", "/") for m in _names(args.model, "--model")],
+        status=args.status,
+    )
+    if args.json:
+        print(json.dumps(results_json(found), indent=2))
+        return 0
     if not found:
-        print(f"no finished runs under {args.results}")
+        filtered = any((args.task, args.agent, args.model, args.status))
+        print(
+            f"no finished runs under {args.results}" + (" match those filters" if filtered else "")
+        )
         return 0
     headers, rows = results_rows(found)
     print(render_table(headers, rows, right=[5, 6]))
     return 0
+
+
+def cmd_runs_prune(args: argparse.Namespace) -> int:
+    """``srez runs prune [--yes]``: ``runs rm`` for every exited run of this state that is
+    mirrored. Without ``--yes`` it only lists them; a run that is not mirrored is never pruned
+    (its state holds the only copy of its files) and one still running is left alone."""
+    backend = backend_of(args)
+
+    async def go() -> int:
+        runs = await backend.list(include_exited=True)
+        exited = [r for r in runs if r.status == "exited" and (r.owned or args.any)]
+        ready = [r for r in exited if backend.writes_results or is_mirrored(r)]
+        for r in exited:
+            if r not in ready:
+                say(f"{r.run_id}: kept, not mirrored ('srez mirror {r.run_id}' copies it)")
+        if not ready:
+            print("nothing to prune: no exited run that is mirrored")
+            return 0
+        for r in ready:
+            if args.yes:
+                await backend.remove(r)
+            print(
+                f"{r.run_id}: {'removed' if args.yes else 'would be removed'} ({r.task_id} {r.agent})"
+            )
+        if not args.yes:
+            print(f"{len(ready)} runs; 'srez runs prune --yes' removes their state (results stay)")
+        return 0
+
+    return run_async(go)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

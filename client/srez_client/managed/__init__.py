@@ -22,53 +22,20 @@ Layers: :mod:`.models` (file formats), :mod:`.plan` (queue and resume decisions)
 pure or nearly; :mod:`.store`, :mod:`.runner`, :mod:`.recover`, :mod:`.summarize` do the I/O.
 """
 
-from srez_client.managed.api import (
-    BudgetStatus,
-    ManagedStatus,
-    add_target,
-    clear_pause,
-    create_managed,
-    default_targets,
-    delete_managed,
-    delete_target_artifacts,
-    export_queue,
-    list_managed,
-    pause,
-    read_run,
-    remove_target,
-    start_runner,
-    status,
-    stop,
-    summarize,
-)
+from srez_client.managed.api import *  # noqa: F403  (the API's own list, not a second copy)
+from srez_client.managed.api import __all__ as _API
 from srez_client.managed.models import Checkpoint, ManagedRun, PauseInfo, Target, TaskRecord
 from srez_client.managed.store import ManagedError
 from srez_client.managed.summary import CombinedSummary, TargetSummary
 
 __all__ = [
-    "BudgetStatus",
+    *_API,
     "Checkpoint",
     "CombinedSummary",
     "ManagedError",
     "ManagedRun",
-    "ManagedStatus",
     "PauseInfo",
     "Target",
     "TargetSummary",
     "TaskRecord",
-    "add_target",
-    "clear_pause",
-    "create_managed",
-    "default_targets",
-    "delete_managed",
-    "delete_target_artifacts",
-    "export_queue",
-    "list_managed",
-    "pause",
-    "read_run",
-    "remove_target",
-    "start_runner",
-    "status",
-    "stop",
-    "summarize",
 ]

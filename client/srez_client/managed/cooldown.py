@@ -16,6 +16,7 @@ from typing import Final
 
 from srez_client.errors import UsageError
 from srez_client.managed.models import PauseInfo
+from srez_env.env_vars import env_number
 
 PROVIDER_PAUSE_AFTER: Final = 3
 """Consecutive tasks ending on provider errors that pause the queue (reason ``provider``)."""
@@ -25,15 +26,7 @@ COOLDOWN_ENV: Final = "SREZ_PROVIDER_COOLDOWN_S"
 
 def provider_cooldown_s(environ: Mapping[str, str]) -> float:
     """``$SREZ_PROVIDER_COOLDOWN_S`` (default 900); a bad value is a usage error."""
-    raw = environ.get(COOLDOWN_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 900.0
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        msg = f"{COOLDOWN_ENV}={raw!r} is not a number of seconds >= 0"
-        raise UsageError(msg)
-    return value
+    return env_number(environ, COOLDOWN_ENV, 900.0, error=UsageError)
 
 
 def seconds_since(iso: str) -> float:

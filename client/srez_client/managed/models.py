@@ -103,13 +103,19 @@ def parse_target(spec: str) -> Target:
     return make_target("llm", spec.removeprefix("llm:"))
 
 
-class ManagedRun(BaseModel):
-    """``run.json``: the targets, tasks, backend and budget of a managed run."""
+class ManagedFile(BaseModel):
+    """What every JSON file of a managed run starts with: its format version (and no field it
+    does not know)."""
 
     model_config = _FROZEN
 
     schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
     """Version of this format."""
+
+
+class ManagedRun(ManagedFile):
+    """``run.json``: the targets, tasks, backend and budget of a managed run."""
+
     name: str
     """Name of the managed run (its folder under ``results/managed/``)."""
     created_at: str
@@ -192,13 +198,9 @@ class TaskRecord(Attempt):
         return [*self.previous, latest]
 
 
-class Checkpoint(BaseModel):
+class Checkpoint(ManagedFile):
     """``targets/<target>/output.json``: one record per task started, in run order."""
 
-    model_config = _FROZEN
-
-    schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
-    """Version of this format."""
     target: str
     """The target's name."""
     tasks: dict[str, TaskRecord] = {}

@@ -6,6 +6,8 @@ nothing else of the client pays for matplotlib's import.
 
 from __future__ import annotations
 
+from typing import Any, Final
+
 from srez_client.managed.summary import CombinedSummary, TargetSummary
 
 
@@ -102,48 +104,129 @@ def markdown(summary: CombinedSummary) -> str:
     )
 
 
+KIND_COLOURS: Final = {"baseline": "#8c8c8c", "model": "#3b75af"}
+"""One colour per target kind in ``summary.png``."""
+DIFFICULTY_HATCHES: Final = ("", "///", "xxx", "...", "\\\\\\")
+"""How the difficulties of one target are told apart in ``summary.png`` (in order)."""
+ZERO_MARK: Final = 0.012
+"""Height of the stub drawn for a zero bar, so that it never looks like missing data."""
+
+
+def _bars(
+    ax: Any,
+    xs: list[float],
+    values: list[float | None],
+    width: float,
+    errors: list[float] | None = None,
+    **style: Any,
+) -> None:
+    """Bars with their value written on top (above the error bar, if any); a zero bar gets a
+    stub, a missing one 'n/a'."""
+    heights = [ZERO_MARK if v is not None and v == 0 else (v or 0.0) for v in values]
+    ax.bar(xs, heights, width, **style)
+    if errors is not None:
+        ax.errorbar(
+            xs,
+            [v or 0.0 for v in values],
+            yerr=errors,
+            fmt="none",
+            ecolor="black",
+            capsize=4,
+            linewidth=1,
+        )
+    for i, (x, v, h) in enumerate(zip(xs, values, heights, strict=True)):
+        text = "n/a" if v is None else f"{v:.2f}"
+        top = h + (errors[i] if errors is not None else 0.0)
+        ax.text(x, top + 0.015, text, ha="center", va="bottom", fontsize=7)
+
+
 def draw_png(summary: CombinedSummary) -> bytes:
-    """``summary.png``: mean reward per target with error bars, and resolved@1 by difficulty."""
+    """``summary.png``: the chart of :func:`chart`, as PNG bytes."""
     import io
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [s.target for s in summary.targets]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(max(8.0, 1.2 * len(names) + 4), 4.5))
+    fig = chart(summary)
     try:
-        xs = list(range(len(names)))
-        left.bar(
-            xs,
-            [s.mean_reward or 0.0 for s in summary.targets],
-            yerr=[s.reward_stderr or 0.0 for s in summary.targets],
-            color=["#888888" if s.baseline else "#3b75af" for s in summary.targets],
-            capsize=4,
-        )
-        left.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
-        left.set_ylim(0, 1.05)
-        left.set_ylabel("mean reward (± s.e.)")
-        left.set_title("Reward per target")
-        width = 0.8 / max(1, len(summary.difficulties))
-        for i, diff in enumerate(summary.difficulties):
-            rates = []
-            for s in summary.targets:
-                d = s.resolved_by_difficulty.get(diff)
-                rates.append(d.rate if d is not None and d.rate is not None else 0.0)
-            right.bar([x + i * width for x in xs], rates, width, label=diff)
-        right.set_xticks(
-            [x + 0.4 - width / 2 for x in xs], names, rotation=30, ha="right", fontsize=8
-        )
-        right.set_ylim(0, 1.05)
-        right.set_ylabel("resolved@1")
-        right.set_title("resolved@1 by difficulty")
-        if summary.difficulties:
-            right.legend(fontsize=8)
-        fig.tight_layout()
         out = io.BytesIO()
         fig.savefig(out, format="png", dpi=100)
         return out.getvalue()
     finally:
         plt.close(fig)
+
+
+def chart(summary: CombinedSummary) -> Any:
+    """The figure of ``summary.png`` (the caller closes it): the run's name as title; mean
+    reward per target with error bars, and resolved@1 by difficulty (hatched per difficulty);
+    one colour per target kind, every value written on its bar, a zero bar drawn as a stub and
+    labelled ``0.00``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    targets = summary.targets
+    names = [s.target for s in targets]
+    colours = [KIND_COLOURS[_kind(s)] for s in targets]
+    wide = max(9.0, 1.4 * len(names) * max(1, len(summary.difficulties)) ** 0.5 + 5)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(wide, 5.0))
+    try:
+        fig.suptitle(
+            f"Managed run {summary.name}: {summary.tasks} tasks per target,"
+            f" backend {summary.backend}",
+            fontsize=11,
+        )
+        xs = [float(x) for x in range(len(names))]
+        rewards = [s.mean_reward for s in targets]
+        errors = [s.reward_stderr or 0.0 for s in targets]
+        _bars(left, xs, rewards, 0.7, errors, color=colours)
+        left.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
+        left.set_ylim(0, 1.2)
+        left.set_ylabel("mean reward (± s.e.)")
+        left.set_title("Reward per target", fontsize=10)
+        kinds = list(dict.fromkeys(_kind(s) for s in targets))
+        left.legend(
+            handles=[Patch(color=KIND_COLOURS[k], label=k) for k in kinds],
+            fontsize=8,
+            loc="upper right",
+        )
+        diffs = summary.difficulties or ["all"]
+        width = 0.8 / len(diffs)
+        for i, diff in enumerate(diffs):
+            rates: list[float | None] = []
+            for s in targets:
+                d = s.resolved_by_difficulty.get(diff)
+                rates.append(d.rate if d is not None else None)
+            _bars(
+                right,
+                [x + (i - (len(diffs) - 1) / 2) * width for x in xs],
+                rates,
+                width,
+                color=colours,
+                hatch=DIFFICULTY_HATCHES[i % len(DIFFICULTY_HATCHES)],
+                edgecolor="white",
+            )
+        right.set_xticks(xs, names, rotation=30, ha="right", fontsize=8)
+        right.set_ylim(0, 1.2)
+        right.set_ylabel("resolved@1")
+        right.set_title("resolved@1 by difficulty (n/a: no task of it completed)", fontsize=10)
+        if summary.difficulties:
+            right.legend(
+                handles=[
+                    Patch(
+                        facecolor="#bbbbbb",
+                        edgecolor="white",
+                        hatch=DIFFICULTY_HATCHES[i % len(DIFFICULTY_HATCHES)],
+                        label=d,
+                    )
+                    for i, d in enumerate(diffs)
+                ],
+                fontsize=8,
+                loc="upper right",
+            )
+        fig.tight_layout()
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig

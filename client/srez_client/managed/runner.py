@@ -219,9 +219,12 @@ class Runner:
         for target in scope:
             await recover_target(self.backend, self.paths, self.ledger, self.state_dir, run, target)
         checkpoints = {t.name: load_checkpoint(self.paths, t.name) for t in scope}
+        todo = queue(run, checkpoints, only=only, retry_failed=retry_failed)
+        if not todo:
+            self.echo(nothing_to_run(run, list(checkpoints.values()), only))
         finished = False
         try:
-            for target in queue(run, checkpoints, only=only, retry_failed=retry_failed):
+            for target in todo:
                 status = await self._target(run, target, retry_failed)
                 if status != 0:
                     return status
@@ -392,6 +395,16 @@ class Runner:
         if self.stopping:
             fields.update(status="interrupted", error="stopped")
         return end_attempt(record, **fields, finished_at=now_iso())
+
+
+def nothing_to_run(run: ManagedRun, checkpoints: list[Checkpoint], only: str | None) -> str:
+    """The line a runner with an empty queue says: all done, and what would add work."""
+    failed = sum(r.status == "failed" for c in checkpoints for r in c.tasks.values())
+    scope = f"target {only}" if only is not None else "every target"
+    line = f"managed run {run.name}: nothing to run, all {len(run.tasks)} tasks of {scope} are done"
+    if failed:
+        line += f" ({failed} failed by the harness: 'srez managed run {run.name} --retry-failed' re-runs them)"
+    return line + f"; 'srez managed add-target {run.name} TARGET' queues another target"
 
 
 async def run_managed(

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
-from srez_client.managed.models import MANAGED_SCHEMA_VERSION, Checkpoint, ManagedRun, Target
+from srez_client.managed.models import Checkpoint, ManagedFile, ManagedRun, Target
 from srez_client.managed.plan import target_state
 
 DIFFICULTY_ORDER: Final = ("easy", "medium", "hard")
@@ -38,12 +38,9 @@ class DifficultyScore(BaseModel):
     """resolved / completed (None when nothing completed)."""
 
 
-class TargetSummary(BaseModel):
+class TargetSummary(ManagedFile):
     """``targets/<target>/summary.json``."""
 
-    model_config = _FROZEN
-
-    schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
     target: str
     agent: str
     model: str
@@ -82,12 +79,9 @@ class TargetSummary(BaseModel):
     """Spent by all attempts."""
 
 
-class CombinedSummary(BaseModel):
+class CombinedSummary(ManagedFile):
     """The combined ``summary.json`` of a managed run."""
 
-    model_config = _FROZEN
-
-    schema_version: Literal[1] = MANAGED_SCHEMA_VERSION
     name: str
     backend: str
     tasks: int

@@ -38,10 +38,9 @@ import stat
 from pathlib import Path
 
 import orjson
-from pydantic import ValidationError
 
 from srez_client.errors import MirrorError
-from srez_client.mirror.fs import O_DIR, execute_plan, read_small_file, scan_tree
+from srez_client.mirror.fs import O_DIR, execute_plan, read_small_model, scan_tree
 from srez_client.mirror.plan import (
     COPY_OUT_RESERVED,
     DEFAULT_LIMITS,
@@ -118,14 +117,7 @@ def copy_tree(
 
 def read_record(run_dir: Path) -> MirrorRecord | None:
     """The ``mirror.json`` of a folder, if it is a valid regular file."""
-    data = read_small_file(run_dir, MIRROR_JSON, 256 << 20)
-    if data is None:
-        return None
-    try:
-        return MirrorRecord.model_validate_json(data)
-    except ValidationError:
-        logger.warning("ignored an invalid mirror.json in %s", run_dir)
-        return None
+    return read_small_model(run_dir, MIRROR_JSON, MirrorRecord, 256 << 20)
 
 
 def mirror_run(

@@ -17,7 +17,9 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from srez_client.errors import MirrorError
 from srez_client.mirror.plan import (
@@ -37,6 +39,8 @@ from srez_client.mirror.plan import (
 from srez_client.sanitize import escape_bytes
 
 logger = logging.getLogger(__name__)
+
+Model = TypeVar("Model", bound=BaseModel)
 
 O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 """Open a folder, refusing a link."""
@@ -122,6 +126,19 @@ def read_small_file(folder: Path, name: bytes, max_bytes: int) -> bytes | None:
     with os.fdopen(fd, "rb") as f:
         data = f.read(max_bytes + 1)
     return data if len(data) <= max_bytes else None
+
+
+def read_small_model(folder: Path, name: bytes, model: type[Model], max_bytes: int) -> Model | None:
+    """The regular file ``folder/name`` read as ``model``, or None: missing, a link, too large,
+    or not valid (that one is logged: a record file that does not parse is worth a look)."""
+    data = read_small_file(folder, name, max_bytes)
+    if data is None:
+        return None
+    try:
+        return model.model_validate_json(data)
+    except ValidationError:
+        logger.warning("ignored an invalid %s in %s", os.fsdecode(name), folder)
+        return None
 
 
 def scan_tree(root: Path, limits: MirrorLimits = DEFAULT_LIMITS) -> tuple[list[SourceEntry], bool]:

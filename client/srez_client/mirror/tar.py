@@ -28,6 +28,7 @@ the directory mirror does.
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -50,6 +51,16 @@ LISTED_FACTOR: Final = 2
 MEMBER_BUDGET_FACTOR: Final = 10
 """Members read at most: this × ``max_files`` + 10,000 (headers are cheap to read; the stream's
 byte cap bounds the time)."""
+_KINDS: Final[tuple[tuple[Callable[[tarfile.TarInfo], bool], EntryType], ...]] = (
+    (tarfile.TarInfo.isdir, "dir"),
+    (tarfile.TarInfo.isreg, "file"),
+    (tarfile.TarInfo.issym, "symlink"),
+    (tarfile.TarInfo.islnk, "hardlink"),
+    (tarfile.TarInfo.isfifo, "fifo"),
+    (tarfile.TarInfo.ischr, "char_device"),
+    (tarfile.TarInfo.isblk, "block_device"),
+)
+"""A member's entry type: the first whose test holds its header (any other is ``unknown``)."""
 _TRUNCATING: Final[frozenset[SkipReason]] = frozenset(
     {"too_deep", "too_large", "file_cap", "total_cap"}
 )
@@ -105,22 +116,7 @@ def _encode(text: str) -> bytes:
 
 def member_of(info: tarfile.TarInfo) -> TarMember:
     """The header facts of a ``tarfile`` member (no I/O)."""
-    if info.isdir():
-        kind: EntryType = "dir"
-    elif info.isreg():
-        kind = "file"
-    elif info.issym():
-        kind = "symlink"
-    elif info.islnk():
-        kind = "hardlink"
-    elif info.isfifo():
-        kind = "fifo"
-    elif info.ischr():
-        kind = "char_device"
-    elif info.isblk():
-        kind = "block_device"
-    else:
-        kind = "unknown"
+    kind: EntryType = next((found for holds, found in _KINDS if holds(info)), "unknown")
     target = _encode(info.linkname) if kind in ("symlink", "hardlink") else None
     return TarMember(_encode(info.name), kind, max(0, info.size), target)
 

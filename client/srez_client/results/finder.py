@@ -1,20 +1,33 @@
-"""Finished runs found in a results folder (``srez runs results``).
+"""Finished runs found in a results folder (``srez runs results``, ``srez eval --resume``).
 
 A finished run is a folder ``<root>/<task>/<model>/<agent>/<run-id>/`` with a valid
 ``summary.json``. Folders are listed without following links, dot folders (partial mirrors) and
 ``managed/`` are skipped, and two folders with one run id show as one: the one finished last.
+
+A run is *complete* for ``srez eval --resume`` when it was graded and did not end on a provider
+or harness failure (an agent's own failure is its result, so it counts).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
+
+import orjson
 
 from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
+from srez_client.mirror.fs import read_small_file
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.runs import read_summary
 from srez_daemon.protocol import RunSummary
+
+STATUS_FILTERS: Final = ("ok", "error", "resolved", "unresolved")
+"""What ``srez runs results --status`` accepts: the summary's status, or whether it resolved."""
+RunKey = tuple[str, str, str, int]
+"""(agent spec, model, task id, run seed): what ``srez eval --resume`` matches runs by."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +110,77 @@ def results_rows(found: list[FoundRun]) -> tuple[list[str], list[list[str]]]:
             ]
         )
     return headers, rows
+
+
+def _matches(value: str, wanted: Collection[str]) -> bool:
+    return not wanted or value in wanted
+
+
+def filter_results(
+    found: list[FoundRun],
+    *,
+    tasks: Collection[str] = (),
+    agents: Collection[str] = (),
+    models: Collection[str] = (),
+    status: str | None = None,
+) -> list[FoundRun]:
+    """The runs whose task, agent and model are among those given (empty: any) and whose
+    status is ``status`` (one of :data:`STATUS_FILTERS`; None: any)."""
+    if status is not None and status not in STATUS_FILTERS:
+        msg = f"unknown status {status!r} (one of {', '.join(STATUS_FILTERS)})"
+        raise ValueError(msg)
+
+    def status_ok(s: RunSummary) -> bool:
+        if status in ("ok", "error"):
+            return s.status == status
+        if status == "resolved":
+            return s.resolved is True
+        if status == "unresolved":
+            return s.resolved is not True
+        return True
+
+    return [
+        f
+        for f in found
+        if _matches(f.summary.task_id, tasks)
+        and _matches(f.summary.agent, agents)
+        and _matches(f.summary.model, models)
+        and status_ok(f.summary)
+    ]
+
+
+def results_json(found: list[FoundRun]) -> list[dict[str, object]]:
+    """The JSON form of the runs (``srez runs results --json``): each summary and its folder."""
+    return [{**f.summary.model_dump(mode="json"), "folder": str(f.path)} for f in found]
+
+
+def is_complete(summary: RunSummary) -> bool:
+    """Whether a run counts as done for ``srez eval --resume`` (see the module docstring)."""
+    return summary.reward is not None and summary.error_kind not in ("provider", "harness")
+
+
+def run_key(item: FoundRun) -> RunKey | None:
+    """The (agent spec, model, task, seed) of a run, from its ``run.json``; None if unreadable."""
+    data = read_small_file(item.path, b"run.json", 1 << 20)
+    try:
+        manifest = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    spec, seed = manifest.get("agent_spec"), manifest.get("run_seed")
+    if not isinstance(spec, str) or not isinstance(seed, int):
+        return None
+    return spec, item.summary.model, item.summary.task_id, seed
+
+
+def complete_runs(root: Path) -> dict[RunKey, FoundRun]:
+    """The complete runs under ``root`` by (agent spec, model, task, seed); the latest of each."""
+    out: dict[RunKey, FoundRun] = {}
+    for item in find_results(root):  # oldest first: a later run of one key replaces it
+        if not is_complete(item.summary):
+            continue
+        key = run_key(item)
+        if key is not None:
+            out[key] = item
+    return out

@@ -145,13 +145,25 @@ class FilesResponse(_Wire):
 class Similarity(_Wire):
     """``GET /api/similarity``: how much of the two diffs' changed lines they share.
 
-    A text comparison, whitespace-normalised; not a grade.
+    A text comparison, whitespace-normalised; not a grade: an equivalent fix with another value
+    (``pool_max = 27`` where the reference sets 20) shares no line with the reference. The key
+    counts tell that apart: keys both diffs set alike, keys both set to other values, and keys
+    only one of them changes (:mod:`srez_daemon.record.patch_keys`).
     """
 
     similarity: float = Field(ge=0, le=1)
+    """Changed lines in common over changed lines in either diff (multiset Jaccard)."""
     agent_lines: int
     reference_lines: int
     common_lines: int
+    same_keys: int = 0
+    """Config keys both diffs change to the same value."""
+    other_values: int = 0
+    """Config keys both diffs change, to different values (same keys, other values)."""
+    agent_only_keys: int = 0
+    """Config keys only the agent changed (other keys)."""
+    reference_only_keys: int = 0
+    """Config keys only the reference changes (other keys)."""
 
 
 class ExecRequest(_Wire):

@@ -17,8 +17,8 @@ RUN_FILES_SCHEMA_VERSION: Final = 1
 """Version of the ``run.json`` and ``summary.json`` formats."""
 
 
-class RunManifest(BaseModel):
-    """``run.json``: what was launched, written before the agent starts."""
+class _RunFile(BaseModel):
+    """What both files start with: their format version and whose run they describe."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -30,6 +30,11 @@ class RunManifest(BaseModel):
     """Task id, e.g. ``sre-007``."""
     agent: str
     """Agent name as the results layout uses it."""
+
+
+class RunManifest(_RunFile):
+    """``run.json``: what was launched, written before the agent starts."""
+
     agent_spec: str
     """The agent as requested (``scripted``, ``replay:PATH``, ``cmd:NAME`` ...)."""
     agent_cmd: tuple[str, ...] | None = None
@@ -63,19 +68,9 @@ class RunManifest(BaseModel):
     before this was recorded, or by a backend that does not say (``inline``)."""
 
 
-class RunSummary(BaseModel):
+class RunSummary(_RunFile):
     """``summary.json``: how the run ended, written last."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    schema_version: Literal[1] = RUN_FILES_SCHEMA_VERSION
-    """Version of this format."""
-    run_id: str
-    """Run id."""
-    task_id: str
-    """Task id."""
-    agent: str
-    """Agent name."""
     model: str
     """Model slug (``none`` for the baselines)."""
     status: Literal["ok", "error"]

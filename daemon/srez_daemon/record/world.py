@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from srez_daemon.protocol.api import FileChange, Similarity
+from srez_daemon.record.patch_keys import compare_keys
 from srez_env.grade import unified_diff_texts
 from srez_env.world import topology as topo
 
@@ -75,13 +76,18 @@ def _changed_lines(patch: str) -> Counter[str]:
 
 def similarity(agent_patch: str, reference_patch: str) -> Similarity:
     """Share of changed lines the two diffs have in common (multiset Jaccard, whitespace-
-    normalised); 1.0 when both change nothing."""
+    normalised; 1.0 when both change nothing), and how the config keys they change compare."""
     a, b = _changed_lines(agent_patch), _changed_lines(reference_patch)
     common = sum((a & b).values())
     union = sum((a | b).values())
+    keys = compare_keys(agent_patch, reference_patch)
     return Similarity(
         similarity=round(common / union, 6) if union else 1.0,
         agent_lines=sum(a.values()),
         reference_lines=sum(b.values()),
         common_lines=common,
+        same_keys=keys.same,
+        other_values=keys.other_values,
+        agent_only_keys=keys.agent_only,
+        reference_only_keys=keys.reference_only,
     )

@@ -14,39 +14,38 @@ its first ``act`` raises :class:`~srez_env.agents.llm.LLMConfigError`.
 the agent socket, so nothing here can build it; :func:`custom_agent_name` checks the spec. NAME
 is the agent's name in the results layout (``results/<task>/<model>/<NAME>/``), so it may not be
 the name of a built-in agent: a custom command is never filed as a baseline.
+
+``package.module:AgentClass`` is a Python agent of one's own, imported and built in the process
+that runs the agent (:mod:`srez_env.agents.python_agent`), and filed under its own name.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
+from srez_env.agents.contract import BUILTIN_AGENT_NAMES as BUILTIN_AGENT_NAMES
+from srez_env.agents.contract import CUSTOM_NAME
+from srez_env.agents.contract import Agent as Agent
 from srez_env.errors import EnvError
 from srez_env.task import Task
 
 if TYPE_CHECKING:
     from srez_env.agents.llm import ModelClient, Note
 
-AGENT_KINDS = ("scripted", "heuristic", "random", "replay:FILE", "llm", "llm-json", "cmd:NAME")
+AGENT_KINDS = (
+    "scripted",
+    "heuristic",
+    "random",
+    "replay:FILE",
+    "llm",
+    "llm-json",
+    "cmd:NAME",
+    "module:Class",
+)
 CUSTOM_PREFIX = "cmd:"
 """Spec prefix of a custom agent command: ``cmd:NAME``."""
-BUILTIN_AGENT_NAMES = frozenset(
-    {"scripted", "heuristic", "random", "replay", "llm", "llm-json", "memorised", "policy"}
-)
-"""Names the built-in agents file their runs under; no custom agent may take one."""
-_CUSTOM_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
-
-
-class Agent(Protocol):
-    """The agent contract (ENV_DESIGN §3.10)."""
-
-    name: str
-
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any] | str:
-        """The next tool call, given the prompt (first call) or the last observation."""
-        ...
 
 
 class AgentSpecError(EnvError, ValueError):
@@ -63,7 +62,7 @@ def custom_agent_name(spec: str) -> str | None:
     if not spec.startswith(CUSTOM_PREFIX):
         return None
     name = spec.removeprefix(CUSTOM_PREFIX)
-    if not _CUSTOM_NAME.fullmatch(name):
+    if not CUSTOM_NAME.fullmatch(name):
         msg = f"custom agent name {name!r}: use 1 to 40 of a-z 0-9 . _ - (e.g. cmd:my-agent)"
         raise AgentSpecError(msg)
     if name in BUILTIN_AGENT_NAMES:
@@ -93,6 +92,7 @@ def build_agent(
     task file only when it runs the oracle (DESIGN.md §7). The LLM agents read their settings
     from ``environ`` and call the model through ``client`` (see the module docstring).
     """
+    from srez_env.agents.python_agent import import_path, load_python_agent
     from srez_env.baselines.heuristic import HeuristicAgent
     from srez_env.baselines.random_agent import RandomAgent
     from srez_env.baselines.replay import ReplayAgent, load_replay
@@ -121,6 +121,8 @@ def build_agent(
             return LLMAgent(unbound, UnboundClient())
         settings = LLMSettings.from_env(environ, spec=spec)
         return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
+    if import_path(spec) is not None:
+        return load_python_agent(spec, task_id=task_id, run_seed=run_seed)
     if custom_agent_name(spec) is not None:
         msg = f"{spec!r} is a custom agent command: it runs as its own process (--backend local), not in this one"
         raise AgentSpecError(msg)

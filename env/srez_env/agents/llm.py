@@ -43,6 +43,7 @@ exit code 75 and the daemon records ``error_kind: "provider"``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ from srez_env.agents.llm_retry import (
     RetryState,
     call_with_retries,
 )
+from srez_env.env_vars import env_number
 from srez_env.errors import EnvError
 
 LLM_SPECS: Final = {"llm": "tools", "llm-json": "json"}
@@ -128,46 +130,28 @@ class LLMSettings:
         if not model or model == "none":
             msg = "SREZ_MODEL is not set: the llm agents need a litellm model slug, e.g. openai/gpt-4o-mini"
             raise LLMConfigError(msg)
-
-        def num(name: str, default: float | None, low: float = 0.0) -> float | None:
-            raw = environ.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = float("nan")
-            if not value >= low:  # also rejects nan
-                msg = f"{name}={raw!r} is not a number >= {low:g}"
-                raise LLMConfigError(msg)
-            return value
-
-        def req(name: str, default: float, low: float = 0.0) -> float:
-            value = num(name, default, low)
-            assert value is not None
-            return value
-
+        num = functools.partial(env_number, environ, error=LLMConfigError)
         defaults = RetryPolicy()
-        max_tokens = num("SREZ_LLM_MAX_TOKENS", None, 1)
+        max_tokens = num("SREZ_LLM_MAX_TOKENS", None, low=1)
         return cls(
             model=model,
             mode="json" if LLM_SPECS.get(spec) == "json" else "tools",
             api_base=environ.get("SREZ_LLM_API_BASE", "").strip() or None,
             call_model=environ.get("SREZ_LLM_CALL_MODEL", "").strip() or None,
             api_key=environ.get("SREZ_LLM_API_KEY", "").strip() or None,
-            timeout_s=req("SREZ_LLM_TIMEOUT_S", 120.0, 0.001),
+            timeout_s=num("SREZ_LLM_TIMEOUT_S", 120.0, low=0.001),
             temperature=num("SREZ_LLM_TEMPERATURE", None),
             max_tokens=int(max_tokens) if max_tokens is not None else None,
             cost_cap_usd=num("SREZ_LLM_COST_CAP_USD", None),
             input_cost_per_token=num("SREZ_LLM_INPUT_COST_PER_TOKEN", None),
             output_cost_per_token=num("SREZ_LLM_OUTPUT_COST_PER_TOKEN", None),
             retry=RetryPolicy(
-                max_attempts=int(req("SREZ_LLM_MAX_ATTEMPTS", defaults.max_attempts, 1)),
-                base_s=req("SREZ_LLM_BACKOFF_S", defaults.base_s),
-                max_backoff_s=req("SREZ_LLM_BACKOFF_MAX_S", defaults.max_backoff_s),
-                cooldown_after=int(req("SREZ_LLM_COOLDOWN_AFTER", defaults.cooldown_after, 1)),
-                cooldown_s=req("SREZ_LLM_COOLDOWN_S", defaults.cooldown_s),
-                max_retry_after_s=req("SREZ_LLM_MAX_RETRY_AFTER_S", defaults.max_retry_after_s),
+                max_attempts=int(num("SREZ_LLM_MAX_ATTEMPTS", defaults.max_attempts, low=1)),
+                base_s=num("SREZ_LLM_BACKOFF_S", defaults.base_s),
+                max_backoff_s=num("SREZ_LLM_BACKOFF_MAX_S", defaults.max_backoff_s),
+                cooldown_after=int(num("SREZ_LLM_COOLDOWN_AFTER", defaults.cooldown_after, low=1)),
+                cooldown_s=num("SREZ_LLM_COOLDOWN_S", defaults.cooldown_s),
+                max_retry_after_s=num("SREZ_LLM_MAX_RETRY_AFTER_S", defaults.max_retry_after_s),
             ),
         )
 

@@ -30,21 +30,35 @@ def load_replay(path: Path) -> list[dict[str, Any]]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            action = json.loads(line)
-        except json.JSONDecodeError as e:
-            msg = f'{path}:{number}: not valid JSON ({e.msg}); each line must be one object like {{"tool": "get_alerts", "args": {{}}}}'
+            actions.append(parse_action(line))
+        except ValueError as e:
+            msg = f"{path}:{number}: {e}"
             raise ReplayError(msg) from e
-        if not isinstance(action, dict) or not isinstance(action.get("tool"), str):
-            msg = f'{path}:{number}: each line must be an object with a string "tool" and an object "args"'
-            raise ReplayError(msg)
-        if not isinstance(action.get("args", {}), dict) or set(action) - {"tool", "args"}:
-            msg = f'{path}:{number}: only the fields "tool" and "args" (an object) are allowed'
-            raise ReplayError(msg)
-        actions.append({"tool": action["tool"], "args": action.get("args", {})})
     if not actions:  # most likely the wrong file: a run of nothing but submit is no replay
         msg = f'{path}: the replay file holds no action; write one JSON object per line, like {{"tool": "get_alerts", "args": {{}}}}'
         raise ReplayError(msg)
     return actions
+
+
+def parse_action(text: str) -> dict[str, Any]:
+    """One action written as JSON, ``{"tool": name, "args": {...}}`` (``args`` may be left out):
+    a line of a replay file, or a line typed at ``srez play``.
+
+    Raises:
+        ValueError: Saying what is wrong, for the caller to say where.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        msg = f'not valid JSON ({e.msg} at column {e.colno}); an action is one object like {{"tool": "get_alerts", "args": {{}}}}'
+        raise ValueError(msg) from e
+    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
+        msg = 'an action is an object with a string "tool" and an object "args"'
+        raise ValueError(msg)
+    if not isinstance(value.get("args", {}), dict) or set(value) - {"tool", "args"}:
+        msg = 'only the fields "tool" and "args" (an object) are allowed'
+        raise ValueError(msg)
+    return {"tool": value["tool"], "args": value.get("args", {})}
 
 
 class ReplayAgent:

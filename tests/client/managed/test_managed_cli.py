@@ -77,6 +77,7 @@ def test_managed_cli_lifecycle_inline(root: Path, capsys: pytest.CaptureFixture[
     capsys.readouterr()
     assert srez(root, "run", "m", "--target", "heuristic") == 0
     assert srez(root, "run", "m", "--target", "nope") == 2
+    assert capsys.readouterr().out.splitlines()[2].split()[:3] == ["heuristic", "baseline", "2/2"]
     assert srez(root, "status", "m", "--json") == 0
     status = json.loads(capsys.readouterr().out)
     states = {t["target"]: t["state"] for t in status["targets"]}

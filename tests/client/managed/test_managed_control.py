@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,17 +28,23 @@ def kit(tmp_path: Path) -> Kit:
     return make_kit(tmp_path)
 
 
-def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> None:
-    kit.srez(
-        "managed",
-        *baseline_queue("p", TASKS, "local"),
-    )
-    # task 2 must still be running when the pause lands: 3 s covers a slow `srez` start
-    runner = kit.runner("p", env=kit.slow(3.0))
+def start_until_in_flight(
+    kit: Kit, name: str, task: str, *, agent_delay_s: float
+) -> subprocess.Popen[str]:
+    """Create the scripted queue ``name`` over :data:`TASKS` on ``local``, start its runner with
+    every agent sleeping ``agent_delay_s`` first, and return the runner once ``task`` has a run."""
+    kit.srez("managed", *baseline_queue(name, TASKS, "local"))
+    runner = kit.runner(name, env=kit.slow(agent_delay_s))
     wait_for(
-        "task 2 in flight",
-        lambda: kit.output("p", "scripted").get("sre-002", {}).get("run_id") is not None,
+        f"{task} in flight",
+        lambda: kit.output(name, "scripted").get(task, {}).get("run_id") is not None,
     )
+    return runner
+
+
+def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> None:
+    # task 2 must still be running when the pause lands: 3 s covers a slow `srez` start
+    runner = start_until_in_flight(kit, "p", "sre-002", agent_delay_s=3.0)
     kit.srez("managed", "pause", "p")
     assert runner.wait(60) == 75, kit.runner_err()
     records = kit.output("p", "scripted")
@@ -55,15 +62,7 @@ def test_managed_pause_during_task_k_finishes_k_and_starts_nothing(kit: Kit) -> 
 
 
 def test_managed_stop_interrupts_in_flight_task_and_its_run(kit: Kit) -> None:
-    kit.srez(
-        "managed",
-        *baseline_queue("s", TASKS, "local"),
-    )
-    runner = kit.runner("s", env=kit.slow(20.0))
-    wait_for(
-        "task 1 in flight",
-        lambda: kit.output("s", "scripted").get("sre-001", {}).get("run_id") is not None,
-    )
+    runner = start_until_in_flight(kit, "s", "sre-001", agent_delay_s=20.0)
     assert running_local_runs(kit.state)
     started = time.monotonic()
     kit.srez("managed", "stop", "s")

@@ -276,7 +276,10 @@ def test_truth_and_split_appear_only_after_the_agent_phase() -> None:
     model.set_reference(DIFF.split("--- /dev/null")[0], 0.5)
     assert model.sides() == ["agent", "truth", "split"] and model.choose("split")
     assert model.totals() == (2, 3, 1) and model.totals(truth=True) == (1, 1, 1)
-    assert model.similarity_text() == ("yellow", "Similarity to the reference: 50%")
+    assert model.similarity_text() == (
+        "yellow",
+        "Similarity: 50% of changed lines alike; keys: 1 same, 0 other value, 2 other keys",
+    )
     model.toggle_raw()
     assert model.raw
 
@@ -426,3 +429,14 @@ def test_tab_rows_drive_the_layout_the_keys_and_the_help() -> None:
     assert Layout(terminal=True).tabs() == [t.name for t in TABS]
     assert Layout(terminal=False).tabs() == [t.name for t in TABS if not t.needs_terminal]
     assert Layout().tab == TABS[0].name
+
+
+def test_similarity_text_tells_another_value_from_other_keys() -> None:
+    head = "--- a/db/db.conf\n+++ b/db/db.conf\n@@ -3,1 +3,1 @@\n"
+    model = ChangesModel()
+    model.set_agent_diff(f"{head}-pool_max = 8\n+pool_max = 27\n")
+    model.set_reference(f"{head}-pool_max = 8\n+pool_max = 20\n", 1 / 3)
+    assert model.similarity_text() == (
+        "red",
+        "Similarity: 33% of changed lines alike; keys: 0 same, 1 other value, 0 other keys",
+    )

@@ -69,7 +69,7 @@ from srez_client.backends.docker.state import (
 from srez_client.backends.recovery import mirror_unmirrored
 from srez_client.backends.state import read_token
 from srez_client.backends.wait import poll_until_finished
-from srez_client.errors import BackendError, NoDaemonError
+from srez_client.errors import BackendError, NoDaemonError, UsageError
 from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
 from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE
@@ -77,6 +77,7 @@ from srez_daemon.protocol import srez_version
 from srez_daemon.record.storage import atomic_write_json
 from srez_env.agents import make_agent
 from srez_env.agents.llm import LLM_SPECS
+from srez_env.agents.python_agent import import_path
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -156,6 +157,9 @@ class DockerBackend(ContainerRuns):
         """Create the container, put ``run.json`` and the token into it, start it, and wait until
         ``/api/health`` reports the run past ``starting``. An LLM run is registered with the model
         relay first (started now if it is the first), and its token revoked if the launch fails."""
+        if import_path(spec.agent_spec) is not None:
+            msg = f"--agent {spec.agent_spec}: a Python agent by import path runs on --backend inline or local (the image cannot import a module of this machine)"
+            raise UsageError(msg)
         (task,) = load_tasks([spec.task_id])
         host_spec, agent_spec, replay_file = await asyncio.to_thread(agent_specs, spec.agent_spec)
         agent = make_agent(host_spec, task, spec.run_seed)  # fails fast

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import ClassVar, Self
@@ -27,18 +26,10 @@ from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.inline.config import InlineConfig
 from srez_client.backends.inline.host import BACKEND, run_inline
-from srez_client.backends.state import (
-    Ledger,
-    OwnedRun,
-    is_owned,
-    make_labels,
-    new_nonce,
-    private_dir,
-)
+from srez_client.backends.state import Ledger, is_owned, private_dir
 from srez_client.errors import NoDaemonError, NotOwnedError
 from srez_client.mirror.copier import copy_tree
 from srez_client.results.layout import RUN_ID_RE
-from srez_daemon.protocol import srez_version
 from srez_daemon.record.storage import atomic_write_json
 from srez_env.tasks import load_tasks
 
@@ -80,25 +71,12 @@ class InlineBackend(Backend):
         run = await asyncio.to_thread(
             run_inline, task, spec.agent_spec, spec.run_seed, spec.results_root
         )
-        nonce = new_nonce()
-        labels = make_labels(
-            run_id=run.run_id,
-            task_id=task.id,
-            model=run.summary.model,
-            agent=run.summary.agent,
-            results_root=spec.results_root,
-            nonce=nonce,
-            owner=os.getuid(),
-            version=srez_version(),
-        )
-        owned = OwnedRun(
-            run_id=run.run_id,
+        labels = self.ledger.claim(
+            run.summary,
             backend=BACKEND,
-            nonce=nonce,
-            owner=os.getuid(),
+            results_root=spec.results_root,
             created_at=run.summary.finished_at,
         )
-        self.ledger.add(owned)
         record = InlineRecord(run_id=run.run_id, run_dir=str(run.run_dir), labels=labels)
         private_dir(self.folder)
         atomic_write_json(self.folder / f"{run.run_id}.json", record)

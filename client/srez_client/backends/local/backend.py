@@ -77,10 +77,7 @@ from srez_client.backends.process import (
 from srez_client.backends.recovery import NOT_OURS, mirror_one, mirror_unmirrored
 from srez_client.backends.state import (
     Ledger,
-    OwnedRun,
     is_owned,
-    make_labels,
-    new_nonce,
     private_dir,
     read_record,
     read_token,
@@ -161,8 +158,6 @@ class LocalBackend(Backend):
         folder = self.live / run_id
         private_dir(self.live)
         folder.mkdir(mode=0o700)
-        nonce = new_nonce()
-        version = srez_version()
         manifest = RunManifest(
             run_id=run_id,
             task_id=task.id,
@@ -172,28 +167,22 @@ class LocalBackend(Backend):
             model=spec.model,
             backend=BACKEND,
             run_seed=spec.run_seed,
-            srez_version=version,
+            srez_version=srez_version(),
             started_at=utc_timestamp(now),
             isolation=isolation.kind,
         ).model_copy(update=task.provenance())
-        labels = make_labels(
-            run_id=run_id,
-            task_id=task.id,
-            model=spec.model,
-            agent=name,
+        labels = self.ledger.claim(
+            manifest,
+            backend=BACKEND,
             results_root=spec.results_root.resolve(),
-            nonce=nonce,
-            owner=os.getuid(),
-            version=version,
-        )
-        created = utc_timestamp(now)
-        self.ledger.add(
-            OwnedRun(
-                run_id=run_id, backend=BACKEND, nonce=nonce, owner=os.getuid(), created_at=created
-            )
+            created_at=manifest.started_at,
         )
         record = LocalRecord(
-            run_id=run_id, labels=labels, manifest=manifest, keep=spec.keep, created_at=created
+            run_id=run_id,
+            labels=labels,
+            manifest=manifest,
+            keep=spec.keep,
+            created_at=manifest.started_at,
         )
         await asyncio.to_thread(prepare_folder, folder, record)
         env = daemon_environment(folder, spec, self.state_dir, isolation)

@@ -18,6 +18,7 @@ from srez_client.backends.base import LaunchSpec
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
 from srez_daemon.protocol.agent import model_variables
+from srez_env.agents.python_agent import import_path, module_source
 
 PASS_ENV: Final = (
     "PATH",
@@ -76,6 +77,11 @@ def daemon_environment(
         SREZ_ENDPOINT_FILE=str((folder / "endpoint.json").resolve()),
         SREZ_AGENT_SOCKET=str(agent_socket_path(folder)),
     )
+    python_agent = import_path(spec.agent_spec)
+    source = module_source(python_agent[0]) if python_agent is not None else None
+    if source is not None:  # the agent process imports it, from the run folder
+        root = str(source.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     if spec.time_limit_s is not None:
         env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
     if spec.model not in ("", "none"):

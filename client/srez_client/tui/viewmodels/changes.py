@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from srez_client.sanitize import sanitize_line
+from srez_daemon.record.patch_keys import compare_keys
 
 LineKind = Literal["add", "del", "hunk", "ctx", "meta"]
 Side = Literal["agent", "truth", "split"]
@@ -143,8 +144,15 @@ class ChangesModel:
         return rows
 
     def similarity_text(self) -> tuple[Colour, str] | None:
-        """The similarity as a coloured percentage, once known."""
+        """The similarity, once known: the share of changed lines both diffs have (a coloured
+        percentage), then the config keys: set alike, set to other values (same key), changed
+        by one side only (other keys); an equivalent fix with another value shares no line."""
         if self.similarity is None:
             return None
         colour = similarity_colour(self.similarity)
-        return colour, f"Similarity to the reference: {self.similarity * 100:.0f}%"
+        keys = compare_keys(self.agent_diff, self.reference or "")
+        other_keys = keys.agent_only + keys.reference_only
+        return colour, (
+            f"Similarity: {self.similarity * 100:.0f}% of changed lines alike; keys:"
+            f" {keys.same} same, {keys.other_values} other value, {other_keys} other keys"
+        )

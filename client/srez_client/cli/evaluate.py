@@ -1,0 +1,192 @@
+"""What ``srez eval`` does around its runs: ``--resume`` and ``--limit``, the inline loop, and
+the report it ends with (runs, aggregates, leaderboard, then a short table of what it did).
+
+``--resume`` skips each (agent, task, seed) that already has a complete run in the results folder
+(:func:`~srez_client.results.finder.is_complete`: graded, not ended by a provider or harness
+failure) and reports those runs with the new ones; ``--limit N`` then runs at most N of the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from tqdm import tqdm
+
+from srez_client.backends import run_inline
+from srez_client.backends.local.environment import absolute_replay
+from srez_client.mirror.fs import read_small_file
+from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
+from srez_client.results.report import (
+    agent_label,
+    aggregate_table,
+    build_report,
+    leaderboard_table,
+    report_json,
+    runs_table,
+)
+from srez_client.results.tally import tally_runs, tally_table
+from srez_env.agents.llm import LLM_SPECS
+from srez_env.task import Task
+
+Job = tuple[str, Task, int]
+"""(agent spec, task, run seed)."""
+Row = dict[str, object]
+
+
+@dataclass(slots=True)
+class EvalPlan:
+    """The runs to make, and the complete ones ``--resume`` found."""
+
+    todo: list[Job]
+    resumed: list[FoundRun] = field(default_factory=list)
+    left_out: int = 0
+    """Runs ``--limit`` left for a later ``--resume``."""
+
+
+def job_keys(spec: str, model: str, task: Task, seed: int) -> set[RunKey]:
+    """The keys a complete run of this job may be filed under (a replay file as given, or made
+    absolute as the daemon backends record it)."""
+    run_model = model if spec in LLM_SPECS else "none"
+    return {(s, run_model, task.id, seed) for s in (spec, absolute_replay(spec))}
+
+
+def plan_eval(
+    jobs: list[Job], results: Path, model: str, *, resume: bool, limit: int | None
+) -> EvalPlan:
+    """Drop the jobs already complete under ``results`` (``resume``), then keep ``limit``."""
+    plan = EvalPlan(list(jobs))
+    if resume:
+        complete = complete_runs(results)
+        plan.todo = []
+        for spec, task, seed in jobs:
+            found = [complete[k] for k in job_keys(spec, model, task, seed) if k in complete]
+            if found:
+                plan.resumed.append(found[0])
+            else:
+                plan.todo.append((spec, task, seed))
+    if limit is not None and len(plan.todo) > limit:
+        plan.left_out = len(plan.todo) - limit
+        plan.todo = plan.todo[:limit]
+    return plan
+
+
+def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
+    """The grades and rows of the runs ``--resume`` kept (those whose ``result.json`` reads)."""
+    grades: list[Row] = []
+    rows: list[Row] = []
+    for item in found:
+        data = read_small_file(item.path, b"result.json", 64 << 20)
+        try:
+            grade = orjson.loads(data) if data is not None else None
+        except orjson.JSONDecodeError:
+            grade = None
+        if not isinstance(grade, dict):
+            continue
+        grades.append(grade)
+        rows.append({**summary_row(item), "resumed": True})
+    return grades, rows
+
+
+def summary_row(item: FoundRun) -> Row:
+    """The report row of a finished run."""
+    s = item.summary
+    seed = grade_seed(item)
+    return {
+        "task_id": s.task_id,
+        "agent": s.agent,
+        "model": s.model,
+        "run_seed": seed,
+        "status": s.status,
+        "reward": s.reward,
+        "resolved": s.resolved,
+        "run_dir": str(item.path),
+    }
+
+
+def grade_seed(item: FoundRun) -> int | None:
+    """The run seed in ``run.json``, None if unreadable."""
+    key = run_key(item)
+    return None if key is None else key[3]
+
+
+def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
+    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
+    with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
+        for spec, task, seed in jobs:
+            bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
+            run = run_inline(task, spec, seed, results)
+            grades.append(run.grade.model_dump(mode="json", by_alias=True))
+            runs.append(
+                {
+                    "task_id": task.id,
+                    "agent": run.summary.agent,
+                    "model": run.summary.model,
+                    "run_seed": seed,
+                    "status": run.summary.status,
+                    "reward": run.summary.reward,
+                    "resolved": run.summary.resolved,
+                    "run_dir": str(run.run_dir),
+                }
+            )
+            if run.error:
+                bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
+            bar.update()
+
+
+def say_interrupted(done: int | None, total: int, results: Path) -> None:
+    """The line an interrupted ``srez eval`` ends with: what finished and how to go on."""
+    count = f" after {done} of {total} runs" if done is not None else ""
+    sys.stderr.write(
+        f"srez: interrupted{count}; the runs that ended are under {results}; the same command"
+        " with --resume runs the rest\n"
+    )
+    sys.stderr.flush()
+
+
+def print_eval(
+    args: argparse.Namespace,
+    grades: list[Row],
+    runs: list[Row],
+    *,
+    failed: dict[str, int] | None = None,
+    plan: EvalPlan | None = None,
+) -> int:
+    """Print the runs table, the aggregates, the leaderboard and what was done (or JSON)."""
+    report = build_report(grades)
+    if args.json:
+        print(json.dumps({**report_json(report), "runs": runs}, indent=2))
+        return 0
+    if grades:
+        ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+        print(runs_table(grades, ascii_marks=ascii_marks))
+    for agent in report.agents:
+        print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
+        print(aggregate_table(agent))
+    if len(report.agents) > 1:
+        print("\nleaderboard")
+        print(leaderboard_table(report))
+    resumed = sum(1 for r in runs if r.get("resumed"))
+    new = len(runs) - resumed
+    line = f"\n{new} runs written under {args.results}"
+    if resumed:
+        line += f", {resumed} complete ones kept (--resume)"
+    if plan is not None and plan.left_out:
+        line += f"; {plan.left_out} left by --limit (--resume runs them)"
+    print(line)
+    if runs or failed:
+        print(tally_table(tally_runs(runs, failed)))
+    return 0
+
+
+def failed_by_label(failures: list[Job], model: str) -> dict[str, int]:
+    """Runs that could not be run, counted by agent label."""
+    out: dict[str, int] = {}
+    for spec, _task, _seed in failures:
+        label = agent_label(spec, model if spec in LLM_SPECS else "none")
+        out[label] = out.get(label, 0) + 1
+    return out

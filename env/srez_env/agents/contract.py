@@ -1,0 +1,25 @@
+"""The agent contract, and the names an agent may file its runs under. Pure: no imports of
+other agents (the factory in :mod:`srez_env.agents` and the loaders import this)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
+
+BUILTIN_AGENT_NAMES: Final = frozenset(
+    {"scripted", "heuristic", "random", "replay", "llm", "llm-json", "memorised", "policy"}
+)
+"""Names the built-in agents file their runs under; no custom agent may take one."""
+CUSTOM_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
+"""What the name of an agent of one's own (a command, a Python class) may be."""
+
+
+class Agent(Protocol):
+    """The agent contract (ENV_DESIGN §3.10)."""
+
+    name: str
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The next tool call, given the prompt (first call) or the last observation."""
+        ...

@@ -1,0 +1,119 @@
+"""What a managed run shows its user: ``summary.png`` (title, values, zero bars, kind colours),
+the line of a runner with nothing to run, and the table ``managed run`` ends with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from managed_kit import baseline_queue
+
+from srez_client.cli import main
+from srez_client.managed.render import KIND_COLOURS, chart, draw_png
+from srez_client.managed.summary import CombinedSummary, DifficultyScore, TargetSummary
+
+
+def _target(
+    name: str, *, baseline: bool, reward: float | None, easy: float | None
+) -> TargetSummary:
+    done = 0 if reward is None else 2
+    return TargetSummary(
+        target=name,
+        agent=name if baseline else "llm",
+        model="none" if baseline else "openai/gpt-5-mini",
+        baseline=baseline,
+        state="done" if done else "pending",
+        tasks_total=2,
+        completed=done,
+        remaining=2 - done,
+        interrupted=0,
+        provider_errors=0,
+        provider_error_attempts=0,
+        agent_errors=0,
+        harness_errors=0,
+        attempts=done,
+        mean_reward=reward,
+        reward_stderr=0.1 if done else None,
+        resolved_rate=easy,
+        passed_rate=easy,
+        resolved_by_difficulty={}
+        if easy is None
+        else {"easy": DifficultyScore(completed=2, resolved=round(2 * easy), rate=easy)},
+        cost_usd=0.0,
+    )
+
+
+SUMMARY = CombinedSummary(
+    name="nightly-7",
+    backend="local",
+    tasks=2,
+    targets=[
+        _target("scripted", baseline=True, reward=1.0, easy=1.0),
+        _target("random", baseline=True, reward=0.0, easy=0.0),
+        _target("llm-openai__gpt-5-mini", baseline=False, reward=0.55, easy=0.5),
+        _target("llm-x__y", baseline=False, reward=None, easy=None),
+    ],
+    difficulties=["easy"],
+)
+
+
+def _hex(rgba: tuple[float, ...]) -> str:
+    return "#" + "".join(f"{round(c * 255):02x}" for c in rgba[:3])
+
+
+def test_summary_png_has_title_values_visible_zero_bars_and_kind_colours() -> None:
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    fig = chart(SUMMARY)
+    try:
+        assert "nightly-7" in fig._suptitle.get_text()
+        left, right = fig.axes
+        for ax in (left, right):
+            bars = [p for p in ax.patches if isinstance(p, Rectangle)][: len(SUMMARY.targets)]
+            colours = [_hex(b.get_facecolor()) for b in bars]
+            assert colours == [KIND_COLOURS["baseline"]] * 2 + [KIND_COLOURS["model"]] * 2
+            assert bars[1].get_height() > 0, "random's zero bar must be visible"
+            assert bars[3].get_height() == 0, "a target with nothing completed has no bar"
+            labels = [t.get_text() for t in ax.texts]
+            assert labels == ["1.00", "0.00", "0.55" if ax is left else "0.50", "n/a"]
+        legend = [t.get_text() for t in left.get_legend().get_texts()]
+        assert legend == ["baseline", "model"]
+    finally:
+        plt.close(fig)
+    assert draw_png(SUMMARY)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SREZ_STATE", str(tmp_path / "state"))
+    monkeypatch.delenv("SREZ_TODAY", raising=False)
+    return tmp_path / "results"
+
+
+def test_managed_run_ends_with_a_table_and_says_when_nothing_is_left(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def srez(*args: str) -> int:
+        return main(["managed", *args, "--results", str(root)])
+
+    assert srez(*baseline_queue("q", "sre-001,sre-002", "inline", "scripted,random")) == 0
+    capsys.readouterr()
+    assert srez("run", "q") == 0
+    out, err = capsys.readouterr()
+    assert "nothing to run" not in err
+    lines = out.splitlines()
+    assert lines[0].split() == ["target", "kind", "runs", "resolved", "mean", "reward", "errors"]
+    assert lines[2].split() == ["scripted", "baseline", "2/2", "2", "1.000", "0"]
+    assert lines[3].split() == ["random", "baseline", "2/2", "0", "0.000", "0"]
+    assert srez("run", "q") == 0
+    out, err = capsys.readouterr()
+    assert err == (
+        "srez: managed run q: nothing to run, all 2 tasks of every target are done;"
+        " 'srez managed add-target q TARGET' queues another target\n"
+    )
+    assert "scripted  baseline   2/2" in out
+    assert srez("run", "q", "--target", "random") == 0
+    out, err = capsys.readouterr()
+    assert "all 2 tasks of target random are done" in err
+    assert "scripted" not in out and "random" in out
