@@ -20,7 +20,6 @@ from srez_client.backends.registry import make_backend
 from srez_client.cli.options import (
     backend_of,
     backend_options,
-    comma_list,
     config_of,
     positive_float,
     run_async,
@@ -289,7 +288,13 @@ def cmd_runs_exec(args: argparse.Namespace) -> int:
 
 
 def _names(text: str | None, option: str) -> list[str]:
-    return [] if text is None else comma_list(option, text)
+    if text is None:
+        return []
+    names = [part.strip() for part in text.split(",")]
+    if not all(names):
+        msg = f"{option} {text!r} has an empty name (a comma list such as a,b)"
+        raise UsageError(msg)
+    return names
 
 
 def cmd_runs_results(args: argparse.Namespace) -> int:
