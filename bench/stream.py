@@ -38,11 +38,12 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from srez_daemon.file_watch import Watcher
 from srez_daemon.protocol import Thinking, encode_entry
 from srez_daemon.record.aio import spawn
 from srez_daemon.record.storage import system_clock, utc_timestamp
 from srez_daemon.stream import StreamHub
-from srez_daemon.tail import DialogTail, Watcher
+from srez_daemon.tail import DialogTail
 
 LATENCY_APPENDS: Final = 200
 IDLE_S: Final = 5.0

@@ -8,8 +8,8 @@ What a line becomes:
 
 * a line of at most :data:`MAX_LINE_BYTES` becomes what :func:`parse_line` makes of it (an entry,
   or an error entry naming its line number and byte offset); blank lines are skipped;
-* a longer line is never buffered: its bytes are hashed and dropped up to its newline, and it
-  becomes one ``oversized_line`` error entry;
+* a longer line is never buffered (:class:`~srez_daemon.dialog_lines.LineSplitter` hashes and
+  drops its bytes up to its newline), and it becomes one ``oversized_line`` error entry;
 * a last line without its newline is *pending* (nothing is sent) while the run is live; after
   :meth:`DialogTail.finish` it is parsed, and becomes one ``truncated_tail`` error entry when it is
   not a valid entry (as :func:`iter_dialog` reads a finished file);
@@ -18,48 +18,36 @@ What a line becomes:
   unchanged prefix is not sent again; one ``file_reset`` error entry whose ``offset`` K is the end
   of that prefix tells viewers to drop what they hold from K on, and frames go on from K.
 
-Change notification: the kernel's inotify on the file's *parent folder* (a watch on the file itself
-goes silent once the file is replaced), filtered by name, with no polling at all; elsewhere, or when
-asked, ``watchfiles.awatch`` on the parent folder. watchfiles' backend wakes every ``step`` ms to
-look for events (measured here: 2.7 % of a core at ``step=1``, 0.4 % at 10), so it is the fallback,
-not the default. A ``stat()`` every ``safety_poll_s`` catches anything a watcher missed.
+Changes are reported by a :class:`~srez_daemon.file_watch.FileWatch` (inotify on the parent
+folder, or watchfiles); a ``stat()`` every ``safety_poll_s`` catches anything it missed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import stat
-import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
-import watchfiles
-
-from srez_daemon.inotify import Inotify
-from srez_daemon.protocol import EPOCH_TS, MAX_LINE_BYTES, DialogEntry, ErrorEntry, parse_line
+from srez_daemon.dialog_lines import DIGEST_SIZE, LONGEST, Line, LineSplitter, line_entry
+from srez_daemon.file_watch import FileWatch, Watcher
+from srez_daemon.protocol import ErrorEntry
 from srez_daemon.protocol.api import DialogFrame, DialogPage
 from srez_daemon.record.aio import spawn
 from srez_daemon.record.storage import system_clock, utc_timestamp
 
 logger = logging.getLogger(__name__)
 
-Watcher = Literal["auto", "inotify", "watchfiles"]
-"""Change source: ``auto`` is inotify on Linux and watchfiles elsewhere."""
-
 _CHUNK: Final = 64 * 1024  # one read; a line longer than this is assembled from several
 _SLICE: Final = 4 * 1024 * 1024  # bytes read before the loop gets control back ...
 _SLICE_LINES: Final = 256  # ... or lines parsed (a parse costs ~20-50 us): other requests wait
 _PAGE_BYTES: Final = 8 * 1024 * 1024  # a page stops after this much line data (>= 1 entry)
-_LONGEST: Final = MAX_LINE_BYTES + 2  # a line with its "\r\n"; past this it is not buffered
-_HEAD: Final = 256  # bytes of the last line re-read on each wake to spot an in-place rewrite
-_DIGEST: Final = 8
 
 
 class DialogTail:
@@ -87,14 +75,11 @@ class DialogTail:
             watcher: ``auto`` (inotify on Linux, else watchfiles), ``inotify`` or ``watchfiles``.
         """
         self._path = path
-        self._step_ms = max(1, step_ms)
         self._safety_poll_s = safety_poll_s
-        self._watcher: Watcher = watcher
         self._listeners: list[Callable[[DialogFrame], None]] = []
         self._dirty = asyncio.Event()
+        self._watch = FileWatch(path, self._dirty.set, watcher=watcher, step_ms=step_ms)
         self._task: asyncio.Task[None] | None = None
-        self._inotify: Inotify | None = None
-        self._awatch: asyncio.Task[None] | None = None
         self._fd: int | None = None
         self._ident = (0, 0)
         self._finished = False
@@ -103,13 +88,10 @@ class DialogTail:
         self._digests = bytearray()
         self._torn: set[int] = set()  # ends of tails flushed by finish() (no newline)
         self._last = (0, b"")  # start and first bytes of the last consumed line
-        # Reading state: bytes consumed, the pending line, the oversized line being skipped.
+        # Reading state: bytes consumed, where the pending line starts, the pending line.
         self._pos = 0
         self._line_start = 0
-        self._buf = bytearray()
-        self._skip: hashlib.blake2b | None = None
-        self._skip_head = b""
-        self._skipped = 0
+        self._lines = LineSplitter()
         self._lines_read = 0  # lines completed so far (for the slice budget)
         # After a reset: lines of the old index matched so far in the new file, and why.
         self._verify: int | None = None
@@ -134,21 +116,18 @@ class DialogTail:
         """Read what the file holds now, then follow it in a background task."""
         if self._task is not None:
             return
-        await self._ensure_watcher()  # before the first read: no append falls between the two
+        await self._watch.ensure()  # before the first read: no append falls between the two
         await self._read_all()
         self._task = spawn(self._run(), name=f"dialog-tail:{self._path.name}")
 
     async def stop(self) -> None:
         """Stop following the file and release it (idempotent)."""
-        for task in (self._task, self._awatch):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._task = self._awatch = None
-        if self._inotify is not None:
-            self._inotify.close()
-            self._inotify = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._watch.close()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -217,10 +196,10 @@ class DialogTail:
             and size < _PAGE_BYTES
         ):
             end = ends[i]
-            raw = None if end - pos > _LONGEST else os.pread(self._fd, end - pos, pos)
+            raw = None if end - pos > LONGEST else os.pread(self._fd, end - pos, pos)
             if raw is not None and len(raw) != end - pos:
                 break  # the file shrank under us; the reset that follows says so
-            entry = _entry(raw, pos, end, i + 1, torn=end in self._torn)
+            entry = line_entry(raw, pos, end, i + 1, torn=end in self._torn)
             if entry is not None:
                 frames.append(DialogFrame(offset=pos, next_offset=end, entry=entry))
                 size += 256 if raw is None else len(raw)  # an oversized line costs its entry
@@ -250,7 +229,7 @@ class DialogTail:
                         await self._dirty.wait()
             self._dirty.clear()
             try:
-                await self._ensure_watcher()
+                await self._watch.ensure()
                 await self._read_all()
             except Exception:  # keep following: the next wake-up tries again
                 logger.exception("following %s failed at byte %d", self._path, self._pos)
@@ -261,44 +240,6 @@ class DialogTail:
             more = self._read_slice()
             if more:
                 await asyncio.sleep(0)  # a huge append must not stall the other requests
-
-    async def _ensure_watcher(self) -> None:
-        """Set up (or set up again) the change source on the parent folder, if it exists."""
-        if (self._inotify is not None and self._inotify.alive) or (
-            self._awatch is not None and not self._awatch.done()
-        ):
-            return
-        if self._inotify is not None:
-            self._inotify.close()
-            self._inotify = None
-        folder = self._path.parent
-        if not folder.is_dir():
-            return  # the safety poll looks again
-        use_inotify = self._watcher == "inotify" or (
-            self._watcher == "auto" and sys.platform.startswith("linux")
-        )
-        if use_inotify:
-            try:
-                self._inotify = Inotify(folder, self._path.name, self._dirty.set)
-                return
-            except (OSError, AttributeError) as e:
-                logger.warning("inotify unavailable for %s (%s); using watchfiles", folder, e)
-        self._awatch = spawn(self._watchfiles(folder), name=f"dialog-watch:{self._path.name}")
-        # awatch() creates its watcher in its first step, before its first await: let it run
-        # now, so that a change made before the next read is not missed.
-        await asyncio.sleep(0)
-
-    async def _watchfiles(self, folder: Path) -> None:
-        name = self._path.name
-        async for _changes in watchfiles.awatch(
-            folder,
-            watch_filter=lambda _change, changed: Path(changed).name == name,
-            step=self._step_ms,
-            debounce=max(20, 4 * self._step_ms),  # caps the wait under a continuous flood
-            rust_timeout=5_000,
-            recursive=False,
-        ):
-            self._dirty.set()
 
     def _read_slice(self, budget: int = _SLICE, lines: int = _SLICE_LINES) -> bool:
         """Read up to ``budget`` bytes or ``lines`` lines and deliver what completes; True if
@@ -358,72 +299,45 @@ class DialogTail:
         return True
 
     def _feed(self, chunk: bytes) -> None:
-        view = memoryview(chunk)
-        i, n = 0, len(chunk)
-        while i < n:
-            j = chunk.find(b"\n", i)
-            stop = n if j < 0 else j + 1
-            if self._skip is not None:
-                self._skip.update(view[i:stop])
-                self._skipped += stop - i
-            elif j >= 0 and not self._buf and stop - i <= _LONGEST:
-                self._complete(chunk[i:stop])  # the common case: a whole line in one chunk
-                i = stop
-                continue
-            else:
-                self._buf += view[i:stop]
-                if len(self._buf) > _LONGEST:  # oversized: hash and drop, never hold it
-                    self._skip = hashlib.blake2b(self._buf, digest_size=_DIGEST)
-                    self._skip_head, self._skipped = bytes(self._buf[:_HEAD]), len(self._buf)
-                    self._buf = bytearray()
-            if j >= 0:
-                self._complete(None)
-            i = stop
+        for line in self._lines.feed(chunk):
+            self._complete(line)
 
-    def _complete(self, raw: bytes | None, *, torn: bool = False) -> None:
+    def _complete(self, line: Line, *, torn: bool = False) -> None:
         """A line ended (at a newline, or at EOF after finish): index it and deliver it."""
-        if raw is None and self._skip is not None:
-            digest, head, size = self._skip.digest(), self._skip_head, self._skipped
-            self._skip, self._skip_head, self._skipped = None, b"", 0
-        else:
-            raw = bytes(self._buf) if raw is None else raw
-            self._buf = bytearray()
-            digest, head = hashlib.blake2b(raw, digest_size=_DIGEST).digest(), raw[:_HEAD]
-            size = len(raw)
         self._lines_read += 1
         start = self._line_start
-        end = self._line_start = start + size
+        end = self._line_start = start + line.size
         k = self._verify
         if k is not None:
-            if k < len(self._ends) and self._ends[k] == end and self._digest(k) == digest:
+            if k < len(self._ends) and self._ends[k] == end and self._digest(k) == line.digest:
                 self._verify = k + 1  # unchanged since it was delivered: not sent again
-                self._last = (start, head)
+                self._last = (start, line.head)
                 return
             self._conclude_reset()
         self._ends.append(end)
-        self._digests += digest
-        self._last = (start, head)
+        self._digests += line.digest
+        self._last = (start, line.head)
         if torn:
             self._torn.add(end)
-        entry = _entry(raw, start, end, len(self._ends), torn=torn)
+        entry = line_entry(line.raw, start, end, len(self._ends), torn=torn)
         if entry is not None:
             self._emit(DialogFrame(offset=start, next_offset=end, entry=entry))
 
     def _at_eof(self) -> None:
         if self._verify is not None:
             self._conclude_reset()
-        if self._finished and (self._buf or self._skip is not None):
-            self._complete(None, torn=True)
+        if self._finished and (last := self._lines.flush()) is not None:
+            self._complete(last, torn=True)
 
     def _digest(self, k: int) -> bytes:
-        return bytes(self._digests[k * _DIGEST : (k + 1) * _DIGEST])
+        return bytes(self._digests[k * DIGEST_SIZE : (k + 1) * DIGEST_SIZE])
 
     def _begin_reset(self, reason: str) -> None:
         """Re-read from byte 0, comparing lines with the index (kept until the comparison ends)."""
         logger.info("dialog %s: %s; reading it again from byte 0", self._path, reason)
         self._verify, self._reset_reason = 0, reason
         self._pos = self._line_start = 0
-        self._buf, self._skip, self._skip_head, self._skipped = bytearray(), None, b"", 0
+        self._lines.clear()
         self._last = (0, b"")
 
     def _conclude_reset(self) -> None:
@@ -432,7 +346,7 @@ class DialogTail:
         self._verify = None
         old_end = self.end_offset
         del self._ends[kept:]
-        del self._digests[kept * _DIGEST :]
+        del self._digests[kept * DIGEST_SIZE :]
         cut = self.end_offset
         self._torn = {end for end in self._torn if end <= cut}
         message = f"{self._reset_reason}; entries from byte {cut} on ({old_end - cut} bytes) are withdrawn"
@@ -455,26 +369,3 @@ class DialogTail:
                 logger.exception(
                     "dialog listener %r failed on the frame at %d", listener, frame.offset
                 )
-
-
-def _entry(
-    raw: bytes | None, start: int, end: int, line_no: int, *, torn: bool
-) -> DialogEntry | None:
-    """The entry of one line, or None for a blank line (``raw`` None: an oversized line)."""
-    if raw is None:
-        size = end - start - (0 if torn else 1)
-        kind: Literal["oversized_line", "truncated_tail"] = (
-            "truncated_tail" if torn else "oversized_line"
-        )
-        prefix = "torn last line (no newline): " if torn else ""
-        message = f"{prefix}line of {size} bytes exceeds the {MAX_LINE_BYTES}-byte limit"
-        return ErrorEntry(
-            seq=-1, ts=EPOCH_TS, kind=kind, message=message, line=line_no, offset=start, bytes=size
-        )
-    if not torn and not raw.strip():
-        return None
-    entry = parse_line(raw, line_no=line_no, offset=start)
-    if torn and isinstance(entry, ErrorEntry):
-        message = f"torn last line (no newline): {entry.message}"[:200]
-        entry = entry.model_copy(update={"kind": "truncated_tail", "message": message})
-    return entry

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
-from srez_client.backends.docker.state import (
+from srez_client.backends.docker.model_settings import (
     bridge_gateway,
     llm_settings,
     model_environment,

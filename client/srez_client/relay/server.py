@@ -32,7 +32,7 @@ The contract, per run (:meth:`ModelRelay.register`):
   413 (body over 8 MiB), 404/405. A client that disconnects cancels the provider call.
 
 Where it listens: on the address the containers reach the host by, the Docker bridge's gateway
-(:func:`srez_client.backends.docker.state.bridge_gateway`), on a free port; never ``0.0.0.0``.
+(:func:`srez_client.backends.docker.model_settings.bridge_gateway`), on a free port; never ``0.0.0.0``.
 Other hosts do not route to that address; other containers on the bridge reach the port but hold
 no token of theirs.
 

@@ -33,6 +33,10 @@ compute the grade the daemon would have written, and it does, on mirror and with
 What the replay proves: the transcript is an episode this task's simulator produces for those
 actions, and the dialog agrees with it. It cannot prove who wrote the files: a host grade is as
 trustworthy as the run folder it was read from.
+
+Steps 1 and 2 are :mod:`srez_client.results.transcript_replay`, steps 3 and 4 (the end, the
+error kind, the summary) :mod:`srez_client.results.run_outcome`; this module reads the folder,
+puts them together and writes the files.
 """
 
 from __future__ import annotations
@@ -41,32 +45,23 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, TypeVar
 
-import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from srez_client.errors import RegradeError
 from srez_client.mirror.fs import read_small_file
-from srez_daemon.protocol import (
-    DialogEntry,
-    RunManifest,
-    RunSummary,
-    SessionCompleted,
-    SessionFailed,
-    SessionTimedOut,
-    TokenCount,
-    ToolResult,
-    Usage,
-    iter_dialog,
+from srez_client.results.run_outcome import (
+    closing_entry,
+    forced_reason,
+    grade_error_kind,
+    host_summary,
 )
+from srez_client.results.transcript_replay import check_dialog, replay, task_for
+from srez_daemon.protocol import RunManifest, RunSummary, iter_dialog
 from srez_daemon.protocol.api import RunState
 from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
-from srez_env.env import SREEnv
-from srez_env.errors import EnvError
 from srez_env.grade import Grade, grade_episode
-from srez_env.task import Task
-from srez_env.tasks import load_task, load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +69,8 @@ TRANSCRIPT: Final = Path("archive") / "transcript.jsonl"
 DIALOG: Final = Path("archive") / "dialog.jsonl"
 MAX_FILE_BYTES: Final = 256 << 20
 """Largest transcript or dialog read (a run's budget is tens of steps: far below this)."""
-DAEMON_DIED: Final = "the run's daemon died before grading; graded by the host from its transcript"
 
-ErrorKind = Literal["provider", "agent", "harness"]
-ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
-_Closing = SessionCompleted | SessionFailed | SessionTimedOut
+_M = TypeVar("_M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,111 +156,19 @@ def replay_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
     task = task_for(manifest, tasks_dir)
     lines = _transcript_lines(folder)
     dialog = list(iter_dialog(_read(folder, DIALOG, "the dialog")))
-    closing = next((e for e in reversed(dialog) if isinstance(e, _Closing)), None)
-    state = _state(folder)
+    closing = closing_entry(dialog)
+    state = _optional(folder, "state.json", RunState)
     env = replay(task, manifest, lines)
     check_dialog(dialog, lines, ended=closing is not None)
     if not env.done:
-        env.force_submit(_forced_reason(state, closing))
+        env.force_submit(forced_reason(state, closing))
     grade = grade_episode(env.record())
-    kind = _grade_error_kind(closing, state)
+    kind = grade_error_kind(closing, state)
     if kind is not None:
         grade = grade.model_copy(update={"error_kind": kind})
-    summary = _summary(folder, manifest, grade, dialog, closing)
+    old = _optional(folder, "summary.json", RunSummary)
+    summary = host_summary(manifest, grade, dialog, closing, old)
     return Regraded(grade=grade, summary=summary, steps_replayed=len(lines))
-
-
-def task_for(manifest: RunManifest, tasks_dir: Path | None) -> Task:
-    """The task a run used: by id, packaged or from ``tasks_dir``, with the recorded provenance.
-
-    Raises:
-        RegradeError: If the task is unknown or is not the one the run recorded.
-    """
-    try:
-        if tasks_dir is None:
-            (task,) = load_tasks([manifest.task_id])
-        else:
-            found = list(map(load_task, sorted(tasks_dir.glob("*.yaml"))))
-            matches = [t for t in found if t.id == manifest.task_id]
-            if not matches:
-                msg = f"task {manifest.task_id!r} is not in {tasks_dir}"
-                raise RegradeError(msg)
-            task = matches[0]
-    except EnvError as e:
-        msg = f"cannot load task {manifest.task_id!r} of run {manifest.run_id}: {e}"
-        raise RegradeError(msg) from e
-    recorded = {
-        "world_generator": manifest.world_generator,
-        "world_seed": manifest.world_seed,
-        "task_set_seed": manifest.task_set_seed,
-    }
-    if task.provenance() != recorded:
-        where = "the packaged tasks" if tasks_dir is None else str(tasks_dir)
-        msg = (
-            f"task {task.id} in {where} has provenance {task.provenance()}, but run "
-            f"{manifest.run_id} recorded {recorded}: not the task it ran (give --tasks-dir DIR "
-            "with the task set it used)"
-        )
-        raise RegradeError(msg)
-    return task
-
-
-def replay(task: Task, manifest: RunManifest, lines: list[str]) -> SREEnv:
-    """A fresh episode of ``task`` driven by the actions of ``lines``, each checked to produce
-    the same line.
-
-    Raises:
-        RegradeError: At the first line that is not what the simulator writes for its action.
-    """
-    env = SREEnv(task, run_seed=manifest.run_seed, agent=manifest.agent, model=manifest.model)
-    env.reset()
-    for number, line in enumerate(lines, start=1):
-        where = f"transcript line {number}"
-        if env.done:
-            msg = f"{where}: the episode had already ended at line {number - 1}; refusing to grade"
-            raise RegradeError(msg)
-        env.step(_action(line, where))
-        if env.transcript[-1] != line:
-            msg = (
-                f"{where} does not replay: the simulator writes another line for its action; "
-                "a transcript that does not replay is not trustworthy, so it is not graded"
-            )
-            raise RegradeError(msg)
-    return env
-
-
-def check_dialog(dialog: list[DialogEntry], lines: list[str], *, ended: bool) -> None:
-    """The dialog's tool results agree with the transcript, in order.
-
-    The daemon writes the ``tool_result`` entry just before the transcript line, so a daemon that
-    died in between leaves one result more (only while the agent phase ran); a call that arrived
-    after the episode ended is refused with ``ALREADY_SUBMITTED`` and has no transcript line.
-
-    Raises:
-        RegradeError: If they disagree.
-    """
-    results = [e for e in dialog if isinstance(e, ToolResult)]
-    if len(results) < len(lines):
-        msg = (
-            f"the dialog holds {len(results)} tool results but the transcript {len(lines)} lines; "
-            "refusing to grade"
-        )
-        raise RegradeError(msg)
-    for number, (entry, line) in enumerate(zip(results, lines, strict=False), start=1):
-        obs = orjson.loads(line)["observation"]
-        agree = entry.step == obs.get("step") and (entry.status == "success") == bool(obs["ok"])
-        if agree and obs["ok"]:
-            agree = entry.result == obs.get("output")
-        if not agree:
-            msg = f"transcript line {number} disagrees with the dialog's tool result {number}"
-            raise RegradeError(msg)
-    extra = [e for e in results[len(lines) :] if "ALREADY_SUBMITTED" not in e.result]
-    if len(extra) > (0 if ended else 1):
-        msg = (
-            f"the dialog holds {len(extra)} tool results the transcript does not have; "
-            "refusing to grade"
-        )
-        raise RegradeError(msg)
 
 
 # ---------------------------------------------------------------------- reading the folder
@@ -306,109 +206,15 @@ def _transcript_lines(folder: Path) -> list[str]:
     return text.splitlines()
 
 
-def _state(folder: Path) -> RunState | None:
-    data = read_small_file(folder, b"state.json", 1 << 20)
+def _optional(folder: Path, name: str, model: type[_M]) -> _M | None:
+    """``name`` in ``folder`` read as ``model``; None if it is missing, over 1 MiB or not valid."""
+    data = read_small_file(folder, name.encode(), 1 << 20)
     if data is None:
         return None
     try:
-        return RunState.model_validate_json(data)
+        return model.model_validate_json(data)
     except ValidationError:
         return None
-
-
-def _action(line: str, where: str) -> dict[str, object] | str:
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError as e:
-        msg = f"{where} is not JSON ({e}); refusing to grade"
-        raise RegradeError(msg) from e
-    action = record.get("action") if isinstance(record, dict) else None
-    if isinstance(action, dict) and isinstance(action.get("tool"), str):
-        args = action.get("args", {})
-        return {"tool": action["tool"], "args": args}
-    if isinstance(action, dict) and isinstance(action.get("raw"), str):
-        return str(action["raw"])
-    msg = f"{where} has no action to replay; refusing to grade"
-    raise RegradeError(msg)
-
-
-# ---------------------------------------------------------------------- how the run ended
-
-
-def _forced_reason(state: RunState | None, closing: _Closing | None) -> ForcedReason:
-    recorded = state.end_reason if state is not None and closing is not None else None
-    if recorded in ("agent_exit", "time_limit", "step_budget"):
-        return recorded
-    if isinstance(closing, SessionTimedOut):
-        return "time_limit"
-    return "agent_exit"
-
-
-def _grade_error_kind(closing: _Closing | None, state: RunState | None) -> ErrorKind | None:
-    if closing is None:
-        return "harness"  # died in the agent phase: a stop there records the same
-    if isinstance(closing, SessionCompleted):
-        return None
-    if isinstance(closing, SessionTimedOut):
-        return "agent"
-    if state is not None and state.end_reason == "stopped":
-        return "harness"
-    error = closing.error or ""
-    if error.startswith("the model provider failed"):
-        return "provider"
-    if error.startswith("the agent refused its configuration"):
-        return "harness"
-    return "agent"
-
-
-def _summary(
-    folder: Path,
-    manifest: RunManifest,
-    grade: Grade,
-    dialog: list[DialogEntry],
-    closing: _Closing | None,
-) -> RunSummary:
-    old: RunSummary | None = None
-    data = read_small_file(folder, b"summary.json", 1 << 20)
-    if data is not None:
-        try:
-            old = RunSummary.model_validate_json(data)
-        except ValidationError:
-            old = None
-    before = [e for e in (closing.error if closing else None, old.error if old else None) if e]
-    error = DAEMON_DIED + "".join(f" (before that: {e})" for e in dict.fromkeys(before))
-    last_ts = dialog[-1].ts if dialog else manifest.started_at
-    usage = next((e for e in reversed(dialog) if isinstance(e, Usage)), None)
-    duration = _seconds_between(manifest.started_at, last_ts)
-    return RunSummary(
-        run_id=manifest.run_id,
-        task_id=manifest.task_id,
-        agent=manifest.agent,
-        model=manifest.model,
-        status="error",
-        reward=grade.reward.total,
-        resolved=grade.resolved,
-        passed=grade.passed,
-        steps=grade.steps,
-        end_reason=grade.metrics.end_reason,
-        duration_s=old.duration_s if old else duration,
-        finished_at=old.finished_at if old else last_ts,
-        error=error,
-        error_kind="harness",
-        claimed_error_kind=old.claimed_error_kind if old else None,
-        cost_usd=usage.cost_usd if usage else (old.cost_usd if old else 0.0),
-        tokens=usage.tokens if usage else (old.tokens if old else TokenCount()),
-        graded_by="host",
-    )
-
-
-def _seconds_between(start: str, end: str) -> float:
-    try:
-        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
-        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
-        return 0.0
-    return round(max(0.0, (b - a).total_seconds()), 3)
 
 
 def _log(folder: Path, line: str) -> None:

@@ -26,11 +26,12 @@ from srez_client.backends.base import Backend
 from srez_client.errors import ClientError
 from srez_client.results.finder import find_results
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.keys import action_for, help_lines
+from srez_client.tui.keys import Context, action_for, help_lines
 from srez_client.tui.recent import remember
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.tui.source_results import FinishedRunSource
+from srez_client.tui.terminal_screen import FlowControlFreeScreen
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.palette import PALETTE
 from srez_client.tui.widgets.viewer_host import ViewerHost
@@ -177,7 +178,7 @@ class TuiApp:
         self._show()
 
     def show_runs(self) -> None:
-        """The attach list (Running, Exited, All, Recent) with the launch wizard."""
+        """The attach list (Running, Finished, Exited, All, Recent) with the launch wizard."""
         from srez_client.tui.widgets.launch_wizard import open_wizard
         from srez_client.tui.widgets.run_list import RunList
 
@@ -193,13 +194,25 @@ class TuiApp:
                     if handle.status == "running" and handle.owned:
                         self.attach(LiveRunSource(backend, handle), show=False)
 
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The key contexts of the screen on top (its ``help_contexts``; a dialog's, inside its
+        overlay), which the help lists first: none for a screen that names none."""
+        if not self.stack:
+            return ()
+        widget = self.stack[-1][0]
+        if isinstance(widget, urwid.Overlay):
+            widget = widget.top_w
+        contexts: tuple[Context, ...] = tuple(getattr(widget, "help_contexts", ()))
+        return contexts
+
     def unhandled(self, key: str | tuple[Any, ...]) -> bool:
         """Keys no screen took: help, back, quit."""
         if not isinstance(key, str):
             return False
         action = action_for("global", key)
         if action == "help":
-            self.push(TextBox("Keys", "\n".join(help_lines()), self.pop), "Help")
+            first = self.help_contexts()
+            self.push(TextBox("Keys", "\n".join(help_lines(first)), self.pop), "Help")
         elif action == "back":
             self.pop()
         elif action == "quit":
@@ -239,13 +252,13 @@ class TuiApp:
         self.spawn(self.attach_running(), "attach-running")
 
     async def run(self, run_ref: str | None = None, *, screen: Any = None) -> None:
-        """Run on the terminal until quit."""
+        """Run on the terminal until quit (``screen``: the real terminal, flow control off)."""
         aloop = asyncio.get_running_loop()
         self.done = aloop.create_future()
         self.loop = urwid.MainLoop(
             self.frame,
             PALETTE,
-            screen=screen,
+            screen=FlowControlFreeScreen() if screen is None else screen,
             event_loop=urwid.AsyncioEventLoop(loop=aloop),
             unhandled_input=self.unhandled,
             handle_mouse=False,

@@ -3,7 +3,8 @@
 Screens look keys up here instead of matching literals, so the help overlay is generated from
 the same table that dispatches, and a binding is changed in one place. Contexts: ``global``
 (everywhere), ``viewer`` (the run viewer; its tab keys come from the rows of
-:data:`srez_client.tui.tabs.TABS`), ``list`` (the attach list), and the managed-run screens
+:data:`srez_client.tui.tabs.TABS`), ``terminal`` (its Terminal tab, while the focus is in the
+shell), ``list`` (the attach list), and the managed-run screens
 ``dashboard``, ``monitor``, ``picker`` (the model picker), ``form`` (the create and
 add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it imports no screen (and no urwid), so
 any view model may read it.
@@ -11,14 +12,18 @@ any view model may read it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from srez_client.tui.tabs import TABS
 
-Context = Literal["global", "viewer", "list", "dashboard", "monitor", "picker", "form", "confirm"]
+Context = Literal[
+    "global", "viewer", "terminal", "list", "dashboard", "monitor", "picker", "form", "confirm"
+]
 CONTEXT_TITLES: Final[dict[Context, str]] = {
     "viewer": "viewer",
+    "terminal": "viewer's Terminal tab (keys go to the shell)",
     "list": "list",
     "global": "global",
     "dashboard": "dashboard",
@@ -71,8 +76,14 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("viewer", "T", "restart_terminal", "Terminal: restart its shell"),
     Binding("viewer", "ctrl n", "next_run", "next attached run"),
     Binding("viewer", "ctrl p", "prev_run", "previous attached run"),
+    Binding(
+        "terminal",
+        "ctrl a",
+        "release",
+        "the next key is the viewer's (ctrl a 1: Changes, ctrl a tab: leave); twice: sends ctrl a",
+    ),
     Binding("list", "enter", "open", "attach to the selected run"),
-    Binding("list", "right", "next_tab", "next tab (Running, Exited, All, Recent)"),
+    Binding("list", "right", "next_tab", "next tab (Running, Finished, Exited, All, Recent)"),
     Binding("list", "left", "prev_tab", "previous tab"),
     Binding("list", "backspace", "filter_back", "delete from the filter"),
     Binding("list", "ctrl l", "launch", "launch new runs (wizard)"),
@@ -143,15 +154,37 @@ def context_keys(context: Context) -> dict[str, str]:
     return {b.key: b.action for b in BINDINGS if b.context == context}
 
 
+def keys_for(context: str, action: str) -> list[str]:
+    """The keys bound to ``action`` in ``context`` (in table order)."""
+    return [b.key for b in BINDINGS if b.context == context and b.action == action]
+
+
 def key_label(key: str) -> str:
     """A key as the help shows it."""
     return "space" if key == " " else key
 
 
-def help_lines(contexts: tuple[Context, ...] = tuple(CONTEXT_TITLES)) -> list[str]:
-    """The help overlay's lines, one section per context, from the table that dispatches."""
+def help_lines(first: Sequence[Context] = ()) -> list[str]:
+    """The help overlay's lines, one section per context, from the table that dispatches.
+
+    ``first``: the current screen's contexts, listed first with the global keys after them and
+    the other screens' keys below (for reference): the keys one can press now come first.
+    """
+    ours = [*first, "global"] if first else list(CONTEXT_TITLES)
+    ours = list(dict.fromkeys(ours))
+    others = [ctx for ctx in CONTEXT_TITLES if ctx not in ours]
     lines: list[str] = []
-    for ctx in contexts:
-        lines.append(f"{CONTEXT_TITLES[ctx]}:")
-        lines.extend(f"  {key_label(b.key):<10} {b.help}" for b in BINDINGS if b.context == ctx)
+    for ctx in ours:
+        lines.extend(_section(ctx))
+    if first and others:
+        lines += ["", "Other screens:"]
+        for ctx in others:
+            lines.extend(_section(ctx))
     return lines
+
+
+def _section(ctx: Context) -> list[str]:
+    return [
+        f"{CONTEXT_TITLES[ctx]}:",
+        *(f"  {key_label(b.key):<10} {b.help}" for b in BINDINGS if b.context == ctx),
+    ]

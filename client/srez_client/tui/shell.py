@@ -3,6 +3,10 @@
 The shell (``tui/app.py``) owns the urwid main loop inside ``asyncio.run()``; screens (the run
 viewer, the dashboard, the live monitor, the model picker, dialogs) are urwid widgets that reach
 the shell only through this protocol, so each can be built and tested alone against a fake shell.
+
+A screen may name the contexts of the keymap (``tui/keys.py``) its keys belong to, as a tuple in
+its ``help_contexts`` attribute: the ``?`` help lists those first, then the global keys, then the
+other screens'.
 """
 
 from __future__ import annotations

@@ -40,6 +40,10 @@ class TabHost(Protocol):
         """The viewer's action for ``key`` (the keymap is the host's: a pane does not import it)."""
         ...
 
+    def keys_for(self, context: str, action: str) -> list[str]:
+        """The keys bound to ``action`` in ``context`` of the keymap (for a pane's hints)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class TabPane:
@@ -50,6 +54,8 @@ class TabPane:
     """Redraw from the models (after a change the tab's row names in ``refresh_on``)."""
     close: Callable[[], None] = _nothing
     """Release what the widget holds (the viewer is closing)."""
+    focused: Callable[[], None] = _nothing
+    """Showing the tab moved the focus into the pane (its row ``takes_focus``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,9 @@ class Tab:
     """The model changes (``RunFeed``'s ``changed`` parts) after which the pane is refreshed."""
     needs_terminal: bool = False
     """Offered only when the run has a terminal (and ``SREZ_TERMINAL`` allows it)."""
+    takes_focus: bool = False
+    """Showing the tab moves the focus into it, so what is typed next goes to its pane rather
+    than to the viewer's one-letter shortcuts."""
 
     @property
     def help(self) -> str:
@@ -103,8 +112,9 @@ def _evaluation(host: TabHost) -> TabPane:
 def _terminal(host: TabHost) -> TabPane:
     from srez_client.tui.widgets.terminal_view import TerminalPanel
 
-    panel = TerminalPanel(host.shell, host.source, host.viewer_action)
-    return TabPane(panel, close=panel.close)
+    release = host.keys_for("terminal", "release")[0]
+    panel = TerminalPanel(host.shell, host.source, host.viewer_action, release)
+    return TabPane(panel, close=panel.close, focused=panel.grab)
 
 
 def _ai(host: TabHost) -> TabPane:
@@ -117,7 +127,15 @@ TABS: Final[tuple[Tab, ...]] = (
     Tab("changes", "1", "Changes", _changes, refresh_on=frozenset({"changes"})),
     Tab("files", "2", "Files", _files, refresh_on=frozenset({"changes"})),
     Tab("evaluation", "3", "Evaluation Result", _evaluation, refresh_on=frozenset({"evaluation"})),
-    Tab("terminal", "4", "Terminal", _terminal, "when the run offers one", needs_terminal=True),
+    Tab(
+        "terminal",
+        "4",
+        "Terminal",
+        _terminal,
+        "when the run offers one; keys then go to the shell",
+        needs_terminal=True,
+        takes_focus=True,
+    ),
     Tab("ai", "5", "AI", _ai, "explain the run"),
 )
 """Every center tab, in the order of the tab bar."""

@@ -113,6 +113,17 @@ class RunFeed:
         for task in list(self._tasks):
             task.cancel()
 
+    async def close(self, limit_s: float = 2.0) -> None:
+        """Cancel every task of this feed and wait (at most ``limit_s``) until they have ended.
+
+        The source may be closed after this: a task still unwinding when its client closes
+        can reopen the client's HTTP session (it does so lazily) and leave it unclosed.
+        """
+        self.stop()
+        tasks = [t for t in self._tasks if t is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=limit_s)
+
     def reconnect(self) -> None:
         """The reconnect key: cut a connection wait short, or resume a dropped stream."""
         wake = getattr(self.source, "reconnect_now", None)

@@ -5,7 +5,7 @@ Each :class:`Route` is the wire side of one route: its name, method and path, wh
 and what the OpenAPI document says about it (summary, parameters, request body, answers). The
 daemon registers its router from :data:`ROUTES` and binds a handler to each route by name
 (:mod:`srez_daemon.app`); :mod:`srez_daemon.openapi` renders the document from it; the client
-sends every request through one of these routes (``srez_client.daemon_client.api``), and the
+sends every request through one of these routes (``srez_client.daemon_client.connection``), and the
 tests hold all three to the table.
 
 Bodies are named by their model in :mod:`srez_daemon.protocol.api` (:data:`ModelName`) instead of

@@ -254,6 +254,37 @@ async def test_live_detach_stops_or_removes_through_the_backend(
     await until(lambda: app.host is None)
 
 
+async def test_the_run_list_counts_a_run_stopped_from_the_viewer(tmp_path: Path) -> None:
+    """The list under the viewer is current again when the viewer closes: no stale Running."""
+    backend = MemoryBackend(tmp_path / "results")
+    backend.add(status="running")
+    backend.add("20260101T000001Z-00000002", status="running")
+    app = make_app(tmp_path, [backend])
+    app.show_runs()
+    await until(lambda: "Running (2)" in app.screen_text(SIZE))
+    app.feed_keys(["enter"], SIZE)
+    await until(lambda: "Starting…" in app.screen_text(SIZE))
+    app.feed_keys(["q"], SIZE)
+    await until(lambda: "Detach + Stop" in app.screen_text(SIZE))
+    app.feed_keys(["down", "enter"], SIZE)
+    await until(lambda: app.host is None)
+    await until(lambda: "Running (1)" in app.screen_text(SIZE))
+    assert "Exited (1)" in app.screen_text(SIZE)
+
+
+async def test_the_run_list_keeps_the_cursor_on_its_run_across_refreshes(tmp_path: Path) -> None:
+    backend = MemoryBackend(tmp_path / "results")
+    for n in range(3):
+        backend.add(f"20260101T00000{n}Z-0000000{n}")
+    screen = RunList(FakeShell(tmp_path), [backend])  # type: ignore[arg-type]
+    await screen._reload()
+    screen.keypress((120, 12), "down")
+    before = screen.selected()
+    backend.add("20260101T000009Z-00000009")  # a newer run lands at the top
+    await screen._reload()
+    assert before is not None and screen.selected() == before
+
+
 async def test_save_never_overwrites_without_asking(tmp_path: Path) -> None:
     write_run(tmp_path / "results")
     app = make_app(tmp_path)

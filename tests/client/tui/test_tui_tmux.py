@@ -129,7 +129,7 @@ async def test_attach_watches_a_live_run_then_detach_and_stop(
         final = int(re.search(r"entry #(\d+)", tmux.screen()).group(1))  # type: ignore[union-attr]
         assert final > seen  # entries arrived while we watched
         await tmux.wait(r"t Truth")  # the reference buttons appeared with no key pressed
-        assert "Similarity to the reference" in tmux.screen()
+        assert "Similarity: " in tmux.screen()
         tmux("send-keys", "-t", "tui", "3")
         await tmux.wait(r"Reward \d\.\d{3}")
         assert "PASS" in tmux.screen()
@@ -155,12 +155,50 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
         assert "sre-002" in first and "agent slow-heuristic" in first and "Run viewer" in first
         await tmux.wait(r"Session complete", limit_s=20)
         tmux("send-keys", "-t", "tui", "1")
-        changes = await tmux.wait(r"Similarity to the reference")
+        changes = await tmux.wait(r"Similarity: \d+% of changed lines")
         assert "Changes" in changes
         tmux("send-keys", "-t", "tui", "3")
         await tmux.wait(r"Reward \d\.\d{3}")
         await detach_and_stop(tmux, backend, handle)
-        tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as exited
+        tmux("send-keys", "-t", "tui", "C-r")  # the attach list still has it, as finished
         # The list fills in when its first refresh answers: wait for the run, not the tabs.
-        listing = await tmux.wait(r"Exited \(1\)", limit_s=15)
+        listing = await tmux.wait(r"Finished \(1\)", limit_s=15)
         assert "sre-002" in listing
+
+
+async def test_a_kept_run_reads_finished_everywhere_once_its_episode_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``keep`` run still serves after its episode: the sidebar says ``running`` then
+    ``finished`` and nothing else (it said ``exited``, and flipped), the attach list files it
+    under Finished with the same word, and the Evaluation tab says what ``valid`` checks."""
+    state = tmp_path / "state"
+    backend, handle = await launch_slow_run(tmp_path, monkeypatch, "sre-001")
+    command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
+    label = re.compile(r"^│ (running|finished|exited)\s+│", re.MULTILINE)
+    async with tui_running(command, backend, handle) as tmux:
+        await tmux.wait(r"Live · entry #\d+")
+        seen: list[str] = []
+        loop = asyncio.get_running_loop()
+        settled: float | None = None
+        async with asyncio.timeout(40):
+            while settled is None or loop.time() < settled:
+                screen = tmux.screen()
+                if (found := label.search(screen)) and (not seen or seen[-1] != found[1]):
+                    seen.append(found[1])
+                if settled is None and "Session complete" in screen:
+                    settled = loop.time() + 3  # and watch a while after the episode ended
+                await asyncio.sleep(0.05)
+        assert seen == ["running", "finished"]
+        assert (await backend.get(handle.run_id)).status == "running"  # kept: still serving
+        tmux("send-keys", "-t", "tui", "3")
+        evaluation = await tmux.wait(r"Reward \d\.\d{3}")
+        assert "valid (the final config files parse" in evaluation
+        assert "well-formed actions" not in evaluation
+        tmux("send-keys", "-t", "tui", "C-r")
+        for _ in range(3):  # the same word on every refresh of the list
+            listing = await tmux.wait(r"Finished \(1\)")
+            assert "Exited (0)" in listing and "Running (0)" in listing
+            assert re.search(r"sre-001 .* finished +local", listing), listing
+            tmux("send-keys", "-t", "tui", "F5")
+            await asyncio.sleep(0.3)

@@ -10,11 +10,25 @@ from typing import Any, cast
 from tui_kit import GRADE, TS, session, tool_result
 
 import srez_client.tui.viewmodels as viewmodels_pkg
-from srez_client.tui.keys import BINDINGS, action_for, context_action, context_keys, help_lines
+from srez_client.tui.keys import (
+    BINDINGS,
+    CONTEXT_TITLES,
+    action_for,
+    context_action,
+    context_keys,
+    help_lines,
+    keys_for,
+)
 from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TABS
 from srez_client.tui.viewer_feed import RunFeed
-from srez_client.tui.viewmodels.attach_list import AttachList, AttachRow, merge_rows, push_recent
+from srez_client.tui.viewmodels.attach_list import (
+    AttachList,
+    AttachRow,
+    handle_state,
+    merge_rows,
+    push_recent,
+)
 from srez_client.tui.viewmodels.changes import ChangesModel, parse_diff, similarity_colour
 from srez_client.tui.viewmodels.detach import detach_options
 from srez_client.tui.viewmodels.dialog_fold import PROMPT_CHARS, RESULT_CHARS, DialogFold
@@ -194,10 +208,11 @@ def test_attach_list_tabs() -> None:
     assert [r.run_id for r in model.visible()] == ["r1", "r2", "r3"]
     model.tab = "running"
     assert [r.run_id for r in model.visible()] == ["r1"]
-    assert model.next_tab() == "exited" and [r.run_id for r in model.visible()] == ["r2", "r3"]
+    assert model.next_tab() == "finished" and [r.run_id for r in model.visible()] == ["r3"]
+    assert model.next_tab() == "exited" and [r.run_id for r in model.visible()] == ["r2"]
     model.tab = "recent"
     assert [r.run_id for r in model.visible()] == ["r3", "r1"]
-    assert model.counts() == {"running": 1, "exited": 2, "all": 3, "recent": 2}
+    assert model.counts() == {"running": 1, "finished": 1, "exited": 1, "all": 3, "recent": 2}
     assert model.next_tab() == "running" and model.next_tab(-1) == "recent"
 
 
@@ -218,18 +233,24 @@ def test_attach_list_filters_as_you_type_on_every_field() -> None:
     assert model.query == "sre-00 non"
 
 
-def test_finished_runs_are_marked_and_live_runs_win() -> None:
+def test_finished_runs_are_marked_and_serving_runs_win() -> None:
     live = [
-        AttachRow("r1", "t", "m", "a", "running", "r1"),
-        AttachRow("r9", "t", "m", "a", "exited", "r9"),
+        AttachRow("r1", "t", "m", "a", "running", "r1", serving=True),
+        AttachRow("r5", "t", "m", "a", handle_state("running", True), "r5", serving=True),
+        AttachRow("r9", "t", "m", "a", handle_state("exited", True), "r9"),
     ]
     finished = [
         AttachRow("r1", "t", "m", "a", "finished", "/p/r1"),
+        AttachRow("r5", "t", "m", "a", "finished", "/p/r5"),
         AttachRow("r9", "t", "m", "a", "finished", "/p/r9"),
     ]
     merged = {r.run_id: r for r in merge_rows(live, finished)}
-    assert merged["r1"].state == "running" and merged["r9"].state == "finished"
-    assert merged["r9"].cells()[4] == "Finished"
+    assert merged["r1"].state == "running" and merged["r1"].ref == "r1"
+    # A kept run past its episode: finished, read through its daemon (ref: the run id).
+    assert merged["r5"].state == "finished" and merged["r5"].ref == "r5"
+    assert merged["r9"].state == "finished" and merged["r9"].ref == "/p/r9"
+    assert merged["r9"].cells()[4] == "finished"
+    assert handle_state("exited", False) == "exited" and handle_state("running", False) == "running"
 
 
 def test_recent_keeps_ten_most_recent_first() -> None:
@@ -413,6 +434,22 @@ def test_help_lists_the_dashboard_monitor_and_picker_keys_from_the_one_table() -
     assert any(line.split()[:2] == ["p", "pause"] for line in monitor)
     picker = lines[lines.index("model picker:") + 1 : lines.index("managed-run forms:")]
     assert len(picker) == len(context_keys("picker")) and "space" in picker[2]
+
+
+def test_help_puts_the_screens_own_keys_first_then_global_then_the_rest() -> None:
+    lines = help_lines(("monitor",))
+    assert lines[0] == "monitor:"
+    titles = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert titles[:3] == ["monitor:", "global:", "Other screens:"]
+    assert len([t for t in titles if t == "monitor:"]) == 1  # listed once, not again below
+    assert len(titles) == len(CONTEXT_TITLES) + 1
+    assert help_lines()[0] == "viewer:" and "Other screens:" not in help_lines()  # no screen
+
+
+def test_the_terminal_release_key_is_in_the_keymap_and_the_help() -> None:
+    assert keys_for("terminal", "release") == ["ctrl a"]
+    lines = help_lines(("terminal", "viewer"))
+    assert lines[0].startswith("viewer's Terminal tab") and lines[1].split()[:2] == ["ctrl", "a"]
 
 
 def test_screen_keys_do_not_fall_back_to_the_global_ones() -> None:

@@ -15,6 +15,7 @@ from tui_kit import FakeShell, MemoryBackend
 
 from srez_client.backends.base import LaunchSpec, RunHandle
 from srez_client.backends.local.backend import LocalBackend
+from srez_client.tui.app import TuiApp
 from srez_client.tui.keys import context_action
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.tui.widgets.launch_wizard import LaunchWizard
@@ -173,6 +174,41 @@ async def test_terminal_tab_runs_a_shell_in_the_run_and_restarts_it(
     await until(lambda: "The shell ended" in screen(panel))
     await shell.settle()
     assert all(t.done() for t in shell.tasks)  # no pump of either shell left behind
+
+
+async def test_terminal_tab_takes_the_focus_and_says_who_gets_the_keys(
+    tmp_path: Path, live_run: LiveRunSource
+) -> None:
+    """``4`` puts the focus in the shell, so typing goes there and fires no viewer shortcut
+    (``l`` next log, ``s`` split...); the tab's first line says so and names the release key,
+    which hands the next key back to the viewer; ``?`` lists that key too."""
+    WIDE = (180, 40)
+    app = TuiApp(results_root=tmp_path / "results", state_dir=tmp_path / "state")
+    app.attach(live_run)
+    host = app.host
+    assert host is not None
+    viewer = host.viewers[0]
+    # The feed's own connection first (it replaces the fixture's client), then the terminal.
+    await until(lambda: viewer.feed.models.meta is not None and viewer.layout.terminal)
+    app.feed_keys(["4"], WIDE)
+    await until(lambda: "Keys go to the shell · ctrl a, then a key" in app.screen_text(WIDE))
+    assert viewer.layout.tab == "terminal"
+    logs_before = viewer.feed.models.logs.current
+    app.feed_keys([*"echo srez-$((6*7))", "enter"], WIDE)
+    await until(lambda: "srez-42" in app.screen_text(WIDE))
+    assert viewer.feed.models.logs.current == logs_before  # "l" reached the shell, not the logs
+    app.feed_keys(["ctrl a", "1"], WIDE)  # released: "1" is the viewer's (Changes)
+    assert viewer.layout.tab == "changes"
+    app.feed_keys(["4", "ctrl a", "tab"], WIDE)  # in the shell again; released: tab leaves
+    assert "Keys are the viewer's shortcuts" in app.screen_text(WIDE)
+    app.feed_keys(["ctrl a", "?"], WIDE)
+    help_text = app.screen_text(WIDE)
+    assert "Terminal tab" in help_text and "ctrl a" in help_text
+    app.feed_keys(["esc"], WIDE)
+    app.feed_keys(["4", *"exit", "enter"], WIDE)
+    await until(lambda: "The shell ended" in app.screen_text(WIDE))
+    for viewer in host.viewers:
+        await viewer.close()
 
 
 # ---------------------------------------------------------------------- impostor

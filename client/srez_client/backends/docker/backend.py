@@ -54,15 +54,14 @@ from srez_client.backends.base import (
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.docker import engine, watch
 from srez_client.backends.docker.config import DockerConfig
+from srez_client.backends.docker.container_attrs import SeenContainer, published_port
 from srez_client.backends.docker.discovery import BACKEND, ContainerRuns, Inspected
 from srez_client.backends.docker.models import RunModels
 from srez_client.backends.docker.state import (
     LaunchPlan,
-    SeenContainer,
     agent_specs,
     inputs_tar,
     plan_launch,
-    published_port,
     read_replay,
     write_state,
 )

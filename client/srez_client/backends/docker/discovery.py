@@ -20,7 +20,8 @@ from typing import Any, Final
 
 from srez_client.backends.base import LABEL_KEYS, Backend, RunHandle, not_found
 from srez_client.backends.docker import engine
-from srez_client.backends.docker.state import DockerRecord, SeenContainer
+from srez_client.backends.docker.container_attrs import SeenContainer
+from srez_client.backends.docker.state import DockerRecord
 from srez_client.backends.state import Ledger, is_owned, read_record
 from srez_client.errors import NotOwnedError
 from srez_client.results.layout import RUN_ID_RE

@@ -21,14 +21,14 @@ from docker.errors import APIError, NotFound  # type: ignore[import-untyped]
 from docker.types import Mount  # type: ignore[import-untyped]
 
 import docker  # type: ignore[import-untyped]
-from srez_client.backends.docker.state import (
+from srez_client.backends.docker.container_attrs import (
     DAEMON_PORT,
-    RUN_DIR,
     SeenContainer,
     is_folder,
     is_regular,
     seen_from_attrs,
 )
+from srez_client.backends.docker.state import RUN_DIR
 from srez_client.errors import BackendError, MirrorError, RunNotFoundError
 from srez_client.mirror.plan import MirrorLimits, MirrorReport
 from srez_client.mirror.tar_fs import extract_run_tar, finish_copy_out

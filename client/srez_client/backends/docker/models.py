@@ -5,7 +5,7 @@ The relay starts with the first LLM run, on the Docker bridge's gateway address 
 Each run is registered with its real model slug and the host-side ``SREZ_LLM_API_BASE`` /
 ``SREZ_LLM_API_KEY`` / ``SREZ_LLM_TIMEOUT_S``, if set, and its container is told only the
 relay's URL, the run's scoped token and the agent's other ``SREZ_LLM_*`` settings
-(:func:`~srez_client.backends.docker.state.model_environment`). The token is revoked when the
+(:func:`~srez_client.backends.docker.model_settings.model_environment`). The token is revoked when the
 run is seen finished, is stopped or removed, or the launch fails.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from srez_client.backends.base import LaunchSpec
-from srez_client.backends.docker.state import (
+from srez_client.backends.docker.model_settings import (
     bridge_gateway,
     llm_settings,
     model_environment,

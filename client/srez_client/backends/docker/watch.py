@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from srez_client.backends.base import MirrorOutcome, RunHandle, WatchOptions
-from srez_client.backends.docker.state import label_problem
+from srez_client.backends.docker.container_attrs import label_problem
 from srez_client.backends.recovery import mirror_one
 from srez_client.errors import RunNotFoundError
 

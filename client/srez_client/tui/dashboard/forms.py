@@ -3,11 +3,16 @@
 Navigation is urwid's own (Up/Down between fields, Space or Enter on a box or button) plus Tab
 and Shift-Tab; "Pick models…" opens the model picker on the models chosen so far. Checking the
 fields is :mod:`.form_model`'s job; the form shows its one-line error and keeps what was typed.
+
+The focused field is highlighted. Moving onto the buttons from a field always lands on the
+first one (Create / Add), never on Cancel: urwid would pick the button under the cursor's
+column, and Down from a long field then Enter threw the whole form away.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import urwid
 
@@ -19,7 +24,7 @@ from srez_client.tui.dashboard.form_model import DEFAULT_BACKEND, build_targets,
 from srez_client.tui.dashboard.picker_model import PickerModel
 from srez_client.tui.dashboard.picker_view import PickerView
 from srez_client.tui.dashboard.source import CreateRequest
-from srez_client.tui.keys import context_action
+from srez_client.tui.keys import Context, context_action
 from srez_client.tui.shell import Shell
 
 
@@ -71,19 +76,22 @@ class TargetFields:
 class _Form(urwid.WidgetWrap[urwid.Widget]):
     """A vertical form with a message line and Tab navigation."""
 
+    help_contexts: ClassVar[tuple[Context, ...]] = ("form",)
+
     def __init__(self, title: str, rows: list[urwid.Widget], ok: str, cancel: Callable[[], None]):
         self.message = urwid.Text("")
         self.ok_button = urwid.Button(ok, on_press=lambda _b: self.submit())
-        buttons = urwid.Columns(
+        self.buttons = urwid.Columns(
             [
                 (12, urwid.AttrMap(self.ok_button, None, "focus")),
                 (12, urwid.AttrMap(urwid.Button("Cancel", lambda _b: cancel()), None, "focus")),
             ],
             dividechars=2,
         )
+        fields = [urwid.AttrMap(r, None, "focus") if r.selectable() else r for r in rows]
         self.pile = urwid.Pile(
-            [urwid.Text(("title", title)), urwid.Divider("─"), *rows, urwid.Divider(), buttons]
-            + [urwid.Divider(), self.message]
+            [urwid.Text(("title", title)), urwid.Divider("─"), *fields, urwid.Divider()]
+            + [self.buttons, urwid.Divider(), self.message]
         )
         super().__init__(urwid.Filler(self.pile, valign="top"))
 
@@ -97,18 +105,23 @@ class _Form(urwid.WidgetWrap[urwid.Widget]):
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
         """The ``form`` keys (Tab / Shift-Tab) move between fields; the rest go to the fields."""
+        before = self.pile.focus_position
         action = context_action("form", key)
         if action is None:
-            return super().keypress(size, key)
-        step = 1 if action == "next_field" else -1
-        rows = self.pile.contents
-        index = self.pile.focus_position
-        for _ in rows:
-            index = (index + step) % len(rows)
-            if rows[index][0].selectable():
-                self.pile.focus_position = index
-                break
-        return None
+            rest: str | None = super().keypress(size, key)
+        else:
+            rest = None
+            step = 1 if action == "next_field" else -1
+            rows = self.pile.contents
+            index = self.pile.focus_position
+            for _ in rows:
+                index = (index + step) % len(rows)
+                if rows[index][0].selectable():
+                    self.pile.focus_position = index
+                    break
+        if self.pile.focus_position != before and self.pile.focus is self.buttons:
+            self.buttons.focus_position = 0  # arriving on the buttons: the first, not Cancel
+        return rest
 
 
 class CreateForm(_Form):

@@ -7,12 +7,13 @@ Left/Right page through exactly what fits; the model stays the single source of 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import urwid
 
 from srez_client.tui.dashboard.picker_model import PickerModel
 from srez_client.tui.dashboard.widgets import line_walker, message_markup
+from srez_client.tui.keys import Context
 
 HELP: Final = (
     "↑↓ move · Space toggle · ←→ page · / filter · f clear filter · a/u select/clear shown · "
@@ -22,6 +23,8 @@ HELP: Final = (
 
 class PickerView(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]]):
     """A checklist of models; calls ``on_done`` with the chosen slugs, or None on cancel."""
+
+    help_contexts: ClassVar[tuple[Context, ...]] = ("picker",)
 
     def __init__(
         self,

@@ -4,17 +4,13 @@ screen that polls and hands its keys to its model (:class:`PolledScreen`).
 Display attributes are names from the application's palette (``tui/widgets/palette.py``):
 ``title``, ``focus``, ``error``, ``dim``, ``running``, ``success``, ``yellow`` and ``code``.
 
-:class:`ShownPoller` is how the dashboard and the monitor refresh without a lifecycle hook in the
-:class:`~srez_client.tui.shell.Shell` protocol: a screen polls only while it is being drawn. Each
-tick invalidates the screen and asks the shell to redraw; if no draw followed by the next tick,
-the screen is hidden (popped, or under another screen), and the loop ends. The next draw starts
-it again, so a monitor under the run viewer resumes when the viewer closes.
+:class:`~srez_client.tui.widgets.poller.ShownPoller` (re-exported here) is how the dashboard and
+the monitor refresh: a screen polls only while it is being drawn.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import urwid
@@ -22,6 +18,7 @@ import urwid
 from srez_client.tui.dashboard.dashboard_model import Action
 from srez_client.tui.keys import Context, context_action
 from srez_client.tui.shell import Shell
+from srez_client.tui.widgets.poller import ShownPoller
 
 
 def line_walker(lines: Sequence[tuple[bool, str]], style: str | None = None) -> list[urwid.Widget]:
@@ -34,45 +31,6 @@ def line_walker(lines: Sequence[tuple[bool, str]], style: str | None = None) -> 
 def message_markup(text: str, error: bool) -> tuple[str, str] | str:
     """A footer message, red when it reports a problem."""
     return ("error", text) if error else text
-
-
-class ShownPoller:
-    """Calls ``tick`` every ``interval`` seconds while the owning screen keeps being drawn."""
-
-    def __init__(
-        self, shell: Shell, name: str, tick: Callable[[], Awaitable[None]], interval: float
-    ) -> None:
-        """Poll with ``tick`` (which must invalidate the screen) on the shell's loop."""
-        self.shell = shell
-        self.name = name
-        self.tick = tick
-        self.interval = interval
-        self.running = False
-        self.stopped = False
-        self._drawn = False
-
-    def drawn(self) -> None:
-        """Called from the screen's ``render``: starts the loop when it is not running."""
-        self._drawn = True
-        if not self.running and not self.stopped:
-            self.running = True
-            self.shell.spawn(self._loop(), self.name)
-
-    def stop(self) -> None:
-        """Ends the loop for good (the screen was closed)."""
-        self.stopped = True
-
-    async def _loop(self) -> None:
-        try:
-            while not self.stopped:
-                self._drawn = False
-                await self.tick()
-                self.shell.redraw()
-                await asyncio.sleep(self.interval)
-                if not self._drawn:
-                    break
-        finally:
-            self.running = False
 
 
 class KeyedModel(Protocol):
@@ -93,6 +51,11 @@ class PolledScreen(urwid.WidgetWrap[urwid.Frame[Any, Any, Any]], Generic[M]):
     context: ClassVar[Context]
     model: M
     poller: ShownPoller
+
+    @property
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The keys the help lists first (the shell's ``?``)."""
+        return (self.context,)
 
     def render(self, size: tuple[int, ...], focus: bool = False) -> Any:
         """Draws, and keeps the polling going while the screen is shown."""
@@ -123,6 +86,7 @@ class ConfirmDialog(urwid.WidgetWrap[urwid.Widget]):
 
     modal = True
     """The application shows it as an overlay over the screen it asks about."""
+    help_contexts: ClassVar[tuple[Context, ...]] = ("confirm",)
 
     def __init__(self, shell: Shell, question: str, on_yes: Callable[[], None]) -> None:
         """Ask ``question`` (already sanitised)."""

@@ -1,7 +1,11 @@
 """The list of runs one can attach to: tabs, filter as you type, recently attached first.
 
 Rows come from two places: live backends (running, or exited with their state kept) and the
-results folder (finished runs, marked ``finished``, read with no daemon). The model is pure:
+results folder (finished runs, read with no daemon). A row's state is about the episode, not the
+process: ``finished`` once the run wrote its summary (graded, or failed), whether it is read from
+the results or from a ``keep`` run's daemon that still serves; ``exited`` for a process gone
+before that (stopped or crashed mid-run). So a run has one label wherever it is read from, and
+the Finished and Exited tabs keep results apart from runs that ended early. The model is pure:
 the screen hands it rows and keys; :mod:`srez_client.tui.recent` persists the Recent list.
 """
 
@@ -13,10 +17,11 @@ from typing import Final, Literal
 
 from srez_client.sanitize import sanitize_line
 
-Tab = Literal["running", "exited", "all", "recent"]
-TABS: Final[tuple[Tab, ...]] = ("running", "exited", "all", "recent")
+Tab = Literal["running", "finished", "exited", "all", "recent"]
+TABS: Final[tuple[Tab, ...]] = ("running", "finished", "exited", "all", "recent")
 TAB_TITLES: Final[dict[Tab, str]] = {
     "running": "Running",
+    "finished": "Finished",
     "exited": "Exited",
     "all": "All",
     "recent": "Recent",
@@ -39,11 +44,13 @@ class AttachRow:
     ref: str
     image: str = ""
     backend: str = ""
+    serving: bool = False
+    """Its daemon answers (a live run, or a ``keep`` run after its episode): attaching to it
+    gives the live reads and the terminal, so this row wins over the run's results folder."""
 
     def cells(self) -> list[str]:
         """The row as display cells, sanitised (labels and names are untrusted)."""
-        mark = {"running": "running", "exited": "exited", "finished": "Finished"}[self.state]
-        values = [self.run_id, self.task_id, self.model, self.agent, mark, self.backend]
+        values = [self.run_id, self.task_id, self.model, self.agent, self.state, self.backend]
         return [sanitize_line(v) for v in values]
 
     def haystack(self) -> str:
@@ -51,13 +58,21 @@ class AttachRow:
         return " ".join((self.task_id, self.model, self.agent, self.image, self.run_id)).lower()
 
 
+def handle_state(status: str, finished: bool) -> RunState:
+    """The state of a run a backend lists: its ``status`` (process) and ``finished`` (summary)."""
+    if finished:
+        return "finished"
+    return "running" if status == "running" else "exited"
+
+
 def merge_rows(live: Iterable[AttachRow], finished: Iterable[AttachRow]) -> list[AttachRow]:
-    """Live rows and finished rows, one per run id: a live run wins over its mirror."""
+    """Live rows and finished rows, one per run id: a run whose daemon serves wins over its
+    mirror, a mirror over a stopped process."""
     seen: dict[str, AttachRow] = {}
     for row in finished:
         seen[row.run_id] = row
     for row in live:
-        if row.state == "running" or row.run_id not in seen:
+        if row.serving or row.run_id not in seen:
             seen[row.run_id] = row
     return sorted(seen.values(), key=lambda r: r.run_id, reverse=True)
 
@@ -80,11 +95,9 @@ class AttachList:
         if tab == "recent":
             by_id = {r.run_id: r for r in self.rows}
             return [by_id[i] for i in self.recent if i in by_id]
-        if tab == "running":
-            return [r for r in self.rows if r.state == "running"]
-        if tab == "exited":
-            return [r for r in self.rows if r.state in ("exited", "finished")]
-        return list(self.rows)
+        if tab == "all":
+            return list(self.rows)
+        return [r for r in self.rows if r.state == tab]
 
     def visible(self) -> list[AttachRow]:
         """The rows the current tab and filter show (Recent: most recent first)."""

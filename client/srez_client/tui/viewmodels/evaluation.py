@@ -16,7 +16,7 @@ from srez_client.sanitize import sanitize, sanitize_line
 CHECKS: Final = ("valid", "func", "safe", "intent", "rca")
 """The five checks of the grade, in order."""
 CHECK_TITLES: Final = {
-    "valid": "valid (well-formed actions)",
+    "valid": "valid (the final config files parse, agree, and are live)",
     "func": "func (the incident is fixed)",
     "safe": "safe (no harmful change)",
     "intent": "intent (the cause, not the symptom)",

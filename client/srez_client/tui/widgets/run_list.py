@@ -1,8 +1,10 @@
 """The attach list: every run one can open, from live backends and the results folder.
 
-Tabs Running / Exited / All / Recent, a filter typed straight into the list (task, model, agent,
+Tabs Running / Finished / Exited / All / Recent, a filter typed straight into the list (task, model, agent,
 image or run id), ``enter`` attaches. It is also the screen ``srez tui`` shows when the
-dashboard package is not installed.
+dashboard package is not installed. While shown it reads the runs again every
+:data:`REFRESH_S` seconds (and at once when it comes back on top), so a run stopped from the
+viewer, or one that ended by itself, leaves the Running count without an F5.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, Final
 
 import urwid
 
 from srez_client.backends.base import Backend
 from srez_client.errors import ClientError
 from srez_client.results.finder import find_results
-from srez_client.tui.keys import action_for
+from srez_client.tui.keys import Context, action_for
 from srez_client.tui.recent import load_recent
 from srez_client.tui.shell import Shell
 from srez_client.tui.viewmodels.attach_list import (
@@ -25,10 +27,14 @@ from srez_client.tui.viewmodels.attach_list import (
     TABS,
     AttachList,
     AttachRow,
-    RunState,
+    handle_state,
     merge_rows,
 )
+from srez_client.tui.widgets.poller import ShownPoller
 from srez_client.tui.widgets.sizing import Size
+
+REFRESH_S: Final = 2.0
+"""How often the shown list reads the runs again."""
 
 
 async def load_rows(backends: Sequence[Backend], shell: Shell) -> list[AttachRow]:
@@ -37,11 +43,17 @@ async def load_rows(backends: Sequence[Backend], shell: Shell) -> list[AttachRow
     for backend in backends:
         with contextlib.suppress(ClientError, OSError):
             for h in await backend.list(include_exited=True):
-                state: RunState = "running" if h.status == "running" else "exited"
-                image = h.labels.get("srez.image", "")
                 live.append(
                     AttachRow(
-                        h.run_id, h.task_id, h.model, h.agent, state, h.run_id, image, backend.name
+                        h.run_id,
+                        h.task_id,
+                        h.model,
+                        h.agent,
+                        handle_state(h.status, h.finished),
+                        h.run_id,
+                        h.labels.get("srez.image", ""),
+                        backend.name,
+                        serving=h.status == "running",
                     )
                 )
     found = await asyncio.to_thread(find_results, shell.results_root)
@@ -80,6 +92,8 @@ class RunRow(urwid.Text):
 class RunList(urwid.WidgetWrap[urwid.Widget]):
     """The screen."""
 
+    help_contexts: ClassVar[tuple[Context, ...]] = ("list",)
+
     def __init__(self, shell: Shell, backends: Sequence[Backend], *, launch: Any = None) -> None:
         self.shell = shell
         self.backends = list(backends)
@@ -107,7 +121,12 @@ class RunList(urwid.WidgetWrap[urwid.Widget]):
             )
         )
         super().__init__(urwid.Frame(urwid.ListBox(self.walker), header=header, footer=help_line))
+        self.poller = ShownPoller(shell, "run-list refresh", self._reload, REFRESH_S)
         self.refresh_view()
+
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        self.poller.drawn()
+        return super().render(size, focus)
 
     def reload(self) -> None:
         """Read the runs again (in the background)."""
@@ -128,9 +147,14 @@ class RunList(urwid.WidgetWrap[urwid.Widget]):
             parts += [(attr, f" {TAB_TITLES[tab]} ({counts[tab]}) "), " "]
         self.tabs.set_text(parts)
         self.filter.set_text(f"Filter: {self.model.query}▏")
+        selected = self.selected()
         rows = self.model.visible()
         widgets: list[urwid.Widget] = [urwid.AttrMap(RunRow(r), None, "focus") for r in rows]
         self.walker[:] = widgets or [urwid.Text(("dim", "(no runs here)"))]
+        # A refresh must not move the cursor off the run the user is on.
+        ids = [r.run_id for r in rows]
+        if selected is not None and selected.run_id in ids:
+            self.walker.set_focus(ids.index(selected.run_id))
 
     def selected(self) -> AttachRow | None:
         """The focused row."""

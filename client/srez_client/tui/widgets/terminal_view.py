@@ -4,8 +4,12 @@ urwid's :class:`urwid.Terminal` emulates a terminal on a local pty. Here its "pt
 a socket pair: bytes from the daemon's pty WebSocket are written into the other end (the widget
 reads and interprets them as it would a local child's output), and the keys the widget writes
 are sent to the daemon. Escape sequences from the run are interpreted by the emulator into
-cells, never passed to the real terminal. ``ctrl a`` releases the keyboard; ``T`` restarts the
-shell once it has ended.
+cells, never passed to the real terminal. ``T`` restarts the shell once it has ended.
+
+Who gets the keys is said on the tab's first line, since it changes with the focus: showing the
+tab puts the focus in the shell (``Tab.takes_focus``), and from then on what is typed goes to
+the shell; the release key (``ctrl a``, the ``terminal`` row of ``tui/keys.py``) hands the next
+key to the viewer, as urwid's terminal does. Elsewhere in the viewer, keys are its shortcuts.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from srez_client.tui.widgets.sizing import Size
 class RemoteTerminal(urwid.Terminal):
     """A terminal emulator fed by a WebSocket instead of a local child."""
 
-    def __init__(self, shell: Shell, ws: Any) -> None:
-        super().__init__(None)
+    def __init__(self, shell: Shell, ws: Any, release_key: str) -> None:
+        super().__init__(None, escape_sequence=release_key)
         self.shell = shell
         self.ws = ws
         self._ours, self._theirs = socket.socketpair()
@@ -108,19 +112,58 @@ class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
     """The tab: opens the shell on first use; ``T`` restarts it after it ended."""
 
     def __init__(
-        self, shell: Shell, source: RunSource, action_of: Callable[[str], str | None]
+        self,
+        shell: Shell,
+        source: RunSource,
+        action_of: Callable[[str], str | None],
+        release_key: str = "ctrl a",
     ) -> None:
         self.shell = shell
         self.source = source
         self.action_of = action_of
         """The viewer's action for a key (its keymap), for the restart key once the shell ended."""
+        self.release_key = release_key
+        """The key that hands the next key to the viewer (the ``terminal`` row of the keymap)."""
         self.term: RemoteTerminal | None = None
+        self._grab_on_open = False
         self.note = urwid.Text(("dim", "Opening a shell in the run…"))
+        self.hint = urwid.Text("")
         self._holder: urwid.WidgetPlaceholder[urwid.Widget] = urwid.WidgetPlaceholder(
             urwid.Filler(self.note, valign="top")
         )
-        super().__init__(self._holder)
+        super().__init__(urwid.Frame(self._holder, header=self.hint))
         self.restart()
+
+    def grab(self) -> None:
+        """Send every key to the shell from now on, until the release key (the tab was chosen:
+        what is typed next is meant for the shell, arrows and tab included)."""
+        if self.term is not None:
+            self.term.keygrab = True
+        else:
+            self._grab_on_open = True
+
+    def hint_text(self, focused: bool) -> tuple[str, str]:
+        """The first line: where the keys go now, and how to change it."""
+        if self.term is None:
+            return ("dim", "")
+        key = self.release_key
+        if focused:
+            return (
+                "yellow",
+                f"Keys go to the shell · {key}, then a key: that key is the viewer's "
+                f"(1 Changes, tab leave, ? help, ctrl q quit) · {key} twice: {key} to the shell",
+            )
+        return (
+            "dim",
+            "Keys are the viewer's shortcuts · tab (or 4) moves the focus into the shell",
+        )
+
+    def render(self, size: Size, focus: bool = False) -> urwid.Canvas:
+        hint = self.hint_text(focus)
+        if self.hint.get_text()[0] != hint[1]:
+            self.hint.set_text(hint)
+        canvas: urwid.Canvas = super().render(size, focus)
+        return canvas
 
     def restart(self) -> None:
         """Close the current shell (if any) and open a new one."""
@@ -143,7 +186,8 @@ class TerminalPanel(urwid.WidgetWrap[urwid.Widget]):
             self.note.set_text(("error", f"No terminal: {e}"))
             self.shell.redraw()
             return
-        self.term = RemoteTerminal(self.shell, ws)
+        self.term = RemoteTerminal(self.shell, ws, self.release_key)
+        self.term.keygrab, self._grab_on_open = self._grab_on_open, False
         urwid.connect_signal(self.term, "closed", self._closed)
         self._holder.original_widget = self.term
         self.shell.redraw()

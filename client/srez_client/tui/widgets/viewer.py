@@ -16,7 +16,7 @@ from typing import Any, Final, get_args
 
 import urwid
 
-from srez_client.tui.keys import action_for, context_action
+from srez_client.tui.keys import action_for, context_action, keys_for
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
 from srez_client.tui.tabs import TAB_BY_NAME, TABS, TabPane
@@ -75,7 +75,7 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
 
     async def close(self) -> None:
         """Stop following the run and release its connections."""
-        self.feed.stop()
+        await self.feed.close()
         for pane in self.panes.values():
             pane.close()
         await self.source.close()
@@ -175,6 +175,10 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         """The viewer's action bound to ``key`` (for panes: they do not import the keymap)."""
         return context_action("viewer", key)
 
+    def keys_for(self, context: str, action: str) -> list[str]:
+        """The keys of ``action`` in ``context`` (for panes' hints)."""
+        return keys_for(context, action)
+
     def keypress(self, size: Size, key: str) -> str | None:
         rest: str | None = super().keypress(size, key)
         if rest is None:
@@ -197,7 +201,19 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
             self.shell.notify(f"{TAB_BY_NAME[name].title} is not available for this run")
             return True
         self.relayout()
+        if TAB_BY_NAME[name].takes_focus:
+            self.focus_center()
+            self.pane(name).focused()
         return True
+
+    def focus_center(self) -> None:
+        """Move the focus into the center tabs (the last column of the middle row)."""
+        pile = self._root.original_widget
+        if isinstance(pile, urwid.Pile) and self.layout.center:
+            columns = pile.contents[2][0]
+            if isinstance(columns, urwid.Columns):
+                pile.focus_position = 2
+                columns.focus_position = len(columns.contents) - 1
 
     def choose_side(self, side: Side) -> bool:
         """Changes: show the agent's diff, the reference, or both."""

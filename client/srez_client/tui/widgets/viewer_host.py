@@ -15,7 +15,7 @@ import urwid
 
 from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.keys import context_action
+from srez_client.tui.keys import Context, context_action
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
 from srez_client.tui.source_live import LiveRunSource
@@ -28,14 +28,21 @@ SIDEBAR_COLS = 26
 
 
 def run_state(viewer: RunViewer) -> str:
-    """``running``, ``exited`` or ``finished``, as the sidebar shows it."""
+    """``running``, ``finished`` or ``exited``, as the sidebar shows it.
+
+    ``finished`` is about the episode: the run ended it (graded, or failed with its summary),
+    whether or not its daemon still serves (a ``keep`` run does, for its terminal and reads).
+    ``exited`` is a process gone before the episode ended. The same words as the attach list's
+    (:func:`~srez_client.tui.viewmodels.attach_list.handle_state`), so a run reads the same in
+    both and its label only moves forward.
+    """
     source = viewer.source
     if not isinstance(source, LiveRunSource):
         return "finished"
     m = viewer.feed.models
-    if source.handle.status != "running":
-        return "exited"
-    return "exited" if m.ended and m.phase in ("done", "error") else "running"
+    if source.handle.finished or m.phase in ("done", "error"):
+        return "finished"
+    return "exited" if m.ended or source.handle.status != "running" else "running"
 
 
 class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
@@ -54,6 +61,12 @@ class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
             focus_column=1,
         )
         super().__init__(self._columns)
+
+    @property
+    def help_contexts(self) -> tuple[Context, ...]:
+        """The viewer's keys first, the Terminal tab's before them while it is shown."""
+        on_terminal = bool(self.viewers) and self.viewers[self.current].layout.tab == "terminal"
+        return ("terminal", "viewer") if on_terminal else ("viewer", "terminal")
 
     def find(self, run_id: str) -> int | None:
         """The index of an attached run."""

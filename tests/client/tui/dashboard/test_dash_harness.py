@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from dash_kit import FakeShell, checkpoint, eventually, make_run, record
+from dash_kit import SIZE, FakeShell, checkpoint, eventually, make_run, record
 
 from srez_client.managed import api
 from srez_client.tui.dashboard import DashboardScreen, MonitorScreen, PickerView
@@ -81,6 +81,35 @@ async def test_create_a_run_through_the_form_and_the_picker(shell: FakeShell) ->
     assert (run["daily_budget_usd"], run["cost_cap_usd"]) == (7.0, 0.5)
     assert "created demo" in shell.notes[-1]
     assert "demo · inline · 2 tasks · $7.00/day" in shell.screen()
+
+
+def focused_rows(form: object) -> list[str]:
+    """What is drawn with the ``focus`` attribute (the highlight), line by line."""
+    canvas = form.render(SIZE, focus=True)  # type: ignore[attr-defined]
+    lines = [b"".join(t for attr, _cs, t in row if attr == "focus") for row in canvas.content()]
+    return [line.decode().strip() for line in lines if line.strip()]
+
+
+async def test_form_fields_show_their_focus_and_down_never_lands_on_cancel(
+    shell: FakeShell,
+) -> None:
+    shell.press("n")
+    await shell.settle()
+    form = shell.top
+    assert isinstance(form, CreateForm)
+    assert [row.startswith("Name:") for row in focused_rows(form)] == [True]
+    shell.press("down")
+    assert [row.endswith("random") for row in focused_rows(form)] == [True]
+    for _ in range(30):  # Down past the last field: onto Create, and no further
+        shell.press("down")
+    assert form.pile.focus is form.buttons and form.buttons.focus_position == 0
+    assert focused_rows(form) == ["< Create   >"]
+    shell.press("enter")  # Create: the form checks the fields, and stays with what is wrong
+    assert isinstance(shell.top, CreateForm) and "the run needs a name" in shell.screen()
+    shell.press("up", "right", "left")  # within the buttons, Cancel is still one key away
+    assert form.buttons.focus_position == 0
+    shell.press("tab", "tab", "shift tab", "shift tab")
+    assert form.buttons.focus_position == 0  # Tab onto the buttons: Create too
 
 
 async def test_create_refused_by_the_api_keeps_the_form_open(shell: FakeShell) -> None:

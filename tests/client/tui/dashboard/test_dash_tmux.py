@@ -62,22 +62,45 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 
 
-@pytest.fixture
-def tui(tmp_path: Path) -> Iterator[tuple[Tmux, Path]]:
+def tui_command(tmp_path: Path) -> str:
+    """``srez tui`` on an ``inline`` backend, with its state and results under ``tmp_path``."""
     (tmp_path / "models.md").write_text(CATALOG)
-    results = tmp_path / "results"
     env = {
         "SREZ_STATE": str(tmp_path / "state"),
         "SREZ_MODELS_FILE": str(tmp_path / "models.md"),
         "SREZ_TUI_BACKENDS": "inline",
         "TERM": "xterm-256color",
     }
-    argv = [sys.executable, "-m", "srez_client.cli", "tui", "--results", str(results)]
+    argv = [sys.executable, "-m", "srez_client.cli", "tui", "--results", str(tmp_path / "results")]
     command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     command += " " + shlex.join(argv) + f" 2>{shlex.quote(str(tmp_path / 'stderr'))}"
-    tmux = Tmux(f"cd {shlex.quote(str(Path.cwd()))} && {command}")
+    return f"cd {shlex.quote(str(Path.cwd()))} && {command}"
+
+
+@pytest.fixture
+def tui(tmp_path: Path) -> Iterator[tuple[Tmux, Path]]:
+    tmux = Tmux(tui_command(tmp_path))
     try:
-        yield tmux, results
+        yield tmux, tmp_path / "results"
+    finally:
+        tmux.kill()
+
+
+def test_ctrl_q_quits_with_flow_control_on_and_the_tty_is_restored(tmp_path: Path) -> None:
+    """A user's terminal has ``ixon`` on, which turns ctrl q into "resume output" in the tty
+    driver: the program must still get the key, and leave ``ixon`` as it found it."""
+    after = tmp_path / "stty-after"
+    check = f"stty -a > {shlex.quote(str(after))}"
+    tmux = Tmux(f"stty ixon && {tui_command(tmp_path)}; {check}; sleep 30")
+    try:
+        tmux.wait_for("No managed run yet")
+        tmux.keys("C-q")
+        deadline = time.monotonic() + 10
+        while not after.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert after.exists(), f"ctrl q did not quit; the screen:\n{tmux.screen()}"
+        modes = after.read_text().split()
+        assert "ixon" in modes and "-ixon" not in modes
     finally:
         tmux.kill()
 
