@@ -55,11 +55,12 @@ def agent_command(
     """The command a launch of ``agent_spec`` runs: None for a built-in agent.
 
     Arguments of the command that name an existing file relative to ``cwd`` (default: the
-    current folder) are made absolute, since the agent does not start in the launcher's folder.
+    current folder) are made absolute, since the agent does not start in the launcher's folder
+    (:func:`absolute_argv`); a script named that does not exist there is refused.
 
     Raises:
         UsageError: ``cmd:NAME`` with a bad NAME or without a command; a command (``agent_cmd``
-            or ``SREZ_AGENT_CMD``) for a built-in agent.
+            or ``SREZ_AGENT_CMD``) for a built-in agent; a script file that is not there.
     """
     try:
         name = custom_agent_name(agent_spec)
@@ -81,14 +82,34 @@ def agent_command(
     else:
         msg = f"--agent {agent_spec} needs its command: --agent-cmd 'python3 my_agent.py' or {ENV_VAR}='[\"python3\", \"my_agent.py\"]'"
         raise UsageError(msg)
-    return _absolute_files(argv, cwd or Path.cwd())
-
-
-def _absolute_files(argv: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
-    out = []
+    where = cwd or Path.cwd()
+    source = "--agent-cmd" if agent_cmd else ENV_VAR
     for arg in argv:
+        path = where / arg
+        if Path(arg).suffix in SCRIPT_SUFFIXES and not arg.startswith("-") and not path.exists():
+            msg = f"{source} names {arg!r}, which is not a file in {where}: a relative path is taken from the folder you launch from"
+            raise UsageError(msg)
+    return absolute_argv(argv, where)
+
+
+SCRIPT_SUFFIXES: Final = frozenset({".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl"})
+"""Suffixes that make an argument a script the command runs: one that is missing would start
+the interpreter only to fail (``python3`` exits 2, read as a refused configuration), so it is
+refused before the launch."""
+
+
+def absolute_argv(argv: Sequence[str], cwd: Path) -> tuple[str, ...]:
+    """``argv`` with each argument that names an existing file or folder relative to ``cwd``
+    made absolute: the daemon starts the agent elsewhere (its sandbox's scratch folder, or the
+    run folder), and a sandbox shows it the files its command names. A bare program name
+    (``python3``, the first argument without a ``/``) is left to be looked up on ``PATH``, even
+    when a file of that name is in ``cwd``; options (``-u``) are left as they are."""
+    out = []
+    for i, arg in enumerate(argv):
         path = Path(arg)
-        if arg and not arg.startswith("-") and not path.is_absolute() and (cwd / path).exists():
+        named = "/" in arg or i > 0
+        relative = arg and not arg.startswith("-") and not path.is_absolute()
+        if named and relative and (cwd / path).exists():
             arg = str((cwd / path).resolve())
         out.append(arg)
     return tuple(out)
@@ -96,7 +117,8 @@ def _absolute_files(argv: tuple[str, ...], cwd: Path) -> tuple[str, ...]:
 
 def absolute_replay(agent_spec: str) -> str:
     """``replay:PATH`` with PATH made absolute: a daemon or a resumed evaluation does not share the
-    launcher's working folder."""
-    if agent_spec.startswith("replay:"):
+    launcher's working folder. A ``replay:`` without a path stays as it is, to be refused as that,
+    not as the folder ``.``."""
+    if agent_spec.startswith("replay:") and agent_spec[len("replay:") :].strip():
         return f"replay:{Path(agent_spec[len('replay:') :]).expanduser().resolve()}"
     return agent_spec

@@ -51,6 +51,10 @@ class RunNotFoundError(BackendError, LookupError):
     """No run of this backend has the given id (or the prefix matches none or several)."""
 
 
+class AmbiguousRunError(RunNotFoundError):
+    """A run-id prefix matches several runs (the message lists some of them)."""
+
+
 class NotOwnedError(BackendError, PermissionError):
     """The run was not launched from this state (owner or nonce differ); pass ``--any`` to act."""
 
@@ -128,3 +132,11 @@ def daemon_api_error(code: str, message: str, status: int) -> DaemonAPIError:
         case _:
             cls = DaemonAPIError
     return cls(code, message, status)
+
+
+def some_of(names: list[str], shown: int = 5) -> str:
+    """``names`` for a one-line message: the first ``shown``, then how many more (an ambiguous
+    prefix may match hundreds of runs, and the line must stay one line)."""
+    head = ", ".join(names[:shown])
+    rest = len(names) - shown
+    return f"{head} and {rest} more" if rest > 0 else head

@@ -284,7 +284,7 @@ def test_console_script_play_from_stdin() -> None:
 def test_play_bad_lines_are_not_sent_and_quit_grades(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    moves = 'get_logs payments\n{"tool": \nget_alerts\nquit\nget_alerts\n'
+    moves = 'get_logs payments 5m x 3 extra\n{"tool": \nget_alerts\nquit\nget_alerts\n'
     monkeypatch.setattr(sys, "stdin", io.StringIO(moves))
     assert main(["play", "sre-007"]) == 0
     out = capsys.readouterr().out

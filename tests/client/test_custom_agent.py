@@ -95,11 +95,15 @@ def test_agent_command_sources_and_refusals(tmp_path: Path) -> None:
         str(tmp_path / "mine.py"),
         "--fast",
     )
+    (tmp_path / "my agent.py").write_text("")
     option = parse_option("python3 'my agent.py'")
     for text, needle in (("python3 'mine.py", "No closing quotation"), ("  ", "is empty")):
         with pytest.raises(UsageError, match=needle):
             parse_option(text)
-    assert agent_command("cmd:mine", option, env, cwd=tmp_path) == ("python3", "my agent.py")
+    assert agent_command("cmd:mine", option, env, cwd=tmp_path) == (
+        "python3",
+        str(tmp_path / "my agent.py"),
+    )
     assert agent_command("scripted", None, {}) is None
     for spec, cmd, environ, needle in (
         ("scripted", None, env, "SREZ_AGENT_CMD is set"),

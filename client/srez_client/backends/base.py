@@ -39,7 +39,7 @@ from typing import ClassVar, Final, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from srez_client.backends.config import BackendConfig
-from srez_client.errors import RunNotFoundError
+from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -251,8 +251,9 @@ class Backend(ABC):
         if not matches:
             msg = f"no {self.name} run {run!r}; see 'srez runs list --all'"
             raise RunNotFoundError(msg)
-        msg = f"run prefix {run!r} matches {len(matches)} {self.name} runs; give more of the id"
-        raise RunNotFoundError(msg)
+        ids = some_of([r.run_id for r in matches])
+        msg = f"run prefix {run!r} matches {len(matches)} {self.name} runs ({ids}); give more of the id"
+        raise AmbiguousRunError(msg)
 
     @abstractmethod
     async def endpoint(self, run: RunHandle) -> str:

@@ -1,7 +1,7 @@
 """``srez export atif RUN|--all``: write a run's dialog as ``archive/trajectory.json`` (ATIF).
 
-``RUN`` is a run folder (holding ``archive/dialog.jsonl``) or a run id found under ``--results``;
-``--all`` exports every finished run there. The dialog is read with the tolerant parser, so a torn
+``RUN`` is a run folder (holding ``archive/dialog.jsonl``), or the id (or a unique prefix of
+it) of a finished run under ``--results``; ``--all`` exports every finished run there. The dialog is read with the tolerant parser, so a torn
 or damaged file still exports what can be read (:mod:`srez_client.results.atif`).
 """
 
@@ -16,8 +16,7 @@ import orjson
 
 from srez_client.errors import UsageError
 from srez_client.results.atif import to_atif
-from srez_client.results.finder import find_results
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.results.finder import find_results, find_run
 from srez_daemon.protocol.dialog import iter_dialog
 from srez_daemon.record.storage import atomic_write_bytes
 
@@ -29,7 +28,12 @@ def add_export_command(sub: Any) -> None:
     export = sub.add_parser("export", help="write runs in other formats")
     formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
     atif = formats.add_parser("atif", help="ATIF trajectory.json beside each run's dialog")
-    atif.add_argument("run", nargs="?", metavar="RUN", help="a run folder or run id")
+    atif.add_argument(
+        "run",
+        nargs="?",
+        metavar="RUN",
+        help="a run folder, or a run id (or a unique prefix of one)",
+    )
     atif.add_argument("--all", action="store_true", help="every finished run under --results")
     atif.add_argument(
         "--results", type=Path, default=Path("results"), help="results root (default ./results)"
@@ -67,15 +71,14 @@ def export_atif(run_dir: Path) -> Path:
 
 
 def _run(args: argparse.Namespace) -> Path:
+    """The folder RUN names: a run folder, else a finished run's id or unique prefix."""
     given = Path(args.run)
     if (given / "archive" / "dialog.jsonl").is_file():
         return given
-    if RUN_ID_RE.match(args.run):
-        for found in find_results(args.results):
-            if found.path.name == args.run:
-                return found.path
-    msg = f"no run {args.run!r}: give a run folder or the id of a finished run under {args.results}"
-    raise UsageError(msg)
+    if "/" in args.run or not all(c.isalnum() or c == "-" for c in args.run):
+        msg = f"no run {args.run!r}: not a run folder (no archive/dialog.jsonl), nor a run id"
+        raise UsageError(msg)
+    return find_run(args.results, args.run).path
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -35,15 +35,16 @@ from srez_client.cli.evaluate import (
 from srez_client.cli.export import add_export_command
 from srez_client.cli.managed import add_managed_command
 from srez_client.cli.mirror import add_mirror_command
-from srez_client.cli.options import say
+from srez_client.cli.options import comma_list, say
 from srez_client.cli.play import play, prompted_lines
 from srez_client.cli.run import model_for
 from srez_client.cli.runs import add_commands
 from srez_client.cli.tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.evaluation import eval_on_backend
+from srez_client.provider_keys import check_provider_keys
 from srez_client.results.report import render_table
-from srez_daemon.protocol import dialog_json_schema
+from srez_daemon.protocol import PROTOCOL_VERSION, dialog_json_schema, srez_version
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
@@ -54,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 EXIT_USAGE = 2
 """Exit status for bad input."""
+SCHEMAS = ("dialog",)
+"""What ``srez schema`` prints."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``srez``."""
     parser = _Parser(prog="srez", description="SRE-Zero: incident-response benchmark and harness.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"srez {srez_version()} (protocol {PROTOCOL_VERSION})",
+        help="print the version and exit",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     tasks_dir = _Parser(add_help=False)
@@ -111,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         " or a Python agent class package.module:AgentClass (inline and local backends)",
     )
     ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
-    ev.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
+    ev.add_argument(
+        "--tasks", default="all", help="'all' (the default) or a comma list of task ids"
+    )
     ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
     ev.add_argument(
@@ -140,7 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.set_defaults(func=cmd_play)
 
     schema = sub.add_parser("schema", help="print a JSON Schema")
-    schema.add_argument("which", choices=["dialog"], help="dialog: one line of dialog.jsonl")
+    # optional for argparse so that a missing WHICH gets our message (argparse's says only
+    # "required: which"); cmd_schema refuses it
+    schema.add_argument(
+        "which",
+        nargs="?",
+        choices=SCHEMAS,
+        metavar="WHICH",
+        help="dialog: one line of dialog.jsonl",
+    )
     schema.set_defaults(func=cmd_schema)
     comp = sub.add_parser("completion", help="print a shell completion script (bash or zsh)")
     comp.add_argument(
@@ -154,7 +173,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_command(sub)
     add_managed_command(sub)
     add_tui_commands(sub)
+    _name_help_parsers(parser)
     return parser
+
+
+def _name_help_parsers(parser: argparse.ArgumentParser) -> None:
+    """Make each (sub)command's parser its own default ``help_parser``: argparse reports an
+    unknown option from the top parser, and the user needs the help of the command they typed."""
+    parser.set_defaults(help_parser=parser)
+    for action in parser._actions:  # argparse has no public walk over its subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_help_parsers(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,10 +227,20 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argp
         cut = argv.index("--")
         head = argv[:cut]
         if "runs" in head and "exec" in head[head.index("runs") :]:
-            args = parser.parse_args(head)
+            args = _parse(parser, head)
             args.cmd = [*args.cmd, *argv[cut + 1 :]]
             return args
-    return parser.parse_args(argv)
+    return _parse(parser, argv)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, but an unknown argument is reported by the (sub)command it was
+    given to, so the message points to that command's ``--help``."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner: argparse.ArgumentParser = getattr(args, "help_parser", parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
 
 
 def _fail(message: str, status: int) -> int:
@@ -209,18 +249,14 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def select_tasks(spec: str | None, tasks_dir: Path | None) -> list[Task]:
     """The tasks named by ``spec`` (``all``, None, or a comma list of ids), from ``tasks_dir``.
 
     Raises:
         srez_env.errors.TaskError: If an id is unknown or a task file is invalid.
-        UsageError: If ``tasks_dir`` holds no task file.
+        UsageError: If ``tasks_dir`` holds no task file, or ``spec`` has an empty item.
     """
-    ids = None if spec in (None, "all") else _split(spec or "")
+    ids = None if spec in (None, "all") else comma_list("--tasks", spec or "")
     if tasks_dir is None:
         return load_tasks(ids)
     files = sorted(tasks_dir.glob("*.yaml"))
@@ -313,7 +349,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         hosts = " or ".join(names_where(lambda b: b.writes_results))
         msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
         raise UsageError(msg)
-    agents = list(dict.fromkeys(_split(args.agent)))
+    agents = list(dict.fromkeys(comma_list("--agent", args.agent)))
     if not agents:
         msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
         raise UsageError(msg)
@@ -332,6 +368,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         hosts = " or ".join(names_where(lambda b: not b.writes_results))
         msg = f"the llm agents run on --backend {hosts} (their own process), not {args.backend}"
         raise UsageError(msg)
+    if any(spec in LLM_SPECS for spec in agents):
+        check_provider_keys([model], os.environ)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
     plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
     grades, runs = resumed_results(plan.resumed)
@@ -374,5 +412,8 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     """``srez schema dialog``."""
+    if args.which is None:
+        msg = f"srez schema needs which schema to print: one of {', '.join(SCHEMAS)} (e.g. 'srez schema dialog')"
+        raise UsageError(msg)
     print(json.dumps(dialog_json_schema(), indent=2))
     return 0

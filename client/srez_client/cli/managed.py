@@ -19,12 +19,14 @@ from typing import Any
 
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, get_backend
+from srez_client.cli.options import comma_list
 from srez_client.errors import UsageError
 from srez_client.managed import api
 from srez_client.managed.models import BASELINES
 from srez_client.managed.runner import run_managed
 from srez_client.managed.store import ManagedPaths
 from srez_client.managed.summary import TargetSummary
+from srez_client.provider_keys import check_provider_keys
 from srez_client.results.report import render_table
 
 
@@ -47,8 +49,9 @@ def _positive(text: str) -> float:
     return value
 
 
-def _split(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",") if p.strip()]
+def _names(option: str, text: str | None) -> list[str]:
+    """A ``--baselines`` or ``--models`` value: not given or ``none`` is no names."""
+    return [] if text is None or text.strip() == "none" else comma_list(option, text)
 
 
 def add_managed_command(sub: Any) -> None:
@@ -66,11 +69,19 @@ def add_managed_command(sub: Any) -> None:
         return p
 
     create = action("create", cmd_create, "create a managed run", "name")
-    create.add_argument("--baselines", default=",".join(BASELINES), help="comma list, or none")
     create.add_argument(
-        "--models", help="comma list of litellm slugs, or none (default: catalogue defaults)"
+        "--baselines",
+        help=f"comma list of {', '.join(BASELINES)}, or none (default: all of them when --models"
+        " is not given either, else none)",
     )
-    create.add_argument("--tasks", default="all", help="'all' or a comma list of task ids")
+    create.add_argument(
+        "--models",
+        help="comma list of litellm slugs, or none (default: the catalogue's default models when"
+        " --baselines is not given either, else none)",
+    )
+    create.add_argument(
+        "--tasks", default="all", help="'all' (the default) or a comma list of task ids"
+    )
     create.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKEND_NAMES)
     create.add_argument("--daily-budget-usd", type=_money, metavar="X")
     create.add_argument("--cost-cap-usd", type=_positive, metavar="Y", help="per LLM task")
@@ -113,16 +124,12 @@ def cmd_create(args: argparse.Namespace) -> int:
     """``srez managed create``."""
     from srez_env.tasks import load_tasks
 
-    baselines = [] if args.baselines.strip() == "none" else _split(args.baselines)
-    models = (
-        None
-        if args.models is None
-        else ([] if args.models.strip() == "none" else _split(args.models))
-    )
-    ids = None if args.tasks == "all" else _split(args.tasks)
-    if ids == []:
-        msg = "--tasks needs 'all' or a comma list of task ids"
-        raise UsageError(msg)
+    # The defaults fill in a queue the user did not describe at all; naming only baselines (or
+    # only models) means only those, never the catalogue's paid models added behind their back.
+    neither = args.baselines is None and args.models is None
+    baselines = list(BASELINES) if neither else _names("--baselines", args.baselines)
+    models = None if neither else _names("--models", args.models)
+    ids = None if args.tasks == "all" else comma_list("--tasks", args.tasks)
     tasks = [t.id for t in load_tasks(ids)]
     run = api.create_managed(
         args.results,
@@ -213,6 +220,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``srez managed run NAME [--target T]``: the runner process."""
     paths = ManagedPaths.of(args.results, args.name)
     run = api.read_run(args.results, args.name)
+    check_provider_keys(_models_to_run(args), os.environ)
     settings = BackendSettings.from_env(os.environ)
     backend = get_backend(run.backend, settings)
 
@@ -252,6 +260,20 @@ def target_table(targets: list[TargetSummary]) -> str:
     ]
     headers = ["target", "kind", "runs", "resolved", "mean reward", "errors"]
     return render_table(headers, rows, right=[2, 3, 4, 5])
+
+
+def _models_to_run(args: argparse.Namespace) -> list[str]:
+    """The models of the LLM targets ``managed run`` may start: those with tasks left (or with
+    failed ones, under ``--retry-failed``), of ``--target`` only when it is given."""
+    run = api.read_run(args.results, args.name)
+    states = {t.target: t.state for t in api.status(args.results, args.name).targets}
+    return [
+        t.model
+        for t in run.targets
+        if t.is_llm
+        and args.target in (None, t.name)
+        and (args.retry_failed or states.get(t.name) != "done")
+    ]
 
 
 def cmd_pause(args: argparse.Namespace) -> int:

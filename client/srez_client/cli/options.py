@@ -17,10 +17,14 @@ from collections.abc import Awaitable, Callable
 from srez_client.backends.base import Backend
 from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, config_for, make_backend
+from srez_client.errors import UsageError
 
 
-def backend_options(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """A parent parser with ``--backend`` and ``--any``."""
+def backend_options(
+    parser_class: type[argparse.ArgumentParser], *, any_owner: bool = True
+) -> argparse.ArgumentParser:
+    """A parent parser with ``--backend``, and ``--any`` unless ``any_owner`` is false (a command
+    that launches its own run has no other owner's run to act on)."""
     where = parser_class(add_help=False)
     where.add_argument(
         "--backend",
@@ -28,8 +32,25 @@ def backend_options(parser_class: type[argparse.ArgumentParser]) -> argparse.Arg
         choices=BACKEND_NAMES,
         help=f"default {DEFAULT_BACKEND}",
     )
-    where.add_argument("--any", action="store_true", help="act on runs this state did not launch")
+    if any_owner:
+        where.add_argument(
+            "--any", action="store_true", help="act on runs this state did not launch"
+        )
     return where
+
+
+def comma_list(option: str, text: str) -> list[str]:
+    """The items of a comma list option (``--tasks a,b``), stripped.
+
+    Raises:
+        UsageError: If an item is empty (``a,,b``, a trailing comma): a typo that would otherwise
+            run fewer things than the user wrote, without a word.
+    """
+    items = [part.strip() for part in text.split(",")]
+    if not all(items):
+        msg = f"{option} {text!r} has an empty item; give a comma list without blanks, e.g. a,b"
+        raise UsageError(msg)
+    return items
 
 
 def config_of(args: argparse.Namespace) -> BackendConfig:

@@ -1,8 +1,10 @@
 """``srez play``: a person plays a task at a prompt, one tool call per line.
 
-A line is either ``tool key=value key=value`` (values may be quoted as in a shell; ``replicas``,
-``limit`` and ``minutes`` that look like integers become integers, every other value stays a
-string) or a JSON object ``{"tool": ..., "args": {...}}``. ``help`` lists the tools, ``quit``
+A line is either ``tool value value key=value`` (values in the order ``help`` shows the
+arguments, or by name; quoted as in a shell; ``replicas``, ``limit`` and ``minutes`` that look
+like integers become integers, every other value stays a string) or a JSON object
+``{"tool": ..., "args": {...}}``. Results are printed as text: a tool's text output as it is, a
+JSON one indented. ``help`` lists the tools, ``quit``
 gives up (the episode is force-submitted), and the tool ``submit`` ends it; the grade is printed
 at the end either way.
 """
@@ -10,7 +12,8 @@ at the end either way.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final, TextIO
 
 from srez_client.errors import UsageError
@@ -30,11 +33,16 @@ HELP_WORDS: Final = frozenset({"help", "?", "tools"})
 QUIT_WORDS: Final = frozenset({"quit", "exit"})
 
 
-def parse_command(line: str) -> dict[str, object]:
+def parse_command(
+    line: str, params: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, object]:
     """Turn one typed line into an action ``{"tool": str, "args": {...}}``.
 
     Args:
-        line: ``tool key=value ...`` or a JSON object.
+        line: ``tool value ... key=value ...`` or a JSON object.
+        params: Each tool's argument names in the order ``help`` shows them: a bare value is
+            the next of these. A word ``name=value`` whose name is one of the tool's arguments
+            names it (any other word with ``=`` is a value: ``set_config db opts a=b``).
 
     Returns:
         The action.
@@ -48,16 +56,31 @@ def parse_command(line: str) -> dict[str, object]:
             return parse_action(text)
         except ValueError as e:
             raise UsageError(str(e)) from e
-    tool, *pairs = split_words(text, "the line", example="get_logs service=payments")
+    tool, *words = split_words(text, "the line", example="get_logs payments")
+    names = list((params or {}).get(tool, ()))
     args: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            msg = f"expected key=value, got {pair!r} (e.g. get_logs service=payments limit=20)"
-            raise UsageError(msg)
+    for word in words:
+        key, sep, value = word.partition("=")
+        if not (sep and key and (key in names or not names)):
+            free = [n for n in names if n not in args]
+            if not free:
+                msg = f"{tool} takes no more values, got {word!r} (see 'help'; e.g. get_logs payments 10m)"
+                raise UsageError(msg)
+            key, value = free[0], word
         is_int = key in INT_ARGS and value.lstrip("-").isdigit()
         args[key] = int(value) if is_int else value
     return {"tool": tool, "args": args}
+
+
+def tool_params(tools: object) -> dict[str, list[str]]:
+    """Each tool's argument names, in the order :func:`tools_help` shows them."""
+    params: dict[str, list[str]] = {}
+    for spec in tools if isinstance(tools, list) else []:
+        fn = spec.get("function", spec) if isinstance(spec, dict) else {}
+        props = fn.get("parameters", {}).get("properties", {}) if isinstance(fn, dict) else {}
+        if isinstance(fn, dict) and isinstance(props, dict):
+            params[str(fn.get("name", ""))] = [str(name) for name in props]
+    return params
 
 
 def tools_help(tools: object) -> str:
@@ -74,7 +97,10 @@ def tools_help(tools: object) -> str:
         summary = str(fn.get("description", "")).strip().splitlines()
         first = summary[0] if summary else ""
         lines.append(f"  {fn.get('name', '?')} {' '.join(args)}".rstrip() + f"  -  {first}")
-    lines.append("  (values: key=value, quoted if they hold spaces; or one JSON object per line)")
+    lines.append(
+        "  (values in this order, or by name as key=value; quoted if they hold spaces;"
+        " or one JSON object per line)"
+    )
     lines.append("  help: this list; quit: give up and see the grade")
     return "\n".join(clean(line) for line in lines)
 
@@ -82,7 +108,7 @@ def tools_help(tools: object) -> str:
 def observation_lines(observation: Mapping[str, object]) -> str:
     """What to print for one observation: the output, or the error, then a status line."""
     if observation.get("ok"):
-        body = str(observation.get("output", ""))
+        body = readable(observation.get("output", ""))
     else:
         error = observation.get("error")
         err = error if isinstance(error, dict) else {}
@@ -94,6 +120,20 @@ def observation_lines(observation: Mapping[str, object]) -> str:
         f"clock {observation.get('clock')}]"
     )
     return f"{clean_text(body)}\n{status}"
+
+
+def readable(output: object) -> str:
+    """A tool's output for a person: text as it is, JSON (an object or a list, or a string that
+    holds one) indented."""
+    value = output
+    if isinstance(output, str):
+        try:
+            value = json.loads(output)
+        except ValueError:
+            return output
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return str(output)
 
 
 def clean_text(text: str) -> str:
@@ -136,6 +176,7 @@ def play(task: Task, lines: Iterable[str], out: TextIO, *, run_seed: int = 0) ->
     prompt = env.reset()
     out.write(clean_text(str(prompt.get("text", ""))) + "\n\n")
     out.write("Type 'help' for the tools, one call per line; 'submit' ends the episode.\n")
+    params = tool_params(prompt.get("tools"))
     for line in lines:
         word = line.strip()
         if not word or word.startswith("#"):
@@ -146,7 +187,7 @@ def play(task: Task, lines: Iterable[str], out: TextIO, *, run_seed: int = 0) ->
         if word in QUIT_WORDS:
             break
         try:
-            action = parse_command(word)
+            action = parse_command(word, params)
         except UsageError as e:
             out.write(f"not sent: {e}\n")
             continue

@@ -22,6 +22,7 @@ from srez_client.cli.options import config_of, positive_float, run_async, say
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, UsageError
 from srez_client.models_catalog import valid_slug
+from srez_client.provider_keys import check_provider_keys
 from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import ToolCall
@@ -106,6 +107,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         msg = f"--agent {args.agent} (a custom command) runs on --backend {hosts} only, not {backend.name}"
         raise UsageError(msg)
     check_backend(backend, spec)
+    if args.agent in LLM_SPECS:  # a custom command's model and key are its own business
+        check_provider_keys([spec.model], os.environ)
     scratch = scratch_dir(config.state_dir)
     return run_async(
         lambda: _run(backend, spec, args.timeout, scratch, keep_container=args.keep_container)

@@ -27,26 +27,33 @@ from srez_client.cli.options import (
 )
 from srez_client.cli.run import add_run_command
 from srez_client.daemon_client.api import DaemonClient
-from srez_client.daemon_client.follow import attach_plain
+from srez_client.daemon_client.follow import attach_plain, render_finished
 from srez_client.daemon_client.terminal import pty_session
-from srez_client.errors import ClientError, RunNotFoundError, UsageError
+from srez_client.errors import (
+    AmbiguousRunError,
+    ClientError,
+    NoDaemonError,
+    RunNotFoundError,
+    UsageError,
+)
 from srez_client.results.finder import (
     STATUS_FILTERS,
     filter_results,
     find_results,
+    find_run,
     results_json,
     results_rows,
 )
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.results.report import render_table
-from srez_client.runs import scratch_dir
+from srez_client.runs import read_summary, scratch_dir
 from srez_client.sanitize import sanitize, sanitize_line
 
 
 def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``run``, ``runs`` and ``attach`` to the subcommands ``sub`` of ``srez``."""
     where = backend_options(parser_class)
-    add_run_command(sub, where)
+    add_run_command(sub, backend_options(parser_class, any_owner=False))
     runs = sub.add_parser("runs", help="list and manage runs")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
     listing = runs_sub.add_parser("list", parents=[where], help="runs and their state")
@@ -107,10 +114,17 @@ def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     )
     prune.set_defaults(func=cmd_runs_prune)
 
-    att = sub.add_parser("attach", parents=[where], help="follow a run's dialog live")
-    att.add_argument("run", metavar="RUN")
+    att = sub.add_parser(
+        "attach",
+        parents=[where],
+        help="follow a run's dialog live (a finished run: from its results folder)",
+    )
+    att.add_argument("run", metavar="RUN", help="run id or prefix (live or finished), or a folder")
     att.add_argument("--plain", action="store_true", help="plain text on stdout")
     att.add_argument("--offset", type=int, default=0, help="start at this byte of the dialog")
+    att.add_argument(
+        "--results", type=Path, default=Path("results"), help="where finished runs are found"
+    )
     att.set_defaults(func=cmd_attach)
 
 
@@ -338,19 +352,47 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
 
 def cmd_attach(args: argparse.Namespace) -> int:
     """``srez attach RUN``: the full-screen viewer on a terminal; ``--plain``: the dialog,
-    sanitised, until the run ends."""
+    sanitised, until the run ends. A run with no daemon serving (finished, or a results folder)
+    is read from its results folder, as the full-screen viewer does."""
     if not args.plain:
         if sys.stdin.isatty() and sys.stdout.isatty():
             from srez_client.cli.tui import attach_tui
 
-            return attach_tui(args.run, args.backend)
+            return attach_tui(args.run, args.backend, args.results)
         msg = "the full-screen viewer needs a terminal; use 'srez attach RUN --plain'"
         raise UsageError(msg)
+    if (Path(args.run) / "archive" / "dialog.jsonl").is_file():
+        return _print_finished(Path(args.run), args.offset)
     backend = backend_of(args)
 
     async def go() -> int:
-        async with await _client(backend, args.run) as client:
+        try:
+            client = await _client(backend, args.run)
+        except AmbiguousRunError:
+            raise
+        except (RunNotFoundError, NoDaemonError) as e:
+            try:
+                found = find_run(args.results, args.run)
+            except AmbiguousRunError:
+                raise
+            except RunNotFoundError:
+                msg = f"{e}; and no finished run {args.run!r} under {args.results}"
+                raise RunNotFoundError(msg) from e
+            return _print_finished(found.path, args.offset)
+        async with client:
             await attach_plain(client, sys.stdout, offset=args.offset)
         return 0
 
     return run_async(go)
+
+
+def _print_finished(folder: Path, offset: int) -> int:
+    """Print a finished run's dialog from ``offset`` as ``attach --plain`` prints a live one."""
+    try:
+        data = (folder / "archive" / "dialog.jsonl").read_bytes()[max(offset, 0) :]
+    except OSError as e:
+        msg = f"{folder}: no readable archive/dialog.jsonl ({e.strerror})"
+        raise UsageError(msg) from e
+    for text in render_finished(data, read_summary(folder)):
+        sys.stdout.write(text + "\n")
+    return 0

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Final, TextIO
 
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.dialog_entries import EntryVisitor, SessionEnd, args_json, session_outcome
 from srez_client.sanitize import sanitize, sanitize_line
-from srez_daemon.protocol import dialog
+from srez_daemon.protocol import RunSummary, dialog, iter_dialog
 from srez_daemon.protocol.api import (
     DialogFrame,
     DiffFrame,
@@ -117,6 +118,19 @@ def render_frame(frame: StreamFrame) -> str | None:
             )
         case HeartbeatFrame():
             return None
+
+
+def render_finished(data: bytes, summary: RunSummary | None) -> Iterator[str]:
+    """A finished run as the plain follower would have printed it live: each entry of its
+    dialog file (``data``), the end phase, then the grade when ``summary`` has one."""
+    for entry in iter_dialog(data, final=True):
+        yield render_entry(entry)
+    yield "== phase: done"
+    if summary is not None and summary.reward is not None:
+        resolved, passed = bool(summary.resolved), bool(summary.passed)
+        yield (
+            render_frame(GradeFrame(reward=summary.reward, resolved=resolved, passed=passed)) or ""
+        )
 
 
 async def attach_plain(

@@ -18,6 +18,7 @@ from typing import Final
 
 import orjson
 
+from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
 from srez_client.mirror.fs import read_small_file
 from srez_client.results.layout import RUN_ID_RE
 from srez_client.runs import read_summary
@@ -67,6 +68,26 @@ def find_results(root: Path) -> list[FoundRun]:
                     if seen is None or summary.finished_at > seen.summary.finished_at:
                         found[run.name] = FoundRun(run, summary)
     return [found[k] for k in sorted(found)]
+
+
+def find_run(root: Path, ref: str) -> FoundRun:
+    """The finished run under ``root`` whose id is ``ref`` or the only one starting with it.
+
+    Raises:
+        RunNotFoundError: If no finished run matches, or the prefix matches several (the message
+            lists them).
+    """
+    found = find_results(root) if ref else []
+    exact = [f for f in found if f.summary.run_id == ref]
+    matches = exact or [f for f in found if f.summary.run_id.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        msg = f"no finished run {ref!r} under {root}; see 'srez runs results --results {root}'"
+        raise RunNotFoundError(msg)
+    ids = some_of([f.summary.run_id for f in matches])
+    msg = f"run prefix {ref!r} matches {len(matches)} finished runs under {root} ({ids}); give more of the id"
+    raise AmbiguousRunError(msg)
 
 
 def results_rows(found: list[FoundRun]) -> tuple[list[str], list[list[str]]]:

@@ -10,7 +10,8 @@ Failure classes (the ``kind`` of a ``provider_error`` entry): ``RateLimitError``
 ``rate_limit`` (with ``Retry-After`` read from ``retry-after-ms`` or ``retry-after``, seconds or
 an HTTP date); ``Timeout`` is ``timeout``; 5xx, ``ServiceUnavailable``, ``BadGateway`` and
 connection failures are ``server``; ``AuthenticationError`` and ``PermissionDeniedError`` are
-``auth`` (no retry); other 4xx answers (bad request, unknown model, context too long) are
+``auth`` (no retry), and so is any failure whose message says no key was sent (litellm reports
+a missing OpenAI key as a 500); other 4xx answers (bad request, unknown model, context too long) are
 ``other`` with no retry, since time will not change the answer.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from srez_env.agents.llm import LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
-from srez_env.agents.llm_retry import Failure
+from srez_env.agents.llm_retry import Failure, names_missing_credentials
 
 logger = logging.getLogger(__name__)
 
@@ -120,15 +121,18 @@ class LiteLLMClient:
             return Failure("rate_limit", message, retry_after(error))
         if isinstance(error, litellm.Timeout):
             return Failure("timeout", message)
-        if isinstance(error, litellm.AuthenticationError | litellm.PermissionDeniedError):
-            return Failure("auth", message, retryable=False)
-        if isinstance(
-            error,
+        server = (
             litellm.InternalServerError
             | litellm.ServiceUnavailableError
             | litellm.BadGatewayError
-            | litellm.APIConnectionError,
+            | litellm.APIConnectionError
+        )
+        auth = litellm.AuthenticationError | litellm.PermissionDeniedError
+        if isinstance(error, auth) or (
+            isinstance(error, server | litellm.APIError) and names_missing_credentials(message)
         ):
+            return Failure("auth", message, retryable=False)
+        if isinstance(error, server):
             return Failure("server", message, retry_after(error))
         if isinstance(error, litellm.APIError):
             status = getattr(error, "status_code", None)

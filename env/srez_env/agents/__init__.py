@@ -109,7 +109,10 @@ def build_agent(
     if spec == "random":
         return RandomAgent(derive_seed(task_id), run_seed)
     if spec.startswith("replay:"):
-        return ReplayAgent(load_replay(Path(spec.removeprefix("replay:"))))
+        if not (path := spec.removeprefix("replay:")).strip():
+            msg = "replay: needs its file: replay:FILE (one JSON action per line)"
+            raise AgentSpecError(msg)
+        return ReplayAgent(load_replay(Path(path)))
     if spec in ("llm", "llm-json"):
         from srez_env.agents.llm import LLMAgent, LLMSettings, UnboundClient
 

@@ -26,6 +26,7 @@ run it over 10,000 simulated calls with a fake clock (SECURITY.md test 42).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -34,6 +35,22 @@ FailureKind = Literal["rate_limit", "timeout", "server", "auth", "other"]
 """The classes of provider failure a ``provider_error`` dialog entry names."""
 
 T = TypeVar("T")
+
+_MISSING_CREDENTIALS = re.compile(
+    r"missing (credentials|[\w ]{0,40}?api[ _-]?key)"
+    r"|api[ _-]?key\b[\w ]{0,30}?(not set|not found|not provided|missing|must be set)"
+    r"|no api[ _-]?key",
+    re.IGNORECASE,
+)
+"""How providers word a key that was never sent. Some bindings report it as a server or
+connection error (litellm's OpenAI one: ``InternalServerError: Missing credentials``; its Gemini
+one: ``APIConnectionError: Missing Gemini API key``), which would be retried for minutes."""
+
+
+def names_missing_credentials(message: str) -> bool:
+    """Whether a provider's error message says no key was sent (an ``auth`` failure, whatever
+    class the error came as: waiting will not make a key appear)."""
+    return bool(_MISSING_CREDENTIALS.search(message))
 
 
 @dataclass(frozen=True, slots=True)

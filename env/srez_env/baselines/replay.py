@@ -15,7 +15,7 @@ def load_replay(path: Path) -> list[dict[str, Any]]:
     """Reads and checks a replay file; blank lines and ``#`` comments are skipped.
 
     Raises:
-        ReplayError: naming the file and line of the first bad line.
+        ReplayError: naming the file and line of the first bad line, or a file with no action.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -34,6 +34,9 @@ def load_replay(path: Path) -> list[dict[str, Any]]:
         except ValueError as e:
             msg = f"{path}:{number}: {e}"
             raise ReplayError(msg) from e
+    if not actions:  # most likely the wrong file: a run of nothing but submit is no replay
+        msg = f'{path}: the replay file holds no action; write one JSON object per line, like {{"tool": "get_alerts", "args": {{}}}}'
+        raise ReplayError(msg)
     return actions
 
 

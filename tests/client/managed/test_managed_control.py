@@ -106,7 +106,9 @@ def test_managed_budget_exhaustion_pauses_and_resumes_next_day(kit: Kit) -> None
     ledger = BudgetLedger(kit.state / "budget")
     ledger.reserve("2026-01-01", "other-run/x/sre-001/1", 0.8, 1.0)  # another run spent the day
     ledger.settle("2026-01-01", "other-run/x/sre-001/1", 0.8)
-    day1 = kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01")
+    # an LLM target's key is checked before the queue runs (none is called: inline refuses it)
+    key = {"OPENAI_API_KEY": "sk-unused"}
+    day1 = kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01", **key)
     assert day1.returncode == 75, day1.stderr
     pause = json.loads((kit.managed("b") / "PAUSE").read_text())
     assert pause["reason"] == "budget"
@@ -114,13 +116,14 @@ def test_managed_budget_exhaustion_pauses_and_resumes_next_day(kit: Kit) -> None
     assert len(kit.output("b", "scripted")) == 2  # baselines cost nothing: not held back
     assert kit.output("b", "llm-openai__gpt-4o-mini") == {}
     # the same day, it stays paused
-    assert kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01").returncode == 75
+    again = kit.srez("managed", "run", "b", check=False, SREZ_TODAY="2026-01-01", **key)
+    assert again.returncode == 75
     status = json.loads(
         kit.srez("managed", "status", "b", "--json", SREZ_TODAY="2026-01-01").stdout
     )
     assert status["budget"]["left_usd"] == pytest.approx(0.2)
     # the next day the pause lifts itself and the LLM target runs, reserving on the new day
-    kit.srez("managed", "run", "b", SREZ_TODAY="2026-01-02")
+    kit.srez("managed", "run", "b", SREZ_TODAY="2026-01-02", **key)
     assert not (kit.managed("b") / "PAUSE").exists()
     llm = kit.output("b", "llm-openai__gpt-4o-mini")
     assert set(llm) == {"sre-001", "sre-002"}

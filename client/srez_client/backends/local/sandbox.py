@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+from srez_client.agent_command import absolute_argv
 from srez_client.backends.local.config import SandboxMode
 from srez_client.errors import BackendError
 from srez_daemon.protocol.sandbox import find_bwrap, namespace_options
@@ -100,12 +101,4 @@ def absolute_command(raw: str, cwd: Path) -> str:
         return raw
     if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
         return raw
-    out = []
-    for i, arg in enumerate(argv):
-        path = Path(arg)
-        named = "/" in arg or i > 0  # a bare program name is looked up on PATH, not here
-        if arg and named and not path.is_absolute() and (cwd / path).is_file():
-            out.append(str((cwd / path).resolve()))
-        else:
-            out.append(arg)
-    return json.dumps(out)
+    return json.dumps(list(absolute_argv(argv, cwd)))
