@@ -10,7 +10,6 @@ the default. Neither is sure to see everything, so a follower still checks the f
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Literal
 import watchfiles
 
 from srez_daemon.inotify import Inotify
-from srez_daemon.record.aio import spawn
+from srez_daemon.record.aio import cancel_and_wait, spawn
 
 logger = logging.getLogger(__name__)
 
@@ -86,11 +85,8 @@ class FileWatch:
 
     async def close(self) -> None:
         """Stop watching (idempotent)."""
-        if self._awatch is not None:
-            self._awatch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._awatch
-            self._awatch = None
+        await cancel_and_wait(self._awatch)
+        self._awatch = None
         if self._inotify is not None:
             self._inotify.close()
             self._inotify = None

@@ -21,7 +21,6 @@ with :data:`CLOSE_RESUME`, which tells it to reconnect from its last offset.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import struct
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from pydantic import BaseModel
 
 from srez_daemon.http import ApiError, error_response, json_response
 from srez_daemon.protocol.api import DialogFrame, DiffFrame, GradeFrame, HeartbeatFrame, PhaseFrame
-from srez_daemon.record.aio import spawn
+from srez_daemon.record.aio import cancel_and_wait, spawn
 from srez_daemon.record.storage import system_clock, utc_timestamp
 from srez_daemon.tail import DialogTail
 
@@ -169,11 +168,8 @@ class StreamHub:
         """Close every viewer with 1001 (going away) and stop serving; for app shutdown."""
         self._closed = True
         self._remove_listener()
-        if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
-            self._ticker = None
+        await cancel_and_wait(self._ticker)
+        self._ticker = None
         viewers = list(self._viewers)
         for viewer in viewers:
             self._drop(viewer, CLOSE_GOING_AWAY, b"daemon shutting down")

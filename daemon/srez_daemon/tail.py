@@ -39,7 +39,7 @@ from srez_daemon.dialog_lines import DIGEST_SIZE, LONGEST, Line, LineSplitter, l
 from srez_daemon.file_watch import FileWatch, Watcher
 from srez_daemon.protocol import ErrorEntry
 from srez_daemon.protocol.api import DialogFrame, DialogPage
-from srez_daemon.record.aio import spawn
+from srez_daemon.record.aio import cancel_and_wait, spawn
 from srez_daemon.record.storage import system_clock, utc_timestamp
 
 logger = logging.getLogger(__name__)
@@ -122,11 +122,8 @@ class DialogTail:
 
     async def stop(self) -> None:
         """Stop following the file and release it (idempotent)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._watch.close()
         if self._fd is not None:
             os.close(self._fd)

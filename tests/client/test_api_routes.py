@@ -21,7 +21,7 @@ from srez_daemon.protocol import routes
 from srez_daemon.protocol.routes import ROUTES, Route
 
 MODULES = (api, connection, stream)
-HELPERS = frozenset({"_request", "_response", "_json", "websocket", "_url", "_unreachable"})
+HELPERS = frozenset({"_response", "_json", "websocket", "_url", "_unreachable"})
 """The client's helpers whose first argument is the route."""
 SESSION_CALLS = frozenset({"request", "ws_connect"})
 """What the client may call on its aiohttp session (``get``, ``post``... would name a method)."""

@@ -152,7 +152,7 @@ class DaemonClient(DaemonConnection):
         timeout = aiohttp.ClientTimeout(total=timeout_s + _EXEC_MARGIN_S)
         for attempt in range(retries + 1):
             try:
-                data, _ = await self._request(
+                data = await self._json(
                     routes.EXEC, body=body.encode(), headers=headers, limits=timeout
                 )
                 return ExecResult.model_validate_json(data)
@@ -211,7 +211,7 @@ class DaemonClient(DaemonConnection):
         wrong = {"Authorization": "Bearer " + secrets.token_urlsafe(32)}
         for what, headers in (("without a token", {}), ("with a wrong token", wrong)):
             try:
-                await self._request(routes.RUN, auth=False, headers=headers)
+                await self._json(routes.RUN, auth=False, headers=headers)
             except DaemonAuthError:
                 continue
             msg = f"{self.base_url} answered {routes.RUN.path} {what}: not a daemon to trust"

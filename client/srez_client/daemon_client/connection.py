@@ -111,29 +111,6 @@ class DaemonConnection:
 
     # ------------------------------------------------------------------ plain requests
 
-    async def _request(
-        self,
-        route: routes.Route,
-        *,
-        params: dict[str, str] | None = None,
-        body: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        auth: bool | None = None,
-        limits: aiohttp.ClientTimeout | None = None,
-    ) -> tuple[bytes, str]:
-        """Send one request on ``route``; returns (body, content type) of a 2xx answer.
-
-        The token goes with it unless the route is open (``auth`` overrides that).
-
-        Raises:
-            DaemonAPIError: For a non-2xx answer (a subclass per code family).
-            DaemonUnreachableError: If the daemon does not answer.
-        """
-        async with self._response(
-            route, params=params, body=body, headers=headers, auth=auth, limits=limits
-        ) as resp:
-            return await resp.read(), resp.content_type
-
     @contextlib.asynccontextmanager
     async def _response(
         self,
@@ -147,8 +124,9 @@ class DaemonConnection:
     ) -> AsyncIterator[aiohttp.ClientResponse]:
         """The open 2xx answer to one request on ``route``, to read as it arrives.
 
-        Same arguments as :meth:`_request`. A redirect is never followed (the token would go
-        with it). A connection lost while the body is read is mapped as one lost before it.
+        The token goes with it unless the route is open (``auth`` overrides that); ``limits``
+        replaces the client's timeout. A redirect is never followed (the token would go with
+        it). A connection lost while the body is read is mapped as one lost before it.
 
         Raises:
             DaemonAPIError: For a non-2xx answer (a subclass per code family).
@@ -178,8 +156,9 @@ class DaemonConnection:
         return DaemonUnreachableError(msg)
 
     async def _json(self, route: routes.Route, **kwargs: Any) -> bytes:
-        data, _ = await self._request(route, **kwargs)
-        return data
+        """The whole body of a 2xx answer (arguments and errors as for :meth:`_response`)."""
+        async with self._response(route, **kwargs) as resp:
+            return await resp.read()
 
     # ------------------------------------------------------------------ WebSockets
 

@@ -8,6 +8,7 @@ starts here, and the set keeps it alive until it ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -24,6 +25,15 @@ def spawn(coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
     _RUNNING.add(task)
     task.add_done_callback(_finished)
     return task
+
+
+async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
+    """Cancel ``task`` and wait until it has ended (None, or a task that already ended, is fine)."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _finished(task: asyncio.Task[Any]) -> None:
