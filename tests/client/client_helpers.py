@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
+
+from srez_client.cli import main
 from srez_env.task import Task
 
 Digest = TypeVar("Digest")
@@ -44,3 +49,15 @@ def after_a_killed_mirror(final: Path, digest: Callable[[Path], Digest], referen
     assert digest(final) == reference  # complete, never partial under the final name
     shutil.rmtree(final)
     return "complete"
+
+
+def play(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    task_id: str,
+    lines: str,
+) -> str:
+    """What ``srez play TASK`` prints when a person types ``lines`` (it must exit 0)."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
+    assert main(["play", task_id]) == 0
+    return capsys.readouterr().out

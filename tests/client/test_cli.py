@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shlex
 import subprocess
@@ -10,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from client_helpers import expert_actions
+from client_helpers import expert_actions, play
 
 from srez_client.cli import main
 from srez_client.cli.play import INT_ARGS
@@ -264,9 +263,7 @@ def test_tasks_dir_with_a_valid_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_play_expert_lines_pass_every_check(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO(typed_lines("sre-007")))
-    assert main(["play", "sre-007"]) == 0
-    out = capsys.readouterr().out
+    out = play(monkeypatch, capsys, "sre-007", typed_lines("sre-007"))
     assert "declare_root_cause" in out  # from help
     for check in ("valid", "func", "safe", "intent", "rca"):
         assert f"  {check:<7}PASS" in out
@@ -285,9 +282,7 @@ def test_play_bad_lines_are_not_sent_and_quit_grades(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     moves = 'get_logs payments 5m x 3 extra\n{"tool": \nget_alerts\nquit\nget_alerts\n'
-    monkeypatch.setattr(sys, "stdin", io.StringIO(moves))
-    assert main(["play", "sre-007"]) == 0
-    out = capsys.readouterr().out
+    out = play(monkeypatch, capsys, "sre-007", moves)
     assert out.count("not sent:") == 2
     assert "[step 1, 19 left" in out
     assert "[step 2," not in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import re
@@ -15,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from client_helpers import play
 
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.backends.base import Backend
@@ -370,9 +370,7 @@ def test_play_takes_values_in_the_order_help_shows_and_prints_json_indented(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = "help\nget_logs payments 5m limit=2\nget_metrics payments\nquit\n"
-    monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
-    assert main(["play", "sre-001"]) == 0
-    out = capsys.readouterr().out
+    out = play(monkeypatch, capsys, "sre-001", lines)
     assert "get_logs service [since] [grep] [limit]" in out
     assert "values in this order, or by name as key=value" in out
     assert "not sent" not in out
