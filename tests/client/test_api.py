@@ -230,12 +230,17 @@ class CuttingProxy:
         self.cuts = list(cuts)
         self.connections = 0
         self.server: asyncio.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return int(self.server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:
+        # the pumps of a connection still open end with the test's loop: close their sockets now,
+        # or a writer collected after the loop is gone warns (a ResourceWarning in a later test)
+        for writer in self.writers:
+            writer.transport.abort()
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
@@ -244,6 +249,7 @@ class CuttingProxy:
         self.connections += 1
         limit = self.cuts.pop(0) if self.cuts else None
         up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [client_w, up_w]
 
         async def pump(
             src: asyncio.StreamReader, dst: asyncio.StreamWriter, budget: int | None
