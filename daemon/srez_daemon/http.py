@@ -99,10 +99,13 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 class ApiError(Exception):
     """Raise inside a handler to answer with a closed-code error."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.code: ErrorCode = code
         self.message = message
+        self.headers = headers
 
     def response(self) -> web.Response:
-        return error_response(self.code, self.message)
+        return error_response(self.code, self.message, self.headers)

@@ -21,6 +21,8 @@ Environment (DESIGN.md §4-§7):
   was excluded; default, with a time limit, 3 x the limit + the per-run wait cap (none without a
   time limit, unless set).
 * ``SREZ_PTY_IDLE_S`` (default 300) and ``SREZ_MAX_SESSIONS`` (default 8): pty/exec limits.
+  ``SREZ_SESSION_WAIT_S`` (default 2): how long an exec over the session cap waits in line for a
+  slot before it is refused (429 with ``Retry-After``); 0 refuses at once.
 * ``SREZ_NOTES_MAX_BYTES`` (default 64 MiB), ``SREZ_NOTES_MAX_COUNT`` (default 10,000): caps on
   the agent's notes (``POST /dialog``) in one run, in bytes of dialog lines and in notes. The first
   note past either is refused (413 ``payload_too_large`` / 429 ``too_many_notes``), one
@@ -86,6 +88,8 @@ class DaemonSettings:
     """The hard wall-clock cap as set; :attr:`wall_cap_s` is the one that applies."""
     pty_idle_s: float = 300.0
     max_sessions: int = 8
+    session_wait_s: float = 2.0
+    """How long an exec over ``max_sessions`` waits for a slot before its 429."""
     keep: bool = False
     heartbeat_s: float = 15.0
     agent_user: str | None = None
@@ -192,6 +196,7 @@ class DaemonSettings:
             agent_wall_cap_s=number("SREZ_AGENT_WALL_CAP_S", None, low=1.0),
             pty_idle_s=number("SREZ_PTY_IDLE_S", 300.0, low=1.0),
             max_sessions=int(number("SREZ_MAX_SESSIONS", 8, low=1)),
+            session_wait_s=number("SREZ_SESSION_WAIT_S", 2.0, low=0.0),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
             notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES)),

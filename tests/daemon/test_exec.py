@@ -51,9 +51,12 @@ MakeHarness = Callable[..., Awaitable[Harness]]
 
 @pytest.fixture
 def make_harness(aiohttp_client: AiohttpClient, tmp_path: Path) -> MakeHarness:
-    async def make(max_sessions: int = 8) -> Harness:
+    async def make(max_sessions: int = 8, session_wait_s: float = 2.0) -> Harness:
         settings = DaemonSettings(
-            run_dir=tmp_path, token_file=tmp_path / "token", max_sessions=max_sessions
+            run_dir=tmp_path,
+            token_file=tmp_path / "token",
+            max_sessions=max_sessions,
+            session_wait_s=session_wait_s,
         )
         limiter = SessionLimiter(settings.max_sessions)
         service = ExecService(settings, limiter)
@@ -229,8 +232,12 @@ async def test_exec_request_id_replays_the_first_answer(
     assert (await other.json())["error"]["code"] == "conflict"
 
 
-async def test_exec_ninth_concurrent_is_429(make_harness: MakeHarness) -> None:
-    h = await make_harness(max_sessions=8)
+async def test_exec_ninth_concurrent_is_429_once_its_wait_is_over(
+    make_harness: MakeHarness,
+) -> None:
+    """SECURITY test 31: with 8 sessions held for longer than the wait in line, the 9th is
+    refused with a ``Retry-After``."""
+    h = await make_harness(max_sessions=8, session_wait_s=0.3)
     running = [
         asyncio.get_running_loop().create_task(h.exec(["sleep", "2"], timeout_s=10))
         for _ in range(8)
@@ -238,12 +245,36 @@ async def test_exec_ninth_concurrent_is_429(make_harness: MakeHarness) -> None:
     await wait_for(lambda: h.limiter.in_use == 8, 6)
     resp = await h.client.post("/api/exec", json={"argv": ["true"], "timeout_s": 5})
     assert resp.status == 429
+    assert resp.headers["Retry-After"] == "1"
     assert (await resp.json())["error"]["code"] == "too_many_sessions"
+    assert h.limiter.waiting == 0
     async with asyncio.timeout(10):
         results = await asyncio.gather(*running)
     assert [r["exit_code"] for r in results] == [0] * 8
     assert h.limiter.in_use == 0
     assert (await h.exec(["true"]))["exit_code"] == 0
+
+
+async def test_exec_over_the_cap_waits_in_line_for_a_slot(
+    make_harness: MakeHarness, tmp_path: Path
+) -> None:
+    """With the cap at 1, a second exec waits for the first to end, then runs: a burst is
+    queued, not refused; the ones in line are served oldest first."""
+    h = await make_harness(max_sessions=1, session_wait_s=30)
+    loop = asyncio.get_running_loop()
+    hold = "while [ ! -e go ]; do sleep 0.02; done; echo first"  # holds the slot until go
+    first = loop.create_task(h.exec(["sh", "-c", hold]))
+    await wait_for(lambda: h.limiter.in_use == 1, 6)
+    queued = []
+    for name in ("second", "third"):
+        queued.append(loop.create_task(h.exec(["sh", "-c", f"echo {name} | tee -a order"])))
+        await wait_for(lambda n=len(queued): h.limiter.waiting == n, 6)
+    (tmp_path / "go").touch()
+    async with asyncio.timeout(10):
+        results = await asyncio.gather(first, *queued)
+    assert [r["stdout"] for r in results] == ["first\n", "second\n", "third\n"]
+    assert (tmp_path / "order").read_text() == "second\nthird\n"
+    assert (h.limiter.in_use, h.limiter.waiting) == (0, 0)
 
 
 @pytest.mark.parametrize(

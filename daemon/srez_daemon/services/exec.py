@@ -17,18 +17,29 @@ How a command runs, and the decisions where the design is silent:
 * The command is done when argv's process exits. Output that a background job still holds the
   pipes open for gets ``DRAIN_GRACE_S`` more (so an answer may come up to that much after the
   timeout of a command that did exit in time); then the session ends. **An exec leaves nothing
-  running**: when it ends, its process group and every process carrying its session cookie are
-  killed (``procs``), daemons started with ``&``, ``nohup`` or ``setsid`` included.
-* On timeout the whole session is killed and the answer is ``timed_out: true, exit_code: null``.
+  running**: when it ends, its process group is killed, and so is every process that left the
+  group (daemons started with ``setsid`` or ``nohup ... &``).
+* What left the group is told by the session's **token**: a pipe whose write end every process
+  of the session inherits (an extra descriptor, ``pass_fds``) and whose read end the daemon
+  keeps. Once argv has exited and the group is killed, the read end at end-of-file means no
+  holder is alive: nothing escaped, and no ``/proc`` sweep runs (the common case, one
+  ``killpg`` and one ``read``). A token still held ``ESCAPE_WAIT_S`` after the group's kill is
+  an escapee: then, after the answer, the ``procs`` sweep kills every process carrying the
+  session's cookie or holding its token. An escapee that closed its inherited descriptors
+  (``close_fds``, a full daemon) is not seen after a command that exited in time: it is the
+  limit of the cheap path, as a dropped cookie is the limit of the sweep.
+* On timeout, flood or cancellation, the whole session is swept (group, descendants, cookie,
+  token) before the answer, which is ``timed_out: true, exit_code: null`` on timeout.
 * ``X-Request-ID`` makes retries safe: the last ``REPLAY_SIZE`` answers are remembered by id, a
   retry gets the first answer byte for byte without running anything, a duplicate that arrives
   while the first still runs waits for it, and reusing an id for a different body is a 409.
   Only completed results are remembered: a 4xx or 429 does not pin the id.
-* At most ``max_sessions`` execs and ptys run at once (one ``SessionLimiter``); over it, 429.
+* At most ``max_sessions`` execs and ptys run at once (one ``SessionLimiter``). An exec over it
+  waits in line up to ``session_wait_s`` for a slot, then is a 429 with ``Retry-After``.
 * With ``SREZ_EXEC_ALLOW`` set, an argv[0] that is not listed is a 403 (nothing runs).
 
 Nothing here blocks the event loop: the process is spawned by the loop, and the ``/proc`` sweeps
-run in a worker thread.
+(only when something escaped) run in a worker thread.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -64,6 +76,11 @@ DRAIN_GRACE_S: Final = 0.5
 """How long the pipes may stay open after argv's process exited (a background job holding them)."""
 EXIT_WAIT_S: Final = 2.0
 """How long to wait for a killed process to be reported dead before closing its transport."""
+ESCAPE_WAIT_S: Final = 0.5
+"""How long the group's killed members may take to let go of the token before whatever still
+holds it counts as an escapee."""
+RETRY_AFTER_S: Final = 1
+"""The ``Retry-After`` of a 429 (the cap was full for the whole wait)."""
 REPLAY_SIZE: Final = 256
 """How many ``X-Request-ID`` answers are remembered."""
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
@@ -133,6 +150,7 @@ class ExecService:
 
     def __init__(self, settings: DaemonSettings, limiter: SessionLimiter) -> None:
         self._settings = settings
+        self._root = settings.run_dir.resolve()
         self._limiter = limiter
         self._replies: OrderedDict[str, _Reply] = OrderedDict()
         self._running: dict[str, int] = {}
@@ -212,16 +230,20 @@ class ExecService:
             msg = f"this daemon runs only {', '.join(self._settings.exec_allow or ())} (SREZ_EXEC_ALLOW), not {program!r}"
             raise ApiError(code="forbidden", message=msg)
         cwd = self._cwd(exec_request.cwd)
-        if not self._limiter.try_acquire():
-            msg = f"{self._limiter.limit} exec/pty sessions are already running; retry later"
-            raise ApiError(code="too_many_sessions", message=msg)
+        if not await self._limiter.acquire(self._settings.session_wait_s):
+            msg = (
+                f"{self._limiter.limit} exec/pty sessions ran for the whole "
+                f"{self._settings.session_wait_s:g} s this exec waited; retry later"
+            )
+            headers = {"Retry-After": str(RETRY_AFTER_S)}
+            raise ApiError(code="too_many_sessions", message=msg, headers=headers)
         try:
             return await self._run(exec_request, cwd)
         finally:
             self._limiter.release()
 
     def _cwd(self, cwd: str | None) -> Path:
-        root = self._settings.run_dir.resolve()
+        root = self._root
         if cwd is None:
             path = root
         else:
@@ -248,6 +270,8 @@ class ExecService:
         loop = asyncio.get_running_loop()
         cookie = procs.new_cookie()
         capture = _Capture(loop)
+        token, token_end = os.pipe()  # both close-on-exec; the child gets its end by pass_fds
+        os.set_blocking(token, False)
         started = perf_counter()
         try:
             transport, _ = await loop.subprocess_exec(
@@ -259,15 +283,20 @@ class ExecService:
                 cwd=cwd,
                 env=procs.session_env(cookie),
                 start_new_session=True,
+                pass_fds=(token_end,),
             )
         except ValueError as e:  # "embedded null byte"
+            os.close(token)
             msg = f"argv cannot be run: {e}"
             raise ApiError(code="bad_request", message=msg) from None
         except OSError as e:
+            os.close(token)
             if e.filename is not None and Path(e.filename) == cwd:
                 msg = f"cwd {exec_request.cwd!r} cannot be entered: {e.strerror}"
                 raise ApiError(code="bad_request", message=msg) from None
             return _not_started(argv[0], e, perf_counter() - started)
+        finally:
+            os.close(token_end)
         self._running[cookie] = capture.pid
         timed_out = False
         try:
@@ -281,7 +310,7 @@ class ExecService:
                 await asyncio.wait([capture.closed], timeout=DRAIN_GRACE_S)
         finally:
             del self._running[cookie]
-            await self._end(capture, cookie, timed_out)
+            await self._end(capture, cookie, timed_out, token)
             transport.close()
         duration = perf_counter() - started
         exit_code = None if timed_out else capture.exited.result()
@@ -304,26 +333,74 @@ class ExecService:
         )
 
     @staticmethod
-    async def _end(capture: _Capture, cookie: str, timed_out: bool) -> None:
-        """Kills whatever is left of the session (an exec leaves nothing running)."""
+    async def _end(capture: _Capture, cookie: str, timed_out: bool, token: int) -> None:
+        """Kills whatever is left of the session (an exec leaves nothing running) and closes
+        its token (or hands it to the escape watch)."""
         pid = capture.pid
         # Only a live root has a tree to walk; a reaped root's pid may already name another
         # process, so its "descendants" are never looked up.
         running = not capture.exited.done()
         if not (timed_out or capture.flooded or running):
-            # The common case: the group goes at once (one system call, fine on the loop), the
-            # answer goes out, and setsid escapees are swept right after.
+            # The common case: the group goes at once (one system call, fine on the loop) and
+            # the answer goes out. The token tells whether anything outlived it.
             procs.signal_group(pid, signal.SIGKILL)
-            if procs.last_pid() == pid:
-                return  # no process was created after the child: none can have escaped
-            sweep = asyncio.to_thread(procs.kill_session, pid, cookie, (), born_after=pid)
-            spawn(sweep, name=f"exec-sweep-{pid}")
+            if _released(token):
+                os.close(token)
+                return  # no holder left: nothing escaped the group
+            spawn(_watch_escape(pid, cookie, token), name=f"exec-escape-{pid}")
             return
         # Timeout, flood, cancellation: the sweep completes before the answer, and the process
         # is seen dead before its transport closes (closing a live one would poll waitpid behind
         # the child watcher's back).
-        await asyncio.to_thread(procs.kill_session, pid, cookie, None if running else ())
+        try:
+            await asyncio.to_thread(
+                procs.kill_session,
+                pid,
+                cookie,
+                None if running else (),
+                held=procs.pipe_link(token),
+            )
+        finally:
+            os.close(token)
         await asyncio.wait([capture.exited], timeout=EXIT_WAIT_S)
+
+
+def _released(token: int) -> bool:
+    """Whether the token's every write end is closed (each process that inherited it exited).
+
+    A holder may write into it; what it wrote is read and dropped (a few reads at most, so a
+    writer that never stops counts as a holder)."""
+    for _ in range(8):
+        try:
+            if not os.read(token, 1 << 16):
+                return True
+        except BlockingIOError:
+            return False
+    return False
+
+
+async def _watch_escape(pid: int, cookie: str, token: int) -> None:
+    """Waits ``ESCAPE_WAIT_S`` for the killed group to let go of the token; whatever holds it
+    after that left the group, and the session is swept (cookie and token holders)."""
+    loop = asyncio.get_running_loop()
+    gone = loop.create_future()
+
+    def readable() -> None:
+        if not gone.done() and _released(token):
+            gone.set_result(None)
+
+    loop.add_reader(token, readable)
+    try:
+        await asyncio.wait([gone], timeout=ESCAPE_WAIT_S)
+    finally:
+        loop.remove_reader(token)
+    try:
+        if not gone.done():
+            logger.info("exec pid %d: a process left its group; sweeping its session", pid)
+            held = procs.pipe_link(token)
+            await asyncio.to_thread(procs.kill_session, pid, cookie, (), born_after=pid, held=held)
+    finally:
+        os.close(token)
 
 
 def _not_started(program: str, error: OSError, duration: float) -> ExecResult:

@@ -13,10 +13,14 @@ A session (one exec, one pty) is found three ways, because each way misses somet
    ``nohup ... &`` from a shell that then exited). The idea is Jenkins' ``BUILD_ID`` process-tree
    killer.
 
-4. **Its terminal** (a pty session only). A process started from the shell holds the session's
-   pty slave open as its stdin, stdout or stderr, whatever else it changed: scanning every
-   process's open files for that device finds the escapee that left the group, was re-parented
-   *and* dropped the cookie (``setsid env -i cmd &``).
+4. **What it holds open**: a pty session's terminal, an exec's token pipe. A process started from
+   the shell holds the session's pty slave open as its stdin, stdout or stderr, and a process of
+   an exec inherits its token, whatever else it changed: scanning every process's open files for
+   that file finds the escapee that left the group, was re-parented *and* dropped the cookie
+   (``setsid env -i cmd &``).
+
+Sweeping (2 to 4) reads ``/proc`` for every process of the machine, so exec sweeps only when
+its token tells that something outlived the group (:mod:`srez_daemon.services.exec`).
 
 What none of them catches, a documented limit: a process that left the group, was re-parented,
 dropped the cookie and closed the terminal (a full daemon: ``setsid env -i cmd </dev/null
@@ -98,14 +102,6 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
-def last_pid() -> int | None:
-    """The pid the kernel handed out last (``ns_last_pid``), or None where it cannot be read."""
-    try:
-        return int((_PROC / "sys" / "kernel" / "ns_last_pid").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def tagged(cookie: str, *, born_after: int | None = None) -> list[psutil.Process]:
     """Every live process whose environment carries this session's cookie.
 
@@ -173,8 +169,14 @@ def terminal_of(pid: int) -> str | None:
     return path if path.startswith("/dev/pts/") else None
 
 
-def terminal_holders(tty: str) -> list[psutil.Process]:
-    """Every live process (but this one) holding ``tty`` open on any file descriptor."""
+def pipe_link(fd: int) -> str:
+    """What ``/proc/<pid>/fd/<n>`` reads for a descriptor of the same pipe as ``fd``."""
+    return f"pipe:[{os.fstat(fd).st_ino}]"
+
+
+def holders(target: str) -> list[psutil.Process]:
+    """Every live process (but this one) holding ``target`` open on any file descriptor
+    (``target`` as ``/proc/<pid>/fd/<n>`` reads: ``/dev/pts/3``, ``pipe:[1234]``)."""
     me = os.getpid()
     found: list[psutil.Process] = []
     for pid in psutil.pids():
@@ -186,7 +188,7 @@ def terminal_holders(tty: str) -> list[psutil.Process]:
             continue  # gone, or another uid's
         for fd in fds:
             try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") != tty:  # noqa: PTH115 - hot loop
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != target:  # noqa: PTH115 - hot loop
                     continue
                 found.append(psutil.Process(pid))
             except (OSError, psutil.Error):
@@ -201,7 +203,7 @@ def kill_session(
     tree: Iterable[psutil.Process] | None = None,
     *,
     born_after: int | None = None,
-    tty: str | None = None,
+    held: str | None = None,
 ) -> int:
     """SIGKILLs a session: its group, its descendants, then every process with its cookie.
 
@@ -212,7 +214,8 @@ def kill_session(
             its hangup); by default they are listed here, before the group is killed, while
             the root still holds them.
         born_after: passed to ``tagged``: the root's pid, for a short session.
-        tty: the session's terminal (a pty's slave): whatever still holds it is killed too.
+        held: a file every process of the session holds (a pty's terminal, an exec's token
+            pipe; see ``holders``): whatever still holds it is killed too.
 
     Returns:
         How many processes were killed one by one (besides the group's signal).
@@ -222,8 +225,8 @@ def kill_session(
     killed = sum(_kill(p) for p in listed)
     for _ in range(SWEEP_ROUNDS):
         found = tagged(cookie, born_after=born_after)
-        if tty is not None:
-            found += terminal_holders(tty)
+        if held is not None:
+            found += holders(held)
         if not found:
             break
         killed += sum(_kill(p) for p in found)

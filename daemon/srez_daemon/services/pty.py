@@ -290,7 +290,7 @@ class PtyService:
         # a bigger one (a fork bomb) goes straight to SIGKILL once the shell is gone.
         watched = tree if len(tree) <= WATCH_MAX else []
         await _poll(lambda: not (_alive(s.proc) or _any_running(watched)), HUP_GRACE_S)
-        escaped = await asyncio.to_thread(procs.kill_session, s.pid, s.cookie, tree, tty=s.tty)
+        escaped = await asyncio.to_thread(procs.kill_session, s.pid, s.cookie, tree, held=s.tty)
         await _poll(lambda: not _alive(s.proc), REAP_WAIT_S)
         try:
             await asyncio.to_thread(s.proc.close)
