@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,8 +16,10 @@ from typing import Any
 
 import psutil
 import pytest
+import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from daemonkit import SLEEPER, live_daemon
 from processkit import marked, wait_for
 from pytest_aiohttp import AiohttpClient
 
@@ -209,6 +212,59 @@ async def test_exec_leaves_nothing_running(make_harness: MakeHarness) -> None:
     await wait_for(lambda: not marked("4242.5"), 6)
 
 
+@pytest.fixture
+def sweeps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The cookies of every ``/proc`` sweep the exec service starts (``procs.kill_session``)."""
+    calls: list[str] = []
+    sweep = procs.kill_session
+
+    def counted(pgid: int, cookie: str, *args: Any, **kwargs: Any) -> int:
+        calls.append(cookie)
+        return sweep(pgid, cookie, *args, **kwargs)
+
+    monkeypatch.setattr(procs, "kill_session", counted)
+    return calls
+
+
+async def test_exec_common_path_sweeps_no_process_table(
+    make_harness: MakeHarness, sweeps: list[str]
+) -> None:
+    """Commands that exit in time, one with a background job in its group, and a burst of them:
+    the group's kill is enough and not one ``/proc`` sweep runs (the token was let go)."""
+    h = await make_harness()
+    assert (await h.exec(["true"]))["exit_code"] == 0
+    assert (await h.exec(["sh", "-c", "echo hi; sleep 0 & wait"]))["stdout"] == "hi\n"
+    result = await h.exec(["sh", "-c", "sleep 4242.81 & echo started"])
+    assert result["stdout"] == "started\n"
+    burst = await asyncio.gather(*(h.exec(["sh", "-c", "echo $$"]) for _ in range(16)))
+    assert all(r["exit_code"] == 0 for r in burst)
+    await h.service.settled()
+    await wait_for(lambda: not marked("4242.81"), 6)
+    assert sweeps == []
+
+
+async def test_exec_kills_what_left_its_group_after_it_exited(
+    make_harness: MakeHarness, sweeps: list[str]
+) -> None:
+    """A command that exits in time after starting processes outside its group (``setsid``, a
+    double-forked ``setsid nohup``, one that also dropped the cookie with ``env -i``): its token
+    is still held, so its session is swept and none of them survives."""
+    h = await make_harness()
+    sh, touch, sleep = (shutil.which(p) for p in ("sh", "touch", "sleep"))
+    escapee = f"{sh} -c '{touch} ready.$0; exec {sleep} 4242.82' >/dev/null 2>&1 </dev/null"
+    script = (
+        f"setsid {escapee.replace('$0', 'a')} & "
+        f"(setsid nohup {escapee.replace('$0', 'b')} &); "
+        f"setsid env -i {escapee.replace('$0', 'c')} & "
+        "until [ -e ready.a ] && [ -e ready.b ] && [ -e ready.c ]; do sleep 0.01; done; echo up"
+    )
+    result = await h.exec(["sh", "-c", script])
+    assert (result["exit_code"], result["stdout"], result["timed_out"]) == (0, "up\n", False)
+    await h.service.settled()
+    await wait_for(lambda: not marked("4242.82"), 6)
+    assert len(sweeps) == 1
+
+
 async def test_exec_request_id_replays_the_first_answer(
     make_harness: MakeHarness, tmp_path: Path
 ) -> None:
@@ -356,3 +412,24 @@ async def test_exec_close_kills_running_commands(make_harness: MakeHarness) -> N
         result = await running
     assert result["exit_code"] == -9
     await wait_for(lambda: not marked("4242.7"), 6)
+
+
+async def test_exec_burst_of_16_clients_gets_no_429(tmp_path: Path) -> None:
+    """A real daemon with the default cap (8 sessions): 16 clients sending execs at once, 10
+    each, all answer 200 with the command's output (the burst waits in line, never refused)."""
+    with live_daemon(tmp_path, agent_cmd=SLEEPER) as d:
+        url = d.base_url + "/api/exec"
+
+        async def client(n: int) -> list[tuple[int, str]]:
+            answers = []
+            async with aiohttp.ClientSession(headers=d.headers) as http:
+                for i in range(10):
+                    body = {"argv": ["echo", f"{n}.{i}"], "timeout_s": 10}
+                    async with http.post(url, json=body) as resp:
+                        answers.append((resp.status, (await resp.json()).get("stdout", "")))
+            return answers
+
+        async with asyncio.timeout(60):
+            got = await asyncio.gather(*(client(n) for n in range(16)))
+    expected = [[(200, f"{n}.{i}\n") for i in range(10)] for n in range(16)]
+    assert got == expected

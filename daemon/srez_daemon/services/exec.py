@@ -155,6 +155,8 @@ class ExecService:
         self._replies: OrderedDict[str, _Reply] = OrderedDict()
         self._running: dict[str, int] = {}
         """cookie -> pid of every exec in flight (for ``close``)."""
+        self._escapes: set[asyncio.Task[None]] = set()
+        """The escape watches of execs already answered (``_watch_escape``)."""
 
     async def handle(self, request: web.Request) -> web.Response:
         """Handles ``POST /api/exec``: validates, runs (or replays) and answers ``ExecResult``."""
@@ -178,6 +180,13 @@ class ExecService:
         await asyncio.gather(
             *(asyncio.to_thread(procs.kill_session, pid, cookie) for cookie, pid in running)
         )
+        await self.settled()
+
+    async def settled(self) -> None:
+        """Waits until the escape watches of the execs already answered are done (each ends
+        within ``ESCAPE_WAIT_S`` plus its sweep)."""
+        while self._escapes:
+            await asyncio.gather(*self._escapes, return_exceptions=True)
 
     # ------------------------------------------------------------------ request handling
 
@@ -332,8 +341,7 @@ class ExecService:
             duration_s=round(duration, 6),
         )
 
-    @staticmethod
-    async def _end(capture: _Capture, cookie: str, timed_out: bool, token: int) -> None:
+    async def _end(self, capture: _Capture, cookie: str, timed_out: bool, token: int) -> None:
         """Kills whatever is left of the session (an exec leaves nothing running) and closes
         its token (or hands it to the escape watch)."""
         pid = capture.pid
@@ -347,7 +355,9 @@ class ExecService:
             if _released(token):
                 os.close(token)
                 return  # no holder left: nothing escaped the group
-            spawn(_watch_escape(pid, cookie, token), name=f"exec-escape-{pid}")
+            watch = spawn(_watch_escape(pid, cookie, token), name=f"exec-escape-{pid}")
+            self._escapes.add(watch)
+            watch.add_done_callback(self._escapes.discard)
             return
         # Timeout, flood, cancellation: the sweep completes before the answer, and the process
         # is seen dead before its transport closes (closing a live one would poll waitpid behind
