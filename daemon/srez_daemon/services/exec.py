@@ -83,6 +83,7 @@ RETRY_AFTER_S: Final = 1
 """The ``Retry-After`` of a 429 (the cap was full for the whole wait)."""
 REPLAY_SIZE: Final = 256
 """How many ``X-Request-ID`` answers are remembered."""
+_SESSION_ENV: Final = os.fsencode(procs.SESSION_ENV)
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,128}")
 
 
@@ -151,6 +152,8 @@ class ExecService:
     def __init__(self, settings: DaemonSettings, limiter: SessionLimiter) -> None:
         self._settings = settings
         self._root = settings.run_dir.resolve()
+        self._environ = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
+        """The daemon's environment, read and encoded once (every exec's, plus its cookie)."""
         self._limiter = limiter
         self._replies: OrderedDict[str, _Reply] = OrderedDict()
         self._running: dict[str, int] = {}
@@ -290,7 +293,7 @@ class ExecService:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
-                env=procs.session_env(cookie),
+                env={**self._environ, _SESSION_ENV: cookie.encode()},
                 start_new_session=True,
                 pass_fds=(token_end,),
             )
@@ -323,7 +326,10 @@ class ExecService:
             transport.close()
         duration = perf_counter() - started
         exit_code = None if timed_out else capture.exited.result()
-        logger.info(
+        # An ordinary exec is a DEBUG line (at hundreds a second the log would cost more than
+        # the exec); one that timed out or was cut is worth an INFO line.
+        logger.log(
+            logging.INFO if timed_out or capture.truncated else logging.DEBUG,
             "exec %r (pid %d): exit %s in %.3f s%s%s",
             argv[0],
             capture.pid,

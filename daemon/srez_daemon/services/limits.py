@@ -54,10 +54,9 @@ class SessionLimiter:
         Returns:
             True if the caller now holds a slot (and must ``release`` it), False at the cap.
         """
-        if self._in_use >= self._limit or self.waiting:
+        if not self._take():
             logger.info("session refused: %d of %d in use", self._in_use, self._limit)
             return False
-        self._in_use += 1
         return True
 
     async def acquire(self, wait_s: float) -> bool:
@@ -67,9 +66,10 @@ class SessionLimiter:
             True if the caller now holds a slot (and must ``release`` it), False if none was
             freed in time.
         """
-        if self.try_acquire():
+        if self._take():
             return True
         if wait_s <= 0:
+            logger.info("session refused: %d of %d in use", self._in_use, self._limit)
             return False
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -88,6 +88,12 @@ class SessionLimiter:
         finally:
             with contextlib.suppress(ValueError):
                 self._waiters.remove(waiter)
+        return True
+
+    def _take(self) -> bool:
+        if self._in_use >= self._limit or self.waiting:
+            return False
+        self._in_use += 1
         return True
 
     def release(self) -> None:
