@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psutil
 import pytest
-import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from daemonkit import SLEEPER, live_daemon
@@ -322,9 +322,9 @@ async def test_exec_over_the_cap_waits_in_line_for_a_slot(
     first = loop.create_task(h.exec(["sh", "-c", hold]))
     await wait_for(lambda: h.limiter.in_use == 1, 6)
     queued = []
-    for name in ("second", "third"):
+    for n, name in enumerate(("second", "third"), start=1):
         queued.append(loop.create_task(h.exec(["sh", "-c", f"echo {name} | tee -a order"])))
-        await wait_for(lambda n=len(queued): h.limiter.waiting == n, 6)
+        await wait_for(lambda n=n: h.limiter.waiting == n, 6)
     (tmp_path / "go").touch()
     async with asyncio.timeout(10):
         results = await asyncio.gather(first, *queued)
