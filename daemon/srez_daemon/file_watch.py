@@ -16,8 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-import watchfiles
-
 from srez_daemon.inotify import Inotify
 from srez_daemon.record.aio import cancel_and_wait, spawn
 
@@ -92,6 +90,8 @@ class FileWatch:
             self._inotify = None
 
     async def _watchfiles(self, folder: Path) -> None:
+        import watchfiles  # only off Linux or when asked: the idle daemon does not load it
+
         name = self._path.name
         async for _changes in watchfiles.awatch(
             folder,

@@ -14,7 +14,6 @@ import orjson
 from aiohttp import web
 
 from srez_daemon.http import JSON, Handler
-from srez_daemon.openapi import openapi_document
 from srez_daemon.protocol import routes
 from srez_daemon.record.aio import spawn
 from srez_daemon.routes import PublicRoutes
@@ -39,10 +38,16 @@ class Runtime:
         limiter = SessionLimiter(settings.max_sessions)
         self.exec = ExecService(settings, limiter)
         self.pty = PtyService(settings, limiter)
-        document = orjson.dumps(openapi_document(srez_version()))
+        document: list[bytes] = []
 
         async def openapi(_request: web.Request) -> web.Response:
-            return web.Response(body=document, content_type=JSON)
+            # Rendered on the first request (JSON Schema generation is not something an idle
+            # daemon should hold in memory), then kept.
+            if not document:
+                from srez_daemon.openapi import openapi_document
+
+                document.append(orjson.dumps(openapi_document(srez_version())))
+            return web.Response(body=document[0], content_type=JSON)
 
         self.handlers: dict[str, Handler] = {
             **self.public.handlers(),

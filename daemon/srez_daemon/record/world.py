@@ -9,7 +9,6 @@ once the agent phase is over, ``final.patch`` all read it, never the ``world/`` 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -46,6 +45,8 @@ class WorldFiles:
 def file_changes(initial: Mapping[str, str], current: Mapping[str, str]) -> list[FileChange]:
     """Changed files with added and removed line counts (status M; A/D when a file appears or
     disappears)."""
+    import difflib  # at the run's end only: the idle daemon does not load it
+
     out = []
     for s in topo.SERVICES:
         a, b = initial.get(s, ""), current.get(s, "")

@@ -42,9 +42,10 @@ import signal
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import psutil
+if TYPE_CHECKING:  # loaded by the sweeps only: the idle daemon does not need it
+    import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,8 @@ def signal_group(pgid: int, sig: int) -> bool:
 
 def descendants(pid: int) -> list[psutil.Process]:
     """Every process below ``pid`` (children, grandchildren, ...); empty if ``pid`` is gone."""
+    import psutil
+
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -111,9 +114,11 @@ def tagged(cookie: str, *, born_after: int | None = None) -> list[psutil.Process
         cookie: the session's cookie.
         born_after: the session root's pid, to look only at pids the kernel handed out since
             (it allocates them in increasing order and wraps once at ``pid_max``). This keeps
-            the sweep that ends every exec to a handful of reads; a session long enough for
-            the pid counter to come all the way round must scan without it.
+            the sweep after a short exec to a handful of reads; a session long enough for the
+            pid counter to come all the way round must scan without it.
     """
+    import psutil
+
     entry = f"{SESSION_ENV}={cookie}".encode()
     me = os.getpid()
     found: list[psutil.Process] = []
@@ -132,6 +137,8 @@ def tagged(cookie: str, *, born_after: int | None = None) -> list[psutil.Process
 
 
 def _candidates(born_after: int | None) -> list[int]:
+    import psutil
+
     pids = psutil.pids()
     if born_after is None:
         return pids
@@ -154,6 +161,8 @@ def _environ(pid: int) -> bytes | None:
             return None  # the process is gone
     except OSError:
         return None
+    import psutil
+
     try:  # no /proc (macOS, for a local daemon): psutil's slower way
         return b"\0".join(f"{k}={v}".encode() for k, v in psutil.Process(pid).environ().items())
     except psutil.Error:
@@ -177,6 +186,8 @@ def pipe_link(fd: int) -> str:
 def holders(target: str) -> list[psutil.Process]:
     """Every live process (but this one) holding ``target`` open on any file descriptor
     (``target`` as ``/proc/<pid>/fd/<n>`` reads: ``/dev/pts/3``, ``pipe:[1234]``)."""
+    import psutil
+
     me = os.getpid()
     found: list[psutil.Process] = []
     for pid in psutil.pids():
@@ -236,6 +247,8 @@ def kill_session(
 
 
 def _kill(proc: psutil.Process) -> int:
+    import psutil
+
     try:
         if proc.status() == psutil.STATUS_ZOMBIE:
             return 0  # already dead; its parent (or PID 1) reaps it
@@ -269,6 +282,8 @@ def hang_up(pgid: int) -> list[psutil.Process]:
 
 def count_tree(pid: int) -> TreeCount:
     """Counts the live processes and zombies below ``pid`` (``pid`` itself excluded)."""
+    import psutil
+
     live = zombies = 0
     for proc in descendants(pid):
         try:

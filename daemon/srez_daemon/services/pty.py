@@ -31,11 +31,9 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import psutil
 from aiohttp import WSCloseCode, WSMsgType, web
-from ptyprocess import PtyProcess  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
 from srez_daemon.http import ApiError
@@ -45,6 +43,10 @@ from srez_daemon.record.aio import spawn
 from srez_daemon.services import procs
 from srez_daemon.services.limits import SessionLimiter
 from srez_daemon.settings import DaemonSettings
+
+if TYPE_CHECKING:  # loaded with the first terminal: the idle daemon does not need them
+    import psutil
+    from ptyprocess import PtyProcess  # type: ignore[import-untyped]
 
 logger = logging.getLogger(__name__)
 
@@ -179,6 +181,8 @@ class PtyService:
         return session
 
     async def _spawn(self, cols: int, rows: int, cookie: str) -> PtyProcess:
+        from ptyprocess import PtyProcess
+
         cwd = self._settings.run_dir
         if not cwd.is_dir():
             msg = f"the run folder {cwd} does not exist"
@@ -376,6 +380,8 @@ def _alive(proc: PtyProcess) -> bool:
 
 
 def _any_running(tree: list[psutil.Process]) -> bool:
+    import psutil
+
     for proc in tree:
         try:
             if proc.status() != psutil.STATUS_ZOMBIE:

@@ -6,7 +6,6 @@ task's ``reference_fix`` through the normal ``step()`` path.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 
 from srez_env.env import SREEnv
@@ -24,6 +23,8 @@ def unified_diff(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> st
 
 def unified_diff_texts(initial: Mapping[str, str], final: Mapping[str, str]) -> str:
     """:func:`unified_diff` over file texts (what the daemon reads back from its world folder)."""
+    import difflib  # at the run's end only: a daemon at rest does not load it
+
     parts = []
     for s in topo.SERVICES:
         a, b = initial[s], final[s]
