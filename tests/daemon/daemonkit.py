@@ -206,3 +206,48 @@ def reference_line(task_id: str = "sre-007") -> str:
     (task,) = load_tasks([task_id])
     fix = next(a for a in task.reference_fix if a.tool == "set_config")
     return f"{str(fix.args['key']).rsplit('.', 1)[-1]} = {fix.args['value']}"
+
+
+IDLE_PROBE = """
+import asyncio, json, os, signal, sys
+import srez_daemon.__main__ as daemon_main
+from srez_daemon.app import HOST
+from srez_daemon.settings import DaemonSettings
+
+apps = []
+create_app = daemon_main.create_app
+daemon_main.create_app = lambda *a, **k: apps.append(create_app(*a, **k)) or apps[-1]
+
+async def probe():
+    serving = asyncio.ensure_future(daemon_main.serve(DaemonSettings.from_env(os.environ, keep=True)))
+    async with asyncio.timeout(60):
+        while not apps or apps[0][HOST].phase != "agent":
+            await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)  # the agent phase at rest: no request, no step
+    loaded = [m for m in json.loads(sys.argv[1]) if m in sys.modules]
+    os.kill(os.getpid(), signal.SIGTERM)
+    await serving
+    print(json.dumps(loaded))
+
+asyncio.run(probe())
+"""
+
+
+def idle_modules(root: Path, watched: Sequence[str]) -> list[str]:
+    """Which of the ``watched`` modules a daemon has loaded once its run is in the agent phase
+    and nothing has asked it anything (the daemon's own ``serve``, in a fresh interpreter,
+    with an agent that never acts)."""
+    run_dir, token_file = prepare(root, task_id="sre-025", agent_spec="heuristic")
+    extra = {"SREZ_AGENT_CMD": json.dumps(list(SLEEPER))}
+    env = daemon_env(run_dir, token_file, root / "endpoint.json", extra)
+    done = subprocess.run(
+        [sys.executable, "-c", IDLE_PROBE, json.dumps(list(watched))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: list[str] = json.loads(done.stdout.splitlines()[-1])
+    return found

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
-from daemonkit import SLEEPER, prepare, reference_line
+from daemonkit import SLEEPER, idle_modules, prepare, reference_line
 from pytest_aiohttp import AiohttpClient
 
 from srez_daemon import runtime
@@ -304,3 +304,22 @@ async def test_the_runtime_binds_every_route_the_host_does_not(serve: Serve) -> 
     assert served.host.runtime is not None
     bound = set(served.host.runtime.handlers) | set(served.host.served_early)
     assert bound == {r.name for r in ROUTES}
+
+
+IDLE_UNNEEDED = (
+    "psutil",  # the /proc sweeps: only once something escaped an exec or a terminal closes
+    "ptyprocess",  # the first terminal
+    "watchfiles",  # the change source off Linux (inotify here)
+    "anyio",
+    "multiprocessing",
+    "difflib",  # the run's end (file changes, the patch)
+    "srez_daemon.openapi",  # the first GET /api/openapi.json
+    "litellm",
+    "srez_client",
+)
+
+
+def test_an_idle_daemon_has_not_loaded_what_it_does_not_use(tmp_path: Path) -> None:
+    """A daemon whose run is in the agent phase, at rest, holds none of the modules only a
+    terminal, a sweep, the run's end or the OpenAPI document need (its idle RSS, DESIGN.md §13)."""
+    assert idle_modules(tmp_path, IDLE_UNNEEDED) == []

@@ -45,13 +45,13 @@ class WorldFiles:
 def file_changes(initial: Mapping[str, str], current: Mapping[str, str]) -> list[FileChange]:
     """Changed files with added and removed line counts (status M; A/D when a file appears or
     disappears)."""
-    import difflib  # at the run's end only: the idle daemon does not load it
-
     out = []
     for s in topo.SERVICES:
         a, b = initial.get(s, ""), current.get(s, "")
         if a == b:
             continue
+        import difflib  # once a file changed: a daemon at rest does not load it
+
         added = removed = 0
         for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0):
             if line.startswith("+") and not line.startswith("+++"):

@@ -23,12 +23,12 @@ def unified_diff(initial: dict[str, ConfFile], final: dict[str, ConfFile]) -> st
 
 def unified_diff_texts(initial: Mapping[str, str], final: Mapping[str, str]) -> str:
     """:func:`unified_diff` over file texts (what the daemon reads back from its world folder)."""
-    import difflib  # at the run's end only: a daemon at rest does not load it
-
     parts = []
     for s in topo.SERVICES:
         a, b = initial[s], final[s]
         if a != b:
+            import difflib  # once a file changed: a daemon at rest does not load it
+
             lines = difflib.unified_diff(
                 a.splitlines(True), b.splitlines(True), f"a/{s}/{s}.conf", f"b/{s}/{s}.conf", n=3
             )
