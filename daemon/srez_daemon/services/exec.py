@@ -2,11 +2,15 @@
 
 How a command runs, and the decisions where the design is silent:
 
-* argv is executed directly (no shell), in a new session (``start_new_session``) so its process
-  group can be killed as one, with stdin on ``/dev/null`` and the cwd in the run folder (a
+* argv is executed directly (no shell), in a process group of its own so the group can be killed
+  as one, with stdin on ``/dev/null`` and the cwd in the run folder (a
   relative ``cwd`` is relative to it). The cwd must resolve inside the run folder: a ``..``
   component, an absolute path elsewhere, or a symlink that leads out is a 400, as is a cwd that
   is not a directory. The command runs in the resolved folder (its links followed once, here).
+  The group is a new session too (``setsid``) only when the daemon has a controlling terminal
+  (started by hand in a shell), so a command can never reach that terminal; every backend
+  starts the daemon in a session of its own, without one, and there a new process group is
+  enough (a session leader's exit costs the kernel more: about a sixth of the exec throughput).
 * An argv[0] that cannot be run is a result, not an error, as in a shell: exit code 127 when it is
   not found, 126 when it is found but cannot be executed, the OS message in stderr.
 * stdout and stderr are read concurrently by a subprocess protocol. The first 1 MiB of each is
@@ -152,6 +156,8 @@ class ExecService:
     def __init__(self, settings: DaemonSettings, limiter: SessionLimiter) -> None:
         self._settings = settings
         self._root = settings.run_dir.resolve()
+        self._new_session = _has_terminal()
+        """Whether each command needs a session of its own to be kept off the terminal."""
         self._environ = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
         """The daemon's environment, read and encoded once (every exec's, plus its cookie)."""
         self._limiter = limiter
@@ -294,7 +300,8 @@ class ExecService:
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 env={**self._environ, _SESSION_ENV: cookie.encode()},
-                start_new_session=True,
+                start_new_session=self._new_session,
+                process_group=None if self._new_session else 0,
                 pass_fds=(token_end,),
             )
         except ValueError as e:  # "embedded null byte"
@@ -379,6 +386,16 @@ class ExecService:
         finally:
             os.close(token)
         await asyncio.wait([capture.exited], timeout=EXIT_WAIT_S)
+
+
+def _has_terminal() -> bool:
+    """Whether this process has a controlling terminal (``/dev/tty`` opens)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
 
 
 def _released(token: int) -> bool:
