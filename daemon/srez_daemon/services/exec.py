@@ -314,6 +314,9 @@ class ExecService:
                 msg = f"cwd {exec_request.cwd!r} cannot be entered: {e.strerror}"
                 raise ApiError(code="bad_request", message=msg) from None
             return _not_started(argv[0], e, perf_counter() - started)
+        except BaseException:  # cancelled while spawning
+            os.close(token)
+            raise
         finally:
             os.close(token_end)
         self._running[cookie] = capture.pid
