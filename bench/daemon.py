@@ -76,7 +76,7 @@ def _free_port() -> int:
 
 
 async def _wait_healthy(
-    url: str, deadline_s: float = 15, headers: dict[str, str] | None = None
+    url: str, deadline_s: float = 60, headers: dict[str, str] | None = None
 ) -> float:
     started = time.perf_counter()
     async with aiohttp.ClientSession(headers=headers) as http:
@@ -92,7 +92,7 @@ async def _wait_healthy(
     raise TimeoutError(msg)
 
 
-async def _wait_loaded(url: str, since: float, deadline_s: float = 15) -> float:
+async def _wait_loaded(url: str, since: float, deadline_s: float = 60) -> float:
     """Seconds from spawn until health reports the run past ``starting``."""
     async with aiohttp.ClientSession() as http:
         while time.perf_counter() - since < deadline_s:
