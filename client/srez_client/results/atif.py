@@ -169,9 +169,9 @@ class _TrajectorySteps(EntryVisitor[None]):
         if entry.cost_usd is not None:
             self.final["total_cost_usd"] = entry.cost_usd
         metrics = self.open_step.get("metrics") if self.open_step is not None else None
-        if metrics is not None and "cost_usd" not in metrics:
-            if entry.cost_usd is not None and self.cost is not None:
-                metrics["cost_usd"] = round(max(0.0, entry.cost_usd - self.cost), 9)
+        rise = _rise(self.cost, entry.cost_usd)
+        if metrics is not None and "cost_usd" not in metrics and rise is not None:
+            metrics["cost_usd"] = rise  # the reply's share of the spend
         self.cost = entry.cost_usd
 
     def notes_dropped(self, entry: dialog.NotesDropped) -> None:
@@ -228,6 +228,13 @@ def to_atif(
     if notes := _notes(built, summary):
         trajectory["notes"] = notes
     return trajectory
+
+
+def _rise(before: float | None, after: float | None) -> float | None:
+    """How much a running cost rose, when both figures are known."""
+    if before is None or after is None:
+        return None
+    return round(max(0.0, after - before), 9)
 
 
 def _agent(run: Mapping[str, Any]) -> dict[str, Any]:
