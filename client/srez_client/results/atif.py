@@ -2,13 +2,16 @@
 
 ATIF is the JSON trajectory format of Harbor / Terminal-Bench. The root has ``schema_version``
 (``ATIF-v1.8``), ``session_id`` and ``trajectory_id`` (both the run id), ``agent`` (name, version,
-model_name, and ``tool_definitions``: the 14 tools in OpenAI function form, as the agent was
-offered them), ``steps``, ``final_metrics``, ``notes`` and ``extra``. Each step has a ``step_id``
+model_name, ``tool_definitions``: the 14 tools in OpenAI function form, as the agent was offered
+them, and ``extra.agent_spec``), ``steps``, ``final_metrics``, ``notes`` and ``extra``. Each step has a ``step_id``
 (from 1), a ``source`` (``system``, ``user`` or ``agent``), a ``message`` and ``llm_call_count``;
 an agent step may carry ``reasoning_content``, ``tool_calls`` (``tool_call_id``,
 ``function_name``, ``arguments``), an ``observation`` (``results`` with ``source_call_id``,
 ``content`` and ``extra``) and ``metrics`` (``prompt_tokens``, ``completion_tokens``,
-``cost_usd``).
+``cost_usd``). Of what came after v1.4 (which this export wrote before) it uses
+``agent.tool_definitions`` and v1.7's ``llm_call_count``, ``trajectory_id`` and result ``extra``;
+content parts (images, and v1.8's audio), subagent trajectories and copied context have no
+counterpart in a run.
 
 How the dialog maps (DESIGN.md §6):
 
