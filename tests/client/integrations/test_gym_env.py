@@ -14,8 +14,8 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
-
 from rl_kit import leaks  # noqa: E402
+
 from srez_client.integrations.gym import ENV_ID, SREZeroEnv  # noqa: E402
 from srez_env.agents import make_agent  # noqa: E402
 from srez_env.baselines.heuristic import HeuristicAgent  # noqa: E402

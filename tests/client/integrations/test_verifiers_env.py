@@ -10,12 +10,12 @@ scored by the task's own rubric (``Task.score``), as the host scores it.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,10 @@ import verifiers.v1 as vf  # noqa: E402
 from aiohttp import web  # noqa: E402
 from mcp.client import Client  # noqa: E402
 from pytest_aiohttp import AiohttpServer  # noqa: E402
+from rl_kit import leaks  # noqa: E402
 from verifiers.v1.mcp.launch import serve_in_runtime  # noqa: E402
 from verifiers.v1.runtimes import make_runtime  # noqa: E402
 
-from rl_kit import leaks  # noqa: E402
 from srez_client.integrations.task_source import resolve  # noqa: E402
 from srez_client.integrations.verifiers import (  # noqa: E402
     SrezData,
@@ -121,7 +121,7 @@ def test_a_taskset_of_ids_and_stop_on_the_episode_end() -> None:
 
 
 @pytest.fixture
-async def state_channel(aiohttp_server: AiohttpServer) -> AsyncIterator[dict[str, Any]]:
+async def state_channel(aiohttp_server: AiohttpServer) -> dict[str, Any]:
     """The host's side of a rollout's state channel, holding one task's data and state."""
     box: dict[str, Any] = {"state": SrezState(), "data": None}
 
@@ -150,7 +150,7 @@ async def state_channel(aiohttp_server: AiohttpServer) -> AsyncIterator[dict[str
     app.router.add_get("/task", get_task)
     server = await aiohttp_server(app)
     box["url"] = str(server.make_url("/state"))
-    yield box
+    return box
 
 
 async def test_the_scripted_agent_scores_1_through_the_tool_server_over_mcp(
@@ -208,3 +208,10 @@ def test_the_plugin_id_resolves_to_the_taskset_and_the_readme_recipe_runs() -> N
     section = readme.split("### verifiers", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     exec(compile(snippet, "README.md:verifiers", "exec"), {})
+
+
+def test_the_plugin_module_only_re_exports_the_taskset() -> None:
+    tree = ast.parse((ROOT / "client" / "srez_zero" / "__init__.py").read_text())
+    imports = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert imports == ["srez_client.integrations.verifiers"]
+    assert [type(n).__name__ for n in tree.body] == ["Expr", "ImportFrom", "Assign"]

@@ -160,6 +160,6 @@ class SREZeroEnv(gymnasium.Env[str, str]):
         truncated = episode.log.end_reason == "step_budget"
         return self._last, grade.reward.total, not truncated, truncated, info
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         """The last observation (``render_mode="ansi"``), else None."""
         return self._last if self.render_mode == "ansi" else None
