@@ -1,0 +1,86 @@
+"""An episode reached through a run's agent socket (DESIGN.md §5): the daemon executes and
+records every call, so the MCP server adds nothing to the record and sees nothing of the grade."""
+
+from __future__ import annotations
+
+import stat
+import urllib.parse
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import orjson
+
+from srez_client.errors import DaemonUnreachableError, UsageError
+from srez_client.integrations.mcp.port import EpisodePort, Observation, PortError
+from srez_daemon.protocol.agent import SUBMIT_TOOL
+from srez_daemon.protocol.api import AgentTask
+
+BASE: Final = "http://agent"  # the host part is ignored on a unix socket
+JSON: Final = {"Content-Type": "application/json"}
+
+
+class SocketPort(EpisodePort):
+    """The agent socket at ``path``, over one kept-alive connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._http: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def checked(cls, path: Path) -> SocketPort:
+        """A port to ``path``, refused at once when it is not a socket.
+
+        Raises:
+            UsageError: If ``path`` does not exist or is not a unix socket.
+        """
+        try:
+            mode = path.stat().st_mode
+        except OSError as e:
+            msg = f"--socket {path}: {e.strerror or e} (the run's agent socket: $SREZ_AGENT_SOCKET inside a run)"
+            raise UsageError(msg) from None
+        if not stat.S_ISSOCK(mode):
+            msg = f"--socket {path} is not a unix socket (the run's agent socket: $SREZ_AGENT_SOCKET inside a run)"
+            raise UsageError(msg)
+        return cls(path)
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None:
+            connector = aiohttp.UnixConnector(path=str(self.path))
+            timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
+            self._http = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        return self._http
+
+    async def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        try:
+            async with self._session().request(
+                method, BASE + path, data=body, headers=JSON
+            ) as resp:
+                data = await resp.read()
+                if resp.status < 300:
+                    return data
+        except (aiohttp.ClientError, OSError) as e:
+            msg = f"the agent socket {self.path} does not answer: {e}"
+            raise DaemonUnreachableError(msg) from e
+        try:
+            error = orjson.loads(data)["error"]
+            code, message = str(error["code"]), str(error["message"])
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            code, message = f"http_{resp.status}", data.decode(errors="replace")[:300]
+        raise PortError(code, message)
+
+    async def task(self) -> AgentTask:
+        return AgentTask.model_validate_json(await self._request("GET", "/task"))
+
+    async def call(self, tool: str, args: dict[str, Any]) -> Observation:
+        path = "/submit" if tool == SUBMIT_TOOL else f"/tools/{urllib.parse.quote(tool, safe='')}"
+        try:
+            body = await self._request("POST", path, orjson.dumps(args))
+        except DaemonUnreachableError as e:
+            raise PortError("unreachable", str(e)) from e
+        return Observation.from_body(body)
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
