@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 from client_helpers import one_line_error
-from tests.daemon.daemonkit import SLEEPER, live_daemon
 from mcp_kit import (
     SREZ,
     TASK,
@@ -30,13 +29,14 @@ from mcp_kit import (
     tool_record,
     wrong,
 )
+from tests.daemon.daemonkit import SLEEPER, live_daemon
 
 pytest.importorskip("mcp")
 
-from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp_types import CallToolResult  # noqa: E402
 
+from mcp import Client, StdioServerParameters  # noqa: E402
 from srez_env.actions import openai_tools  # noqa: E402
 
 TRAJECTORIES = {"expert": expert, "wrong": wrong}
@@ -243,6 +243,9 @@ def test_srez_mcp_without_the_library_names_the_extra_in_one_line(tmp_path: Path
 
 
 def test_the_command_line_starts_without_importing_mcp(tmp_path: Path) -> None:
-    proc = python("import sys; from srez_client.cli import main; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'uvicorn', 'starlette')))", tmp_path)
+    proc = python(
+        "import sys; from srez_client.cli import main; print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'uvicorn', 'starlette')))",
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

@@ -14,24 +14,28 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from mcp.client.stdio import stdio_client
 
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 
 def report(**fact: object) -> None:
     print(json.dumps(fact), flush=True)
 
 
-async def play(config_path: Path, actions_path: Path, prompt: str) -> None:
-    server = json.loads(config_path.read_text())["mcpServers"]["srez"]
+async def play(config: dict[str, Any], actions: list[dict[str, Any]], prompt: str) -> None:
+    server = config["mcpServers"]["srez"]
     params = StdioServerParameters(
         command=server["command"], args=server["args"], env=server.get("env") or None
     )
-    actions = [json.loads(line) for line in actions_path.read_text().splitlines() if line]
     async with Client(stdio_client(params)) as client:
         tools = (await client.list_tools()).tools
-        report(tools=sorted(t.name for t in tools), prompt_is_instructions=client.instructions == prompt)
+        report(
+            tools=sorted(t.name for t in tools),
+            prompt_is_instructions=client.instructions == prompt,
+        )
         for action in actions:
             result = await client.call_tool(action["tool"], action["args"])
             report(tool=action["tool"], is_error=result.is_error)
@@ -39,7 +43,9 @@ async def play(config_path: Path, actions_path: Path, prompt: str) -> None:
 
 def main() -> None:
     prompt = sys.stdin.read()
-    asyncio.run(play(Path(sys.argv[1]), Path(sys.argv[2]), prompt))
+    config = json.loads(Path(sys.argv[1]).read_text())
+    lines = Path(sys.argv[2]).read_text().splitlines()
+    asyncio.run(play(config, [json.loads(line) for line in lines if line], prompt))
 
 
 if __name__ == "__main__":

@@ -12,10 +12,7 @@ line, to install ``srez[mcp]``.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import importlib.util
-import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -103,7 +100,9 @@ def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
         msg = f"--name {name!r}: use 1 to 40 of a-z 0-9 . _ -, not a built-in agent's name"
         raise UsageError(msg)
     if args.model is not None and not valid_slug(args.model):
-        msg = f"--model {args.model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
+        msg = (
+            f"--model {args.model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
+        )
         raise UsageError(msg)
     task = load(args.task, args.tasks_dir)
     require_mcp()
@@ -117,57 +116,17 @@ def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
 
 
 def _serve_socket(path: Path, http_port: int | None) -> int:
-    from srez_client.integrations.mcp.port import ToolCalls
-    from srez_client.integrations.mcp.server import build_server, loopback_socket, serve_http
-    from srez_client.integrations.mcp.server import serve_stdio
-    from srez_client.integrations.mcp.socket_port import SocketPort
+    from srez_client.integrations.mcp.serve import serve_socket
 
-    port = SocketPort.checked(path)
-    listening = None if http_port is None else loopback_socket(http_port)
-
-    async def serve() -> None:
-        try:
-            server = build_server(await port.task(), ToolCalls(port))
-            if listening is None:
-                await serve_stdio(server)
-            else:
-                await serve_http(server, listening)
-        finally:
-            await port.close()
-
-    asyncio.run(serve())
+    serve_socket(path, http_port)
     return 0
 
 
 def _serve_inline(task: Task, *, name: str, model: str, run_seed: int, results: Path) -> int:
-    from srez_client.backends.inline.host import HostedRun, RunIdentity
-    from srez_client.integrations.mcp.inline_port import InlinePort
-    from srez_client.integrations.mcp.port import ToolCalls
-    from srez_client.integrations.mcp.server import build_server, serve_stdio
+    from srez_client.backends.inline.host import RunIdentity
+    from srez_client.integrations.mcp.serve import serve_task
 
     who = RunIdentity(agent=name, agent_spec=f"mcp:{name}", model=model, run_seed=run_seed)
-    hosted = HostedRun.open(task, who, results)
-    port = InlinePort(hosted)
-
-    async def serve() -> None:
-        serving = asyncio.current_task()
-        assert serving is not None
-        loop = asyncio.get_running_loop()
-        # SIGTERM is how an MCP client stops a server that outlives its stdin: the agent left
-        loop.add_signal_handler(signal.SIGTERM, serving.cancel)
-        try:
-            with contextlib.suppress(asyncio.CancelledError):
-                await serve_stdio(build_server(await port.task(), ToolCalls(port)))
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-        await port.close()
-
-    try:
-        asyncio.run(serve())
-    except BaseException:  # Ctrl-C included: the half-written run goes, as an inline eval's does
-        if port.run is None:
-            hosted.discard()
-        raise
-    assert port.run is not None
-    say(f"run {port.run.run_id}: {task.id} as {name}, filed in {port.run.run_dir}")
+    run = serve_task(task, who, results)
+    say(f"run {run.run_id}: {task.id} as {name}, filed in {run.run_dir}")
     return 0

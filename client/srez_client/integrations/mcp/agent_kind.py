@@ -3,7 +3,7 @@
 A ``mcp:NAME`` agent is a custom command (``--agent-cmd``, like ``cmd:NAME``) that the run starts
 through :mod:`.launch`: inside the agent's sandbox, the launcher reads the task from the agent
 socket, writes an MCP configuration whose one server, ``srez``, is ``srez mcp --socket`` on that
-socket, and then runs the command with these placeholders filled in (each anywhere inside an
+socket (as ``python -m srez_client.integrations.mcp --socket``), and then runs the command with these placeholders filled in (each anywhere inside an
 argument):
 
 ====================  =====================================================================
@@ -30,6 +30,8 @@ from typing import Final
 
 LAUNCH_MODULE: Final = "srez_client.integrations.mcp.launch"
 """The module that starts an ``mcp:NAME`` agent inside the run."""
+SERVER_MODULE: Final = "srez_client.integrations.mcp"
+"""What the configuration runs: ``srez mcp --socket`` alone (:mod:`srez_client.integrations.mcp.__main__`)."""
 SERVER_NAME: Final = "srez"
 """The MCP server's name in the configuration (its tools are ``mcp__srez__*`` in Claude Code)."""
 CONFIG_VAR: Final = "SREZ_MCP_CONFIG"
@@ -59,9 +61,11 @@ class ServerSpec:
 
 def server_spec(python: str, socket: str, environ: Mapping[str, str]) -> ServerSpec:
     """``srez mcp --socket SOCKET`` run by ``python`` (the agent's own interpreter, which the
-    sandbox shows), with the variables of :data:`PASSED_TO_SERVER` that ``environ`` has."""
+    sandbox shows) as ``python -m srez_client.integrations.mcp``: the same server without the
+    rest of the command line, which reads the task files as it starts (the sandbox hides them),
+    with the variables of :data:`PASSED_TO_SERVER` that ``environ`` has."""
     env = {k: environ[k] for k in PASSED_TO_SERVER if environ.get(k)}
-    return ServerSpec(python, ("-m", "srez_client.cli", "mcp", "--socket", socket), env)
+    return ServerSpec(python, ("-m", SERVER_MODULE, "--socket", socket), env)
 
 
 def config_json(spec: ServerSpec) -> str:

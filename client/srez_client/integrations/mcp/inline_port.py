@@ -16,7 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from srez_client.backends.inline.host import HostedRun, InlineRun
-from srez_client.integrations.mcp.port import ENDED, EpisodePort, Observation, PortError, first_error
+from srez_client.integrations.mcp.port import (
+    EpisodePort,
+    Observation,
+    PortError,
+    first_error,
+)
 from srez_daemon.protocol.agent import SUBMIT_TOOL
 from srez_daemon.protocol.api import AgentTask, submit_args
 
@@ -41,12 +46,12 @@ class InlinePort(EpisodePort):
 
     async def call(self, tool: str, args: dict[str, Any]) -> Observation:
         if self.run is not None:
-            raise PortError("conflict", ENDED)
+            raise PortError.ended()
         if tool == SUBMIT_TOOL:  # as the agent socket takes it: POST /submit
             try:
                 args = submit_args(args)
             except ValidationError as e:
-                raise PortError("bad_request", first_error(e)) from e
+                raise PortError.bad_request(first_error(e)) from e
         outcome = await asyncio.to_thread(self.hosted.episode.call, tool, args)
         if self.hosted.episode.done:
             await self._end()

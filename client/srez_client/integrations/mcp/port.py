@@ -42,6 +42,21 @@ class PortError(ClientError):
         self.code = code
         self.message = message
 
+    @classmethod
+    def ended(cls) -> PortError:
+        """The refusal of a call after the end of the episode."""
+        return cls("conflict", ENDED)
+
+    @classmethod
+    def bad_request(cls, message: str) -> PortError:
+        """A request the agent socket refuses as malformed (a submit it cannot take)."""
+        return cls("bad_request", message)
+
+    @classmethod
+    def unreachable(cls, message: str) -> PortError:
+        """The agent socket did not answer (not one of its codes: it said nothing)."""
+        return cls("unreachable", message)
+
     def body(self) -> str:
         """The agent socket's error body for this error, as text."""
         return orjson.dumps({"error": {"code": self.code, "message": self.message}}).decode()
@@ -113,7 +128,7 @@ class ToolCalls:
         refuse, and costs a step, as on the agent socket)."""
         async with self._one_at_a_time:
             if self.ended:
-                return CallResult(PortError("conflict", ENDED).body(), is_error=True)
+                return CallResult(PortError.ended().body(), is_error=True)
             tool, args = tool_call({"tool": name, "args": dict(arguments or {})})
             try:
                 observation = await self.port.call(tool, args)

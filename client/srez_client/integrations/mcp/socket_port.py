@@ -77,7 +77,7 @@ class SocketPort(EpisodePort):
         try:
             body = await self._request("POST", path, orjson.dumps(args))
         except DaemonUnreachableError as e:
-            raise PortError("unreachable", str(e)) from e
+            raise PortError.unreachable(str(e)) from e
         return Observation.from_body(body)
 
     async def close(self) -> None:
