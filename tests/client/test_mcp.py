@@ -249,3 +249,15 @@ def test_the_command_line_starts_without_importing_mcp(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_sandbox_entry_point_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    for args, needle in (
+        (["--socket", "/nonexistent/agent.sock"], "No such file or directory"),
+        ([], "--socket"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "srez_client.integrations.mcp", *args], capture_output=True,
+            text=True, env=server_env(), cwd=tmp_path, timeout=60, check=False,
+        )  # fmt: skip
+        one_line_error(proc, needle)
