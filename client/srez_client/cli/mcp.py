@@ -123,10 +123,8 @@ def _serve_socket(path: Path, http_port: int | None) -> int:
 
 
 def _serve_inline(task: Task, *, name: str, model: str, run_seed: int, results: Path) -> int:
-    from srez_client.backends.inline.host import RunIdentity
     from srez_client.integrations.mcp.serve import serve_task
 
-    who = RunIdentity(agent=name, agent_spec=f"mcp:{name}", model=model, run_seed=run_seed)
-    run = serve_task(task, who, results)
+    run = serve_task(task, name=name, model=model, run_seed=run_seed, results=results)
     say(f"run {run.run_id}: {task.id} as {name}, filed in {run.run_dir}")
     return 0

@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--socket", type=Path, required=True, metavar="PATH")
     parser.add_argument("--http", type=int, nargs="?", const=0, metavar="PORT")
     args = parser.parse_args(argv)
+    if args.http is not None and not 0 <= args.http <= 65535:
+        parser.error(f"--http: must be a TCP port (0 to 65535; 0: a free one), got {args.http}")
     try:
         from srez_client.integrations.mcp.serve import serve_socket
 

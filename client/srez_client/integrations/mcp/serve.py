@@ -25,7 +25,7 @@ from srez_client.integrations.mcp.socket_port import SocketPort
 from srez_env.task import Task
 
 if TYPE_CHECKING:
-    from srez_client.backends.inline.host import InlineRun, RunIdentity
+    from srez_client.backends.inline.host import InlineRun
 
 
 def serve_socket(path: Path, http_port: int | None) -> None:
@@ -54,14 +54,15 @@ def serve_socket(path: Path, http_port: int | None) -> None:
     asyncio.run(serve())
 
 
-def serve_task(task: Task, who: RunIdentity, results: Path) -> InlineRun:
-    """Serves an episode of ``task`` on stdio, recorded as an inline run of ``who`` under
-    ``results``; the finished run once the client has left. SIGTERM (how a client stops a server
+def serve_task(task: Task, *, name: str, model: str, run_seed: int, results: Path) -> InlineRun:
+    """Serves an episode of ``task`` on stdio, recorded as an inline run of the agent ``name``
+    (``mcp:NAME``) under ``results``; the finished run once the client has left. SIGTERM (how a client stops a server
     that does not leave on its own) ends the episode as the client leaving; Ctrl-C deletes the
     half-written run, as an interrupted inline ``srez eval`` does."""
-    from srez_client.backends.inline.host import HostedRun
+    from srez_client.backends.inline.host import HostedRun, RunIdentity
     from srez_client.integrations.mcp.inline_port import InlinePort
 
+    who = RunIdentity(agent=name, agent_spec=f"mcp:{name}", model=model, run_seed=run_seed)
     hosted = HostedRun.open(task, who, results)
     port = InlinePort(hosted)
 

@@ -25,6 +25,7 @@ import anyio
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 from srez_client.integrations.mcp.port import PROMPT_NAME, ToolCalls
 from srez_daemon.protocol import srez_version
@@ -82,8 +83,6 @@ def build_server(task: AgentTask, calls: ToolCalls) -> Server[Any]:
         _ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         if params.name != PROMPT_NAME:
-            from mcp.shared.exceptions import MCPError
-
             msg = f"unknown prompt {params.name!r}: this server has {PROMPT_NAME!r}"
             raise MCPError(code=types.INVALID_PARAMS, message=msg)
         message = types.PromptMessage(
