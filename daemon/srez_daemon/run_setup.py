@@ -41,9 +41,9 @@ def load_manifest(path: Path) -> RunManifest:
 def agent_command(manifest: RunManifest, settings: DaemonSettings) -> tuple[tuple[str, ...], bool]:
     """The agent's command line, and whether it is the built-in ``srez-agent``.
 
-    A ``cmd:NAME`` (or ``mcp:NAME``) run runs the ``agent_cmd`` its ``run.json`` records (else the daemon's own
-    ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command; any other spec
-    runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
+    A ``cmd:NAME`` (or ``mcp:NAME``) run runs the ``agent_cmd`` its ``run.json`` records (else
+    the daemon's own ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command;
+    any other spec runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
     """
     spec = manifest.agent_spec
     if spec.startswith(CUSTOM_PREFIXES):
