@@ -6,26 +6,23 @@ from __future__ import annotations
 import stat
 import urllib.parse
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-import aiohttp
 import orjson
 
 from srez_client.errors import DaemonUnreachableError, UsageError
+from srez_client.integrations.mcp.agent_http import AgentHTTP
 from srez_client.integrations.mcp.port import EpisodePort, Observation, PortError
 from srez_daemon.protocol.agent import SUBMIT_TOOL
 from srez_daemon.protocol.api import AgentTask
 
-BASE: Final = "http://agent"  # the host part is ignored on a unix socket
-JSON: Final = {"Content-Type": "application/json"}
-
 
 class SocketPort(EpisodePort):
-    """The agent socket at ``path``, over one kept-alive connection."""
+    """The agent socket at ``path``, over one kept-alive connection (:mod:`.agent_http`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._http: aiohttp.ClientSession | None = None
+        self._http = AgentHTTP(path)
 
     @classmethod
     def checked(cls, path: Path) -> SocketPort:
@@ -44,29 +41,15 @@ class SocketPort(EpisodePort):
             raise UsageError(msg)
         return cls(path)
 
-    def _session(self) -> aiohttp.ClientSession:
-        if self._http is None:
-            connector = aiohttp.UnixConnector(path=str(self.path))
-            timeout = aiohttp.ClientTimeout(total=None, sock_read=600)
-            self._http = aiohttp.ClientSession(connector=connector, timeout=timeout)
-        return self._http
-
-    async def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
-        try:
-            async with self._session().request(
-                method, BASE + path, data=body, headers=JSON
-            ) as resp:
-                data = await resp.read()
-                if resp.status < 300:
-                    return data
-        except (aiohttp.ClientError, OSError) as e:
-            msg = f"the agent socket {self.path} does not answer: {e}"
-            raise DaemonUnreachableError(msg) from e
+    async def _request(self, method: str, path: str, body: bytes = b"") -> bytes:
+        status, data = await self._http.request(method, path, body)
+        if status < 300:
+            return data
         try:
             error = orjson.loads(data)["error"]
             code, message = str(error["code"]), str(error["message"])
         except (orjson.JSONDecodeError, KeyError, TypeError):
-            code, message = f"http_{resp.status}", data.decode(errors="replace")[:300]
+            code, message = f"http_{status}", data.decode(errors="replace")[:300]
         raise PortError(code, message)
 
     async def task(self) -> AgentTask:
@@ -81,6 +64,4 @@ class SocketPort(EpisodePort):
         return Observation.from_body(body)
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        await self._http.close()
