@@ -169,6 +169,17 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
         ),
     ),
     (
+        "srez export atif RUN",
+        (
+            Step(
+                "srez export atif {finished} && python3 -m json.tool"
+                " results/sre-007/none/scripted/{finished}/archive/trajectory.json",
+                r'"schema_version": "ATIF-v1\.8"',
+            ),
+        ),
+    ),
+    ("srez export atif --all", (Step("srez export atif --all", r"archive/trajectory\.json"),)),
+    (
         "source <(srez completion bash)",
         (Step("source <(srez completion bash) && complete -p srez", r"complete .* srez$"),),
     ),

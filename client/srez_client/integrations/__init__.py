@@ -1,5 +1,6 @@
-"""SRE-Zero where agent builders already work: one subpackage per ecosystem.
+"""SRE-Zero where agent builders already work: one subpackage per ecosystem (``mcp`` ...).
 
-Each subpackage imports its ecosystem's library (an optional extra of ``srez``) only when it is
-itself imported, so ``pip install srez`` without the extras still works.
+Each subpackage imports its ecosystem's library lazily or only in its own modules, so
+``pip install srez`` works without any of them; the command or module that needs one says which
+extra to install (``srez[mcp]`` ...).
 """
