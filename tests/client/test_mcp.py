@@ -8,11 +8,15 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import signal
+import socket
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +37,9 @@ from tests.daemon.daemonkit import SLEEPER, live_daemon
 
 pytest.importorskip("mcp")
 
+from httpx2 import AsyncClient, Response  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp_types import CallToolResult  # noqa: E402
 
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -131,22 +137,52 @@ async def _post(sock: str, path: str, body: dict[str, Any]) -> bytes:
         return await resp.read()
 
 
+@dataclass(frozen=True)
+class Served:
+    url: str
+    header: str
+    """The ``Authorization`` header's value the server's stderr line gave."""
+
+
 @asynccontextmanager
-async def http_server(sock: Path) -> AsyncIterator[str]:
-    """``srez mcp --socket SOCK --http``: its URL while it serves; SIGTERM after."""
+async def http_server(sock: Path, *args: str) -> AsyncIterator[Served]:
+    """``srez mcp --socket SOCK --http [ARGS]``: its URL and header while it serves; SIGTERM after."""
     proc = await asyncio.create_subprocess_exec(
-        str(SREZ), "mcp", "--socket", str(sock), "--http",
+        str(SREZ), "mcp", "--socket", str(sock), "--http", *args,
         env=server_env(), stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     try:
         assert proc.stderr is not None
         line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        found = re.fullmatch(
+            r"srez: MCP \(streamable HTTP\) at (http://127\.0\.0\.1:\d+/mcp); send the header"
+            r' "Authorization: (Bearer [^"]+)"(?: with the token in .+)?\n',
+            line,
+        )
         assert found, line
-        yield found.group(0)
+        yield Served(found.group(1), found.group(2))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 30)
+
+
+@asynccontextmanager
+async def over_http(
+    url: str, authorization: str | None, statuses: list[int] | None = None
+) -> AsyncIterator[Client]:
+    """The ``mcp`` library's client over streamable HTTP, sending ``authorization`` (the status
+    of each HTTP answer it gets is added to ``statuses``)."""
+    headers = {} if authorization is None else {"Authorization": authorization}
+
+    async def seen(response: Response) -> None:
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    async with (
+        AsyncClient(headers=headers, event_hooks={"response": [seen]}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 async def test_mcp_streamable_http_on_loopback_grades_like_inline_eval(tmp_path: Path) -> None:
@@ -155,8 +191,10 @@ async def test_mcp_streamable_http_on_loopback_grades_like_inline_eval(tmp_path:
     with live_daemon(
         tmp_path / "daemon", task_id=TASK, agent_spec="cmd:mcp-http", recorded_cmd=SLEEPER
     ) as daemon:
-        async with http_server(daemon.run_dir / "agent.sock") as url:
-            async with Client(url) as client:
+        async with http_server(daemon.run_dir / "agent.sock") as served:
+            token = served.header.removeprefix("Bearer ")
+            assert re.fullmatch(r"[\w-]{43}", token)  # 32 random bytes, URL-safe base64
+            async with over_http(served.url, served.header) as client:
                 await assert_served_as_the_task(client)
                 await replay(client, actions)
                 after = await client.call_tool("wait", {"minutes": 1})
@@ -165,6 +203,63 @@ async def test_mcp_streamable_http_on_loopback_grades_like_inline_eval(tmp_path:
     assert tool_record(daemon.run_dir) == tool_record(reference)
     assert without_agent(grade_of(daemon.run_dir)) == without_agent(grade_of(reference))
     assert grade_of(daemon.run_dir)["reward"]["total"] == 1.0
+
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_alerts"}}
+HELLO = {
+    "jsonrpc": "2.0", "id": 0, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "probe", "version": "1"}},
+}  # fmt: skip
+
+
+async def test_mcp_http_refuses_a_request_without_its_token_before_the_agent_socket(
+    tmp_path: Path,
+) -> None:
+    actions = expert()
+    reference = inline_reference(tmp_path / "inline", actions)
+    token_file = tmp_path / "mcp.token"
+    with live_daemon(
+        tmp_path / "daemon", task_id=TASK, agent_spec="cmd:mcp-http", recorded_cmd=SLEEPER
+    ) as daemon:
+        async with http_server(
+            daemon.run_dir / "agent.sock", "--token-file", str(token_file)
+        ) as served:
+            assert served.header == "Bearer <token>"  # the line does not show it
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+            token = token_file.read_text().strip()
+            other = f"Bearer {secrets.token_urlsafe(32)}"
+            refused = [None, other, f"Bearer {token[:-1]}", token, f"bearer {token}"]
+            for authorization in refused:  # none, another, almost, no scheme, the scheme's case
+                statuses: list[int] = []
+                with pytest.raises(BaseExceptionGroup, match="TaskGroup"):  # the library's
+                    async with over_http(served.url, authorization, statuses) as client:
+                        await client.call_tool("get_alerts", {})
+                assert statuses and set(statuses) == {401}, statuses
+                for body in (HELLO, CALL):
+                    status, answer, challenge = await _raw_post(served.url, authorization, body)
+                    assert (status, challenge) == (401, "Bearer")
+                    assert answer.count(b"\n") == 0
+                    assert json.loads(answer)["error"]["code"] == "unauthorized"
+            # not one call reached the agent socket: the episode is the expert's alone
+            async with over_http(served.url, f"Bearer {token}") as client:
+                await replay(client, actions)
+            daemon.wait_phase("done")
+        assert not token_file.exists()  # removed as the server stopped
+    assert tool_record(daemon.run_dir) == tool_record(reference)
+    assert grade_of(daemon.run_dir)["reward"]["total"] == 1.0
+
+
+async def _raw_post(
+    url: str, authorization: str | None, body: dict[str, Any]
+) -> tuple[int, bytes, str | None]:
+    import aiohttp
+
+    headers = {"Accept": "application/json, text/event-stream"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    async with aiohttp.ClientSession() as http, http.post(url, json=body, headers=headers) as resp:
+        return resp.status, await resp.read(), resp.headers.get("WWW-Authenticate")
 
 
 @pytest.mark.parametrize("trajectory", sorted(TRAJECTORIES))
@@ -212,18 +307,26 @@ async def test_mcp_task_client_that_leaves_without_submitting_ends_as_agent_exit
         (["--socket", "/nonexistent/agent.sock"], "No such file or directory"),
         (["--socket", "{here}"], "is not a unix socket"),
         (["--socket", "S", "--seed", "3"], "--seed is for --task"),
-        (["--task", TASK, "--http"], "--http serves a run's agent socket"),
+        (["--task", TASK, "--http"], "--http (and its --token-file) serve a run's agent socket"),
         (["--task", "sre-999"], "sre-999"),
         (["--task", TASK, "--name", "scripted"], "--name 'scripted'"),
         (["--socket", "S", "--http", "99999"], "must be a TCP port"),
+        (["--socket", "S", "--token-file", "t"], "--token-file is the token of --http"),
+        (["--task", TASK, "--token-file", "t"], "serve a run's agent socket"),
+        (["--socket", "{sock}", "--http", "--token-file", "/nonexistent/t"], "--token-file"),
     ],
 )
 def test_srez_mcp_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
-    args = [a.replace("{here}", str(tmp_path)) for a in args]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "agent.sock"))  # a socket: what is checked before its answer
+    args = [
+        a.replace("{here}", str(tmp_path)).replace("{sock}", listener.getsockname()) for a in args
+    ]
     proc = subprocess.run(
         [str(SREZ), "mcp", *args], capture_output=True, text=True, env=server_env(),
         cwd=tmp_path, timeout=60, check=False,
     )  # fmt: skip
+    listener.close()
     one_line_error(proc, needle)
 
 

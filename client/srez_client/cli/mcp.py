@@ -1,7 +1,8 @@
 """``srez mcp``: the agent's tools as an MCP server (:mod:`srez_client.integrations.mcp`).
 
 * ``srez mcp --socket PATH``: a proxy to a run's agent socket, on stdio (or ``--http [PORT]``:
-  streamable HTTP on 127.0.0.1); the daemon records every call.
+  streamable HTTP on 127.0.0.1, behind a token written on stderr or into ``--token-file``); the
+  daemon records every call.
 * ``srez mcp --task ID``: an episode in this process, on stdio; its run is filed under
   ``--results`` like an inline run, as the agent ``--name`` (default ``mcp``).
 
@@ -58,7 +59,14 @@ def add_mcp_command(sub: Any, parents: list[argparse.ArgumentParser], load: Task
         nargs="?",
         const=0,
         metavar="PORT",
-        help="with --socket: streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (default: a free port)",
+        help="with --socket: streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (default: a free port);"
+        " clients send its token, which it writes on stderr",
+    )
+    mcp.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="PATH",
+        help="with --http: write the token to PATH (0600; removed on exit) instead of on stderr",
     )
     mcp.add_argument("--seed", type=int, help="with --task: run seed (default 0)")
     mcp.add_argument("--results", type=Path, help="with --task: results root (default ./results)")
@@ -90,10 +98,13 @@ def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
         if given:
             msg = f"{given[0]} is for --task (an episode here); a run's socket has its own"
             raise UsageError(msg)
+        if args.token_file is not None and args.http is None:
+            msg = "--token-file is the token of --http; stdio needs none"
+            raise UsageError(msg)
         require_mcp()
-        return _serve_socket(args.socket, args.http)
-    if args.http is not None:
-        msg = "--http serves a run's agent socket (--socket); --task serves stdio"
+        return _serve_socket(args.socket, args.http, args.token_file)
+    if args.http is not None or args.token_file is not None:
+        msg = "--http (and its --token-file) serve a run's agent socket (--socket); --task serves stdio"
         raise UsageError(msg)
     name = DEFAULT_NAME if args.name is None else args.name
     if not CUSTOM_NAME.fullmatch(name) or name in BUILTIN_AGENT_NAMES:
@@ -115,10 +126,10 @@ def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
     )
 
 
-def _serve_socket(path: Path, http_port: int | None) -> int:
+def _serve_socket(path: Path, http_port: int | None, token_file: Path | None) -> int:
     from srez_client.integrations.mcp.serve import serve_socket
 
-    serve_socket(path, http_port)
+    serve_socket(path, http_port, token_file)
     return 0
 
 

@@ -2,8 +2,8 @@
 
 * :mod:`.port`: what the server needs of an episode (:class:`~.port.EpisodePort`: the task, and
   one tool call at a time) and the rules of its calls (:class:`~.port.ToolCalls`);
-  :mod:`.socket_port` reaches a run's agent socket (the daemon records every call; HTTP/1.1 by
-  :mod:`.agent_http`),
+  :mod:`.socket_port` reaches a run's agent socket (the daemon records every call; aiohttp's
+  client, in :mod:`.agent_http`),
   :mod:`.inline_port` hosts an episode in this process (the ``inline`` backend's recorder, so its
   run folder is an inline run's).
 * :mod:`.server`: the MCP server over either port, on stdio or streamable HTTP on loopback; the

@@ -1,4 +1,4 @@
-"""``python -m srez_client.integrations.mcp --socket PATH [--http [PORT]]``: ``srez mcp --socket``
+"""``python -m srez_client.integrations.mcp --socket PATH [--http [PORT] [--token-file PATH]]``: ``srez mcp --socket``
 without the rest of the command line, for the agent's sandbox: there the task files are hidden,
 and ``srez`` reads them as it starts. What an ``mcp:NAME`` agent's configuration runs."""
 
@@ -27,13 +27,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="python -m srez_client.integrations.mcp")
     parser.add_argument("--socket", type=Path, required=True, metavar="PATH")
     parser.add_argument("--http", type=int, nargs="?", const=0, metavar="PORT")
+    parser.add_argument("--token-file", type=Path, metavar="PATH")
     args = parser.parse_args(argv)
     if args.http is not None and not 0 <= args.http <= 65535:
         parser.error(f"--http: must be a TCP port (0 to 65535; 0: a free one), got {args.http}")
+    if args.token_file is not None and args.http is None:
+        parser.error("--token-file is the token of --http; stdio needs none")
     try:
         from srez_client.integrations.mcp.serve import serve_socket
 
-        serve_socket(args.socket, args.http)
+        serve_socket(args.socket, args.http, args.token_file)
     except ModuleNotFoundError as e:
         if e.name not in LIBRARIES:
             raise

@@ -1,32 +1,51 @@
-"""HTTP/1.1 over a run's agent socket: one kept-alive connection, one request at a time.
+"""HTTP to a run's agent socket for the MCP proxy: aiohttp's client on a unix socket.
 
-The agent socket answers a handful of JSON requests from one agent, so the server's proxy needs
-no general HTTP client: this one writes a request with its ``Content-Length``, reads the status
-line, the headers and a body of known length (or chunked), and reconnects when the daemon has
-closed an idle connection. It costs a call about a third of a millisecond less than a general
-client library on the same socket (measured in one process), which the proxy adds to every call.
+One :class:`aiohttp.ClientSession` serves the proxy's life, so its calls share one kept-alive
+connection (the connector holds one at most: the proxy sends one call at a time). A connection
+the daemon closed while idle is not reused: the connector drops it and opens another (it also
+lets a connection idle for :data:`IDLE_S` go, well before the daemon would). Whatever keeps an answer
+from arriving (no socket, nobody listening, a connection cut mid-answer, no answer within
+:data:`CALL_TIMEOUT_S`) is one :class:`~srez_client.errors.DaemonUnreachableError`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from pathlib import Path
 from typing import Final
 
+import aiohttp
+
 from srez_client.errors import DaemonUnreachableError
 
-MAX_HEAD: Final = 64 * 1024
-"""The status line and headers of an answer, at most."""
+IDLE_S: Final = 15.0
+"""How long an idle connection is kept for the next call."""
+CALL_TIMEOUT_S: Final = 300.0
+"""How long a call may take, its connection included, before the socket counts as not answering
+(a call is a simulator step: milliseconds)."""
+HEADERS: Final = {"Content-Type": "application/json"}
 
 
 class AgentHTTP:
-    """Requests to the agent socket at ``path``."""
+    """Requests to the agent socket at ``path`` (the session opens with the first request)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        self._one_at_a_time = asyncio.Lock()
+        self._session: aiohttp.ClientSession | None = None
+
+    def _opened(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.UnixConnector(
+                path=str(self.path), limit=1, keepalive_timeout=IDLE_S
+            )
+            self._session = aiohttp.ClientSession(
+                "http://agent",
+                connector=connector,
+                headers=HEADERS,
+                skip_auto_headers=("User-Agent",),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=aiohttp.ClientTimeout(total=CALL_TIMEOUT_S),
+            )
+        return self._session
 
     async def request(self, method: str, target: str, body: bytes = b"") -> tuple[int, bytes]:
         """(status, body) of one request.
@@ -34,65 +53,23 @@ class AgentHTTP:
         Raises:
             DaemonUnreachableError: If the socket does not answer, or answers what is not HTTP.
         """
-        async with self._one_at_a_time:
-            try:
-                return await self._exchange(method, target, body)
-            except (OSError, EOFError, ValueError, asyncio.IncompleteReadError) as e:
-                await self.close()
-                msg = f"the agent socket {self.path} does not answer: {e or type(e).__name__}"
-                raise DaemonUnreachableError(msg) from e
-
-    async def _exchange(self, method: str, target: str, body: bytes) -> tuple[int, bytes]:
-        if self._streams is None or self._streams[0].at_eof():  # the daemon closed an idle one
-            await self.close()
-            self._streams = await asyncio.open_unix_connection(str(self.path), limit=MAX_HEAD)
-        reader, writer = self._streams
-        head = (
-            f"{method} {target} HTTP/1.1\r\nHost: agent\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-        )
-        writer.write(head.encode("ascii") + body)
-        await writer.drain()
-        status, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            data = await _read_chunked(reader)
-        else:
-            data = await reader.readexactly(int(headers.get("content-length", "0")))
-        if headers.get("connection", "").lower() == "close":
-            await self.close()
-        return status, data
+        try:
+            async with self._opened().request(method, target, data=body) as response:
+                return response.status, await response.read()
+        except (aiohttp.ClientError, OSError) as e:  # TimeoutError is an OSError
+            msg = f"the agent socket {self.path} does not answer: {_reason(e)}"
+            raise DaemonUnreachableError(msg) from e
 
     async def close(self) -> None:
-        """Closes the connection (the next request opens another)."""
-        if self._streams is not None:
-            writer = self._streams[1]
-            self._streams = None
-            writer.close()
-            with contextlib.suppress(OSError):  # already gone: closing is all that was asked
-                await writer.wait_closed()
+        """Closes the session and its connection (a later request opens another session)."""
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
-    """The status code and the headers (names in lower case) of an answer's head."""
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        msg = f"not an HTTP answer: {lines[0][:80]!r}"
-        raise ValueError(msg)
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name:
-            headers[name.strip().lower()] = value.strip()
-    return int(parts[1]), headers
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
-        if size == 0:
-            await reader.readuntil(b"\r\n")  # no trailers are sent on this socket
-            return b"".join(chunks)
-        chunks.append(await reader.readexactly(size))
-        await reader.readexactly(2)
+def _reason(error: BaseException) -> str:
+    """What went wrong, in one line: the system's words when a system call failed."""
+    cause = error.os_error if isinstance(error, aiohttp.ClientConnectorError) else error
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return " ".join(str(error).split()) or type(error).__name__

@@ -17,7 +17,6 @@ import logging
 import os
 import socket
 import stat
-import sys
 from collections.abc import Callable
 from typing import Any, Final, cast
 
@@ -27,6 +26,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
+from srez_client.integrations.mcp.http_token import BearerToken
 from srez_client.integrations.mcp.port import PROMPT_NAME, ToolCalls
 from srez_daemon.protocol import srez_version
 from srez_daemon.protocol.api import AgentTask
@@ -191,23 +191,20 @@ def loopback_socket(port: int) -> socket.socket:
 
 
 async def serve_http(
-    server: Server[Any], sock: socket.socket, announce: Callable[[str], None] | None = None
+    server: Server[Any], sock: socket.socket, token: str, announce: Callable[[str], None]
 ) -> None:
-    """Serves streamable HTTP at ``http://127.0.0.1:PORT/mcp`` on ``sock`` until SIGINT or
-    SIGTERM; ``announce`` gets the URL once it listens (default: one line on stderr)."""
+    """Serves streamable HTTP at ``http://127.0.0.1:PORT/mcp`` on ``sock``, to requests that carry
+    ``token`` (:class:`~.http_token.BearerToken`), until SIGINT or SIGTERM; ``announce`` gets the
+    URL once it listens."""
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=LOOPBACK)
-    runner = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    guarded = BearerToken(app, token)
+    runner = uvicorn.Server(uvicorn.Config(guarded, log_level="warning", lifespan="on"))
     url = f"http://{LOOPBACK}:{sock.getsockname()[1]}{MCP_PATH}"
     serving = asyncio.ensure_future(runner.serve(sockets=[sock]))
     while not runner.started and not serving.done():  # noqa: ASYNC110 - uvicorn has only the flag
         await asyncio.sleep(0.005)
     if runner.started:
-        (announce or _say)(url)
+        announce(url)
     await serving
-
-
-def _say(url: str) -> None:
-    sys.stderr.write(f"srez: MCP (streamable HTTP) at {url}\n")
-    sys.stderr.flush()

@@ -18,7 +18,8 @@ from srez_daemon.protocol.api import AgentTask
 
 
 class SocketPort(EpisodePort):
-    """The agent socket at ``path``, over one kept-alive connection (:mod:`.agent_http`)."""
+    """The agent socket at ``path``, over one kept-alive connection (aiohttp's client:
+    :mod:`.agent_http`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
