@@ -354,10 +354,29 @@ def test_the_command_line_starts_without_importing_mcp(tmp_path: Path) -> None:
     assert proc.stdout.strip() == "[]"
 
 
+def test_the_sandbox_entry_point_imports_neither_the_command_line_nor_the_task_files(
+    tmp_path: Path,
+) -> None:
+    """What ``python -m srez_client.integrations.mcp --socket`` imports to serve, stdio or HTTP:
+    the sandbox hides the task files that ``srez`` (its command line) reads as it starts."""
+    proc = python(
+        "import sys, runpy; sys.argv = ['x', '--help']\n"
+        "from srez_client.integrations.mcp import serve, http_token, agent_http\n"
+        "try: runpy.run_module('srez_client.integrations.mcp', run_name='__main__')\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('srez_client.cli', 'srez_env.tasks',"
+        " 'srez_env.generator', 'srez_client.backends'))), 'aiohttp' in sys.modules)",
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[] True"
+
+
 def test_the_sandbox_entry_point_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     for args, needle in (
         (["--socket", "/nonexistent/agent.sock"], "No such file or directory"),
         ([], "--socket"),
+        (["--socket", "/nonexistent/agent.sock", "--token-file", "t"], "the token of --http"),
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "srez_client.integrations.mcp", *args], capture_output=True,
