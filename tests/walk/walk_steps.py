@@ -482,7 +482,7 @@ MCP: list[tuple[str, tuple[Step, ...]]] = [
             ),
             Step(
                 "cat results/sre-007/none/mcp-http/*/logs/agent.log",
-                r'(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:8765/mcp; send the header'
+                r"(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:8765/mcp; send the header"
                 r' "Authorization: Bearer [\w-]{43}"$'
                 r'.*^without the token: 401 \{"error":\{"code":"unauthorized".*^declare_root_cause ok$',
             ),
@@ -498,7 +498,7 @@ MCP: list[tuple[str, tuple[Step, ...]]] = [
             ),
             Step(
                 "cat results/sre-007/none/mcp-token/*/logs/agent.log",
-                r'(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:\d+/mcp; send the header'
+                r"(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:\d+/mcp; send the header"
                 r' "Authorization: Bearer <token>" with the token in /tmp/mcp\.token$'
                 r".*^without the token: 401 .*^declare_root_cause ok$",
             ),
@@ -586,7 +586,7 @@ NOT_WALKED = {
     **dict.fromkeys(
         (
             "srez run --task sre-007 --backend local --model anthropic/claude-sonnet-4-5"
-            " --agent mcp:claude-code --agent-cmd \"claude -p {prompt} --mcp-config {mcp_config}"
+            ' --agent mcp:claude-code --agent-cmd "claude -p {prompt} --mcp-config {mcp_config}'
             " --strict-mcp-config --tools '' --allowedTools mcp__srez\"",
             "srez run --task sre-007 --backend local --model openai/gpt-5 --agent mcp:codex"
             ' --agent-cmd "codex exec --skip-git-repo-check -c mcp_servers.srez={mcp_toml}'
