@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 import warnings
 from pathlib import Path
@@ -273,6 +276,39 @@ def test_selection_by_ids_difficulty_folder_and_generated_set(tmp_path: Path) ->
     ]:
         with pytest.raises(ValueError, match=message):
             TaskSelection.of(**bad).load()
+
+
+def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> None:
+    # The entry point as pyproject declares it, installed as a distribution of its own on the
+    # path of a fresh interpreter (the shared install is not re-pointed): Inspect's own lookup of
+    # the name ``inspect eval srez/sre_zero`` takes must load the module and find the task.
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    points = pyproject["project"]["entry-points"]["inspect_ai"]
+    info = tmp_path / "srez_entry_point-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: srez-entry-point\nVersion: 0\n")
+    lines = "".join(f"{name} = {value}\n" for name, value in points.items())
+    (info / "entry_points.txt").write_text(f"[inspect_ai]\n{lines}")
+    probe = (
+        "import sys\n"
+        "from inspect_ai._util.registry import registry_info, registry_lookup\n"
+        "assert 'srez._inspect' not in sys.modules\n"
+        "task = registry_lookup('task', 'srez/sre_zero')\n"
+        "print(registry_info(task).name, sys.modules['srez._inspect'].__file__)\n"
+    )
+    path = os.pathsep.join([str(tmp_path), *sys.path])
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    name, module_file = done.stdout.split()
+    assert name == "srez/sre_zero"
+    assert Path(module_file) == ROOT / "client" / "srez" / "_inspect.py"
 
 
 def test_the_entry_point_registers_srez_sre_zero() -> None:
