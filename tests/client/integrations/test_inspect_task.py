@@ -10,6 +10,8 @@ network).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tomllib
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,7 @@ from inspect_ai.model import (  # noqa: E402
 from inspect_ai.tool import ToolChoice, ToolInfo  # noqa: E402
 from inspect_ai.util._json import json_schema_dump  # noqa: E402
 
+from fakes.anthropic_server import FakeAnthropic, tool_use  # noqa: E402
 from srez_client.backends.inline.host import run_inline  # noqa: E402
 from srez_client.integrations.inspect import (  # noqa: E402
     GRADE_KEY,
@@ -120,6 +124,36 @@ def _scripted_reply(
     return output
 
 
+@contextlib.contextmanager
+def _quiet_inspect() -> Iterator[None]:
+    """Runs an in-process eval with Inspect's own noise filtered (see ``pytestmark``) and without
+    cyclic garbage collection: Inspect imports large pydantic modules lazily during its first
+    eval, and pydantic reads their field docstrings with ``ast.parse``; a collection at that
+    moment may run another test's leftover ``__del__`` (an unclosed socket's ResourceWarning), whose
+    traceback formatting calls ``ast.parse`` again, which CPython 3.11.7 reports as ``SystemError:
+    AST constructor recursion depth mismatch``. Reference counting still frees everything.
+
+    An event loop that earlier code left current on this thread and never closed (litellm's sync
+    logging makes one) is closed first: Inspect's run replaces it, and it would otherwise be
+    collected, warning about its unclosed self-pipe, in whichever test comes next."""
+    try:
+        leftover = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # no current loop: nothing left over
+        leftover = None
+    if leftover is not None and not leftover.is_running() and not leftover.is_closed():
+        leftover.close()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The 'initial' parameter", DeprecationWarning)
+        warnings.filterwarnings("ignore", "Unclosed <MemoryObjectReceiveStream", ResourceWarning)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if enabled:
+                gc.enable()
+
+
 @pytest.fixture(scope="module")
 def eval_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     import tiktoken
@@ -133,11 +167,7 @@ def eval_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
 
         patch.setattr(tiktoken, "get_encoding", no_tokenizer)
         model = get_model("mockllm/model", custom_outputs=_scripted_reply)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "The 'initial' parameter", DeprecationWarning)
-            warnings.filterwarnings(
-                "ignore", "Unclosed <MemoryObjectReceiveStream", ResourceWarning
-            )
+        with _quiet_inspect():
             logs = inspect_eval(
                 sre_zero_task(tasks=",".join(TRAJECTORIES)),
                 model=model,
@@ -145,7 +175,6 @@ def eval_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
                 log_dir=str(log_dir),
                 display="none",
             )
-            gc.collect()  # Inspect's leaked streams are collected under the filter above
     assert len(logs) == 1
     return logs[0]
 
@@ -278,10 +307,9 @@ def test_selection_by_ids_difficulty_folder_and_generated_set(tmp_path: Path) ->
             TaskSelection.of(**bad).load()
 
 
-def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> None:
-    # The entry point as pyproject declares it, installed as a distribution of its own on the
-    # path of a fresh interpreter (the shared install is not re-pointed): Inspect's own lookup of
-    # the name ``inspect eval srez/sre_zero`` takes must load the module and find the task.
+def _entry_point_path(tmp_path: Path) -> str:
+    """A ``PYTHONPATH`` on which the entry point as pyproject declares it is installed, as a
+    distribution of its own (the shared install is not re-pointed), before this one's path."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     points = pyproject["project"]["entry-points"]["inspect_ai"]
     info = tmp_path / "srez_entry_point-0.dist-info"
@@ -289,6 +317,12 @@ def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> 
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: srez-entry-point\nVersion: 0\n")
     lines = "".join(f"{name} = {value}\n" for name, value in points.items())
     (info / "entry_points.txt").write_text(f"[inspect_ai]\n{lines}")
+    return os.pathsep.join([str(tmp_path), *sys.path])
+
+
+def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> None:
+    # Inspect's own lookup of the name ``inspect eval srez/sre_zero`` takes, in a fresh
+    # interpreter: it must load the module through the entry point and find the task.
     probe = (
         "import sys\n"
         "from inspect_ai._util.registry import registry_info, registry_lookup\n"
@@ -296,10 +330,9 @@ def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> 
         "task = registry_lookup('task', 'srez/sre_zero')\n"
         "print(registry_info(task).name, sys.modules['srez._inspect'].__file__)\n"
     )
-    path = os.pathsep.join([str(tmp_path), *sys.path])
     done = subprocess.run(
         [sys.executable, "-c", probe],
-        env={**os.environ, "PYTHONPATH": path},
+        env={**os.environ, "PYTHONPATH": _entry_point_path(tmp_path)},
         capture_output=True,
         text=True,
         timeout=120,
@@ -309,6 +342,53 @@ def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> 
     name, module_file = done.stdout.split()
     assert name == "srez/sre_zero"
     assert Path(module_file) == ROOT / "client" / "srez" / "_inspect.py"
+
+
+def test_inspect_eval_on_the_command_line_against_a_provider(tmp_path: Path) -> None:
+    # ``inspect eval srez/sre_zero`` as typed, with a real provider client (Anthropic's SDK)
+    # talking to a scripted Messages API on loopback: the model receives the project's schemas,
+    # and the expert's actions get the grade ``srez eval`` gives them.
+    logs = tmp_path / "logs"
+    command = [sys.executable, "-m", "inspect_ai", "eval", "srez/sre_zero"]
+    command += ["--model", "anthropic/claude-sonnet-4-5", "-M", "streaming=false"]
+    command += ["--max-tokens", "4096", "-T", "tasks=sre-007", "--epochs", "2"]
+    command += ["--max-samples", "1"]  # one sample at a time: the script is answered in order
+    command += ["--log-dir", str(logs), "--display", "none"]
+    with FakeAnthropic() as server:
+        replies = [
+            tool_use(a["tool"], a["args"]) for a in TRAJECTORIES["sre-007"] if isinstance(a, dict)
+        ]
+        server.push(*replies, *replies)
+        done = subprocess.run(
+            command,
+            env={
+                **os.environ,
+                "PYTHONPATH": _entry_point_path(tmp_path),
+                "ANTHROPIC_BASE_URL": server.root_url,
+                "ANTHROPIC_API_KEY": "sk-fake",
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        requests = list(server.requests)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    (path,) = logs.glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "success" and log.eval.task == "srez/sre_zero"
+    for (task_id, epoch), grade in _grades(log).items():
+        inline = _inline_grade(task_id, epoch - 1, tmp_path / f"inline-{epoch}")
+        assert _comparable(grade) == _comparable(inline)
+        assert grade.model == "anthropic/claude-sonnet-4-5" and grade.reward.total == 1.0
+    sent = {tool["name"]: tool for tool in requests[0].tools or []}
+    for spec in openai_tools():
+        function = spec["function"]
+        expected = inspect_schema(function["parameters"])
+        expected.setdefault("required", [])
+        assert sent[function["name"]]["description"] == function["description"]
+        got = sent[function["name"]]["input_schema"]
+        assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
 def test_the_entry_point_registers_srez_sre_zero() -> None:
@@ -321,3 +401,35 @@ def test_the_entry_point_registers_srez_sre_zero() -> None:
     assert registry_lookup("task", "srez/sre_zero") is registry.sre_zero
     task = registry.sre_zero(tasks="sre-007")
     assert [s.id for s in task.dataset] == ["sre-007"]
+
+
+def test_an_inspect_limit_ends_the_episode_and_the_sample_is_still_graded(tmp_path: Path) -> None:
+    model = get_model("mockllm/model", custom_outputs=_scripted_reply)
+    with _quiet_inspect():
+        # system + prompt + 2 assistant/tool pairs: the third reply would exceed the limit
+        (log,) = inspect_eval(
+            sre_zero_task(tasks="sre-007"),
+            model=model,
+            message_limit=6,
+            log_dir=str(tmp_path),
+            display="none",
+        )
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    (sample,) = log.samples
+    grade = Grade.model_validate(sample.store[GRADE_KEY])
+    assert grade.metrics.end_reason == "agent_exit"
+    assert grade.steps == 2 and not grade.resolved
+    assert sample.scores is not None
+    assert sample.scores["srez_scorer"].value == _score_value(grade)
+
+
+def _score_value(grade: Grade) -> dict[str, float]:
+    checks = {name: float(grade.checks[name].passed) for name in ("valid", "func", "safe")}
+    checks |= {name: float(grade.checks[name].passed) for name in ("intent", "rca")}
+    return {
+        "reward": grade.reward.total,
+        **checks,
+        "resolved": float(grade.resolved),
+        "passed": float(grade.passed),
+    }
