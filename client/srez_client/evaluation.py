@@ -29,6 +29,7 @@ from srez_client.backends.config import BackendSettings
 from srez_client.backends.registry import config_for, make_backend
 from srez_client.errors import ClientError
 from srez_client.mirror.fs import read_small_file
+from srez_client.results.tally import run_row
 from srez_client.runs import run_to_results, scratch_dir
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
@@ -126,15 +127,13 @@ async def _eval(
             msg = f"run {outcome.handle.run_id} ({task.id}) has no result.json; see {outcome.results_dir}"
             raise ClientError(msg)
         grade = orjson.loads(data)
-        summary = outcome.summary
-        row: Row = {
-            "task_id": task.id,
-            "agent": outcome.handle.agent,
-            "run_seed": seed,
-            "status": summary.status if summary else "error",
-            "reward": summary.reward if summary else None,
-            "run_dir": str(outcome.results_dir),
-        }
+        row = run_row(
+            outcome.summary,
+            task_id=task.id,
+            agent=outcome.handle.agent,
+            seed=seed,
+            run_dir=outcome.results_dir,
+        )
         bar.update()
         return grade, row
 

@@ -29,7 +29,7 @@ from srez_client.results.report import (
     report_json,
     runs_table,
 )
-from srez_client.results.tally import tally_runs, tally_table
+from srez_client.results.tally import run_row, tally_runs, tally_table
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.task import Task
 
@@ -95,17 +95,7 @@ def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
 def summary_row(item: FoundRun) -> Row:
     """The report row of a finished run."""
     s = item.summary
-    seed = grade_seed(item)
-    return {
-        "task_id": s.task_id,
-        "agent": s.agent,
-        "model": s.model,
-        "run_seed": seed,
-        "status": s.status,
-        "reward": s.reward,
-        "resolved": s.resolved,
-        "run_dir": str(item.path),
-    }
+    return run_row(s, task_id=s.task_id, agent=s.agent, seed=grade_seed(item), run_dir=item.path)
 
 
 def grade_seed(item: FoundRun) -> int | None:
@@ -122,16 +112,7 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
             run = run_inline(task, spec, seed, results)
             grades.append(run.grade.model_dump(mode="json", by_alias=True))
             runs.append(
-                {
-                    "task_id": task.id,
-                    "agent": run.summary.agent,
-                    "model": run.summary.model,
-                    "run_seed": seed,
-                    "status": run.summary.status,
-                    "reward": run.summary.reward,
-                    "resolved": run.summary.resolved,
-                    "run_dir": str(run.run_dir),
-                }
+                run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)
             )
             if run.error:
                 bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)

@@ -9,8 +9,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from srez_client.results.report import agent_label, render_table
+from srez_daemon.protocol import RunSummary
+
+
+def run_row(
+    summary: RunSummary | None, *, task_id: str, agent: str, seed: int | None, run_dir: Path
+) -> dict[str, object]:
+    """The row of one run in ``srez eval``'s runs (and ``--json``), whatever ran it: one
+    function, so a backend cannot leave out a column the tally counts. A run with no summary
+    counts as an error."""
+    return {
+        "task_id": task_id,
+        "agent": summary.agent if summary else agent,
+        "model": summary.model if summary else None,
+        "run_seed": seed,
+        "status": summary.status if summary else "error",
+        "reward": summary.reward if summary else None,
+        "resolved": summary.resolved if summary else None,
+        "run_dir": str(run_dir),
+    }
 
 
 @dataclass(slots=True)

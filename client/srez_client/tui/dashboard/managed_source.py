@@ -9,7 +9,8 @@ terminal does not reach it, and quitting the TUI leaves it running) and with ``S
 to the TUI's state folder. It writes its own ``console.log`` and ``runner.log``; what it prints
 before those are open (a bad argument, a runner already running) goes to
 ``$SREZ_STATE/tui/launch-<run>-<target>.log``, and :meth:`ManagedApiSource.ended_launches`
-reports a runner that exited on an error, so a failed start is never silent.
+reports a runner that exited on an error, so a failed start is never silent. A model target
+without its provider key is refused before the runner starts.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from srez_client.errors import ClientError
 from srez_client.managed import api
 from srez_client.managed.models import Target, check_name
 from srez_client.managed.store import ManagedPaths, load_checkpoint
+from srez_client.provider_keys import check_provider_keys
 from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.source import CreateRequest, RunStatus
 
@@ -87,9 +89,17 @@ class ManagedApiSource:
         api.remove_target(self.results_root, name, target)
 
     def start(self, name: str, target: str) -> int:
-        """Starts ``srez managed run NAME --target T`` detached; its pid."""
+        """Starts ``srez managed run NAME --target T`` detached; its pid.
+
+        A model target whose provider litellm does not know, or whose key is not set, is refused
+        here, before anything starts (as ``srez managed run`` refuses it), so the dashboard says
+        why at once rather than in a runner's log a poll later.
+        """
         check_name(name, "managed run name")
         check_name(target, "target name")
+        queued = {t.name: t for t in self.status(name).run.targets}
+        if target in queued:
+            check_provider_keys([queued[target].model], os.environ)
         self.ended_launches()  # reap what ended before starting anew
         argv = [sys.executable, "-m", "srez_client.cli", "managed", "run", name]
         argv += ["--target", target, "--results", str(self.results_root)]

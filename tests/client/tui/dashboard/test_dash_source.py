@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from dash_kit import make_run
 
+from srez_client.errors import UsageError
 from srez_client.tui.dashboard.managed_source import ManagedApiSource
 
 
@@ -46,3 +47,23 @@ def test_start_reports_a_runner_that_fails(tmp_path: Path) -> None:
     [message] = wait_ended(source)
     assert message.startswith("runner of demo/no-such-target exited 2: srez: error:")
     assert "\x1b" not in message
+
+
+def test_start_refuses_a_model_target_without_its_key_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "SREZ_LLM_API_KEY", "SREZ_LLM_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    source = ManagedApiSource(tmp_path / "results", tmp_path / "state")
+    make_run(source.results_root, models=("openai/gpt-4o",))
+    with pytest.raises(UsageError, match=r"'openai/gpt-4o': its provider key is not set"):
+        source.start("demo", "llm-openai__gpt-4o")
+    assert not source._launched
+    assert not (tmp_path / "state" / "tui").exists()  # no runner, not even its launch log
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set")  # with the key, the same start goes ahead
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # and reaches no provider
+    source.start("demo", "llm-openai__gpt-4o")
+    assert source._launched
+    source.stop("demo")
+    wait_ended(source)

@@ -1,0 +1,432 @@
+"""The README walk's steps: every README command, as a newcomer runs them on a fresh clone.
+
+Every command line of README.md's ``sh`` blocks is either walked here or listed in
+:data:`NOT_WALKED` with the reason; ``test_readme_covered.py`` fails on a README command nobody
+walks, and the ``test_walk_*`` files beside it walk these tables section by section (one file
+each, so the suite's workers share them). Each line is walked by one or more concrete steps (:class:`walk_kit.Step`):
+placeholders (``RUN``, ``CMD``, ``[--keep]``) get real values, and every option the README line
+shows is passed. Where a line runs
+the whole task set on a daemon backend, or generates 200 tasks, the walk narrows the value
+(``--tasks sre-001,sre-007``, ``--count 20``) so the suite stays within minutes; the inline
+baseline sweep runs as written.
+
+What the walk stands in for, and why:
+
+* LLM lines run against a scripted OpenAI-compatible server on loopback (``tests/fakes``), through
+  litellm's own ``OPENAI_API_BASE``: the only offline way to run them, and the code path is the
+  real one. ``OPENAI_API_KEY=...`` gets a placeholder key, the ``127.0.0.1:8000`` of the local
+  server example becomes the fake's port.
+* The terminal UI lines run in tmux, with flow control on as in a user's terminal.
+* The Docker lines run where an engine answers (the docker marker: a skip becomes a failure with
+  ``REQUIRE_DOCKER=1``), against the run image ``make image`` built.
+"""
+
+from __future__ import annotations
+
+import re
+
+from walk_kit import Step
+
+from srez_daemon.protocol import srez_version as version_of
+from srez_env.agents import make_agent
+from srez_env.env import SREEnv
+from srez_env.tasks import load_tasks
+
+VERSION = version_of()
+RUN_ID = r"\d{8}T\d{6}Z-[0-9a-f]{8}"
+RESULTS_RUN = rf"results/sre-007/none/scripted/(?P<finished>{RUN_ID})"
+
+
+def expert_moves(task_id: str) -> list[dict[str, object]]:
+    """The scripted expert's actions on ``task_id``, in order."""
+    task = load_tasks([task_id])[0]
+    env, oracle = SREEnv(task), make_agent("scripted", task)
+    observation: object = env.reset()
+    moves = []
+    while not env.done:
+        action = oracle.act(observation)
+        assert isinstance(action, dict)
+        moves.append(action)
+        observation = env.step(action).observation
+    return moves
+
+
+def typed(move: dict[str, object]) -> str:
+    """A move as a person types it at ``srez play``'s prompt: ``tool value ...``."""
+    args = move["args"]
+    assert isinstance(args, dict)
+    return " ".join([str(move["tool"]), *map(str, args.values())])
+
+
+MY_AGENTS = '''\
+class MyAgent:
+    """Looks at the alerts, then submits: the smallest agent a class can be."""
+
+    name = "my-agent"
+
+    def __init__(self, task_id):
+        self.task_id = task_id
+        self.moves = iter(["get_alerts", "submit"])
+
+    def act(self, observation):
+        return {"tool": next(self.moves), "args": {}}
+'''
+
+# ------------------------------------------------------------------ the walk, section by section
+COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
+    ("srez --version", (Step("srez --version", rf"^srez {re.escape(VERSION)} \(protocol"),)),
+    ("srez tasks list", (Step("srez tasks list", r"^sre-040 "),)),
+    ("srez tasks show sre-007", (Step("srez tasks show sre-007", r"sre-007"),)),
+    (
+        "srez tasks show sre-007 --private",
+        (Step("srez tasks show sre-007 --private", r"(?i)root.cause"),),
+    ),
+    (
+        "srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline",
+        (
+            Step(
+                "srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline",
+                r"^scripted +40 +40 +1\.000 +0$",
+            ),
+        ),
+    ),
+    (
+        "srez eval --agent random --tasks sre-007,sre-025 --seeds 5 --json",
+        (Step("srez eval --agent random --tasks sre-007,sre-025 --seeds 5 --json", r'"agents"'),),
+    ),
+    (
+        "srez eval --agent replay:my-actions.jsonl --tasks sre-007",
+        (
+            Step(
+                "srez eval --agent replay:my-actions.jsonl --tasks sre-007",
+                r"^replay +1 +1 +1\.000",
+            ),
+        ),
+    ),
+    (
+        "srez eval --agent scripted,random --tasks all --seeds 3 --resume",
+        (
+            # done before: seed 0 of both agents (the sweep), seeds 1-4 of random on two tasks
+            Step(
+                "srez eval --agent scripted,random --tasks sre-001,sre-007,sre-025 --seeds 3"
+                " --resume",
+                r"srez: 10 of 18 runs already complete under results",
+            ),
+        ),
+    ),
+    (
+        "srez eval --agent my_agents:MyAgent --tasks sre-007 --limit 5",
+        (Step("srez eval --agent my_agents:MyAgent --tasks sre-007 --limit 5", r"^my-agent +1 "),),
+    ),
+    (
+        "srez play sre-007",
+        (
+            Step(
+                "srez play sre-007",
+                r"resolved True, passed True",
+                stdin="\n".join(map(typed, expert_moves("sre-007"))) + "\n",
+            ),
+        ),
+    ),
+    ("srez schema dialog", (Step("srez schema dialog | python3 -m json.tool", r'"\$schema"'),)),
+    (
+        "srez tasks generate --seed 1234 --count 200 --out sets/s1234",
+        (
+            Step(
+                "srez tasks generate --seed 1234 --count 20 --out sets/s1234",
+                r"wrote 20 verified tasks",
+            ),
+        ),
+    ),
+    (
+        "srez tasks generate --seed 7 --count 30 --kinds memory_leak,disk_full --difficulty hard --out sets/h7",
+        (
+            Step(
+                "srez tasks generate --seed 7 --count 6 --kinds memory_leak,disk_full"
+                " --difficulty hard --out sets/h7",
+                r"wrote 6 verified tasks",
+            ),
+        ),
+    ),
+    (
+        "srez eval --agent heuristic --tasks-dir sets/s1234 --tasks all",
+        (
+            Step(
+                "srez eval --agent heuristic --tasks-dir sets/s1234 --tasks all", r"^heuristic +20 "
+            ),
+        ),
+    ),
+    ("srez runs results", (Step("srez runs results", RESULTS_RUN),)),
+    (
+        "srez runs results --agent random --status resolved --json",
+        (
+            Step("srez runs results --agent random --status resolved --json", r"^\[\]$"),
+            Step(
+                "srez runs results --agent scripted --status resolved --task sre-007 --model none"
+                " --json",
+                r'"agent": "scripted"',
+            ),
+        ),
+    ),
+    (
+        "source <(srez completion bash)",
+        (Step("source <(srez completion bash) && complete -p srez", r"complete .* srez$"),),
+    ),
+]
+
+LOCAL_RUNS: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        "srez run --task sre-007 --agent heuristic --backend local [--keep] [--timeout S]",
+        (
+            Step(
+                "srez run --task sre-007 --agent heuristic --backend local --keep --timeout 120",
+                rf"^run: +(?P<run>{RUN_ID}) \(sre-007, heuristic",
+            ),
+        ),
+    ),
+    ("srez runs list [--all]", (Step("srez runs list --all", r"{run} +sre-007 +heuristic"),)),
+    (
+        "srez runs url RUN | token RUN",
+        (
+            Step("srez runs url {run}", r"^http://127\.0\.0\.1:\d+$"),
+            Step("srez runs token {run}", r"^[0-9a-f]{64}$|^[\w-]{40,}$"),
+        ),
+    ),
+    (
+        'curl -H "Authorization: Bearer $(srez runs token RUN)" "$(srez runs url RUN)/api/grade"',
+        (
+            Step(
+                'curl -sf -H "Authorization: Bearer $(srez runs token {run})"'
+                ' "$(srez runs url {run})/api/grade"',
+                r'"task_id": "sre-007"',
+            ),
+        ),
+    ),
+    (
+        "srez runs exec RUN [--tty] -- CMD",
+        (
+            Step("srez runs exec {run} -- echo walked", r"^walked$"),
+            # --tty wants a terminal on stdin: `script` gives it one
+            Step(
+                "script -qec 'srez runs exec {run} --tty -- echo tty-walked' /dev/null",
+                r"^tty-walked",
+            ),
+        ),
+    ),
+    (
+        "srez attach RUN --plain",
+        (Step("srez attach {run} --plain", r"session completed after \d+ turns"),),
+    ),
+    ("srez runs stop RUN | rm RUN", (Step("srez runs stop {run}", r"{run}: stopped"),)),
+    (
+        "srez runs logs RUN [--follow]",
+        (
+            Step("srez runs logs {run}", r"phase done"),
+            # the daemon has stopped: following ends with its last line
+            Step("srez runs logs {run} --follow", r"exiting \(phase done\)\s*\Z"),
+        ),
+    ),
+    ("srez mirror RUN", (Step("srez mirror {run}", r"{run}: skipped \(already mirrored"),)),
+    ("srez regrade RUN", (Step("srez regrade {run}", r"{run}: already graded"),)),
+    (
+        "srez runs prune [--yes]",
+        (
+            Step("srez runs prune", r"{run}: would be removed"),
+            Step("srez runs prune --yes", r"{run}: removed"),
+            Step("srez runs rm {run}", r"{run}: already gone"),  # the rest of `stop | rm`
+            Step("srez runs list --all && srez runs results", r"{run} +sre-007 +none +heuristic"),
+        ),
+    ),
+    (
+        "srez eval --backend local --parallel 4 --agent scripted,heuristic --tasks all",
+        (
+            Step(
+                "srez eval --backend local --parallel 4 --agent scripted,heuristic"
+                " --tasks sre-001,sre-007",
+                r"^scripted +2 +2 +1\.000 +0$",
+            ),
+        ),
+    ),
+    (
+        "srez run --task sre-007 --agent heuristic --backend local --keep",
+        (
+            Step(
+                "srez run --task sre-007 --agent heuristic --backend local --keep",
+                rf"^run: +(?P<kept>{RUN_ID})",
+            ),
+            Step("srez runs stop {kept}", r"{kept}: stopped"),
+        ),
+    ),
+    (
+        "srez run --task sre-007 --agent cmd:my-agent --agent-cmd 'python3 examples/byo_agent.py'",
+        (
+            Step(
+                "srez run --task sre-007 --agent cmd:my-agent --agent-cmd"
+                " 'python3 examples/byo_agent.py'",
+                r"results/sre-007/none/my-agent/",
+            ),
+        ),
+    ),
+    (
+        """SREZ_AGENT_CMD='["python3", "examples/byo_agent.py"]' srez run --task sre-007 --agent cmd:my-agent""",
+        (
+            Step(
+                """SREZ_AGENT_CMD='["python3", "examples/byo_agent.py"]' srez run --task sre-007"""
+                " --agent cmd:my-agent",
+                r"results/sre-007/none/my-agent/",
+            ),
+        ),
+    ),
+]
+
+LLM = "openai/gpt-4o-mini"
+LLM_AND_MANAGED: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        f"OPENAI_API_KEY=... srez run --backend local --task sre-007 --agent llm --model {LLM}",
+        (
+            Step(
+                f"OPENAI_API_KEY=sk-walk srez run --backend local --task sre-007 --agent llm"
+                f" --model {LLM}",
+                rf"(?s)^run: +(?P<llm_run>{RUN_ID}).*reward 1\.000, resolved yes",
+            ),
+        ),
+    ),
+    (
+        "SREZ_LLM_API_BASE=http://127.0.0.1:8000/v1 SREZ_LLM_API_KEY=unused srez run --task sre-007"
+        " --agent llm --model openai/my-local-model",
+        (
+            Step(
+                "SREZ_LLM_API_BASE={llm_base} SREZ_LLM_API_KEY=unused srez run --task sre-007"
+                " --agent llm --model openai/my-local-model",
+                r"reward 1\.000, resolved yes",
+            ),
+        ),
+    ),
+    (
+        "srez explain RUN --prompt compare",
+        (
+            Step(
+                f"SREZ_EXPLAIN_MODEL={LLM} OPENAI_API_KEY=sk-walk"
+                " srez explain {llm_run} --prompt compare",
+                r"the walk's explanation",
+            ),
+        ),
+    ),
+    (
+        f"srez managed create nightly --baselines random,scripted --models {LLM} --tasks all"
+        " --backend local --daily-budget-usd 20 --cost-cap-usd 0.5",
+        (
+            Step(
+                f"srez managed create nightly --baselines random,scripted --models {LLM}"
+                " --tasks sre-001,sre-007 --backend local --daily-budget-usd 20 --cost-cap-usd 0.5",
+                r"nightly",
+            ),
+        ),
+    ),
+    (
+        "srez managed run nightly",
+        (
+            Step(
+                "OPENAI_API_KEY=sk-walk srez managed run nightly",
+                r"^llm-openai__gpt-4o-mini +model +2/2 +2 +1\.000 +0$",
+            ),
+        ),
+    ),
+    (
+        "srez managed run nightly --wait",
+        (
+            Step(
+                "OPENAI_API_KEY=sk-walk srez managed run nightly --wait",
+                r"nothing to run, all 2 tasks of every target are done",
+            ),
+        ),
+    ),
+    ("srez managed pause nightly", (Step("srez managed pause nightly", r"^paused nightly"),)),
+    ("srez managed stop nightly", (Step("srez managed stop nightly", r"no runner was running"),)),
+    (
+        "srez managed status nightly",
+        (Step("srez managed status nightly", r"^llm-openai__gpt-4o-mini +done +2/2 +1\.000"),),
+    ),
+    (
+        "srez managed summarize nightly",
+        (Step("srez managed summarize nightly", r"summaries written in results/managed/nightly"),),
+    ),
+]
+
+TERMINAL_UI = ("srez tui", "srez attach RUN")
+
+KEPT_LOG = "kept-container.log"
+DOCKER: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        "srez run --backend docker --task sre-007 --agent scripted [--keep-container]",
+        (
+            # it serves until stopped: started in the background, stopped once its run is done
+            Step(
+                "(srez run --backend docker --task sre-007 --agent scripted --keep-container"
+                f' >{KEPT_LOG} 2>&1 &); timeout 180 bash -c \'until grep -q "phase done"'
+                f" {KEPT_LOG}; do sleep 0.5; done'; cat {KEPT_LOG}",
+                rf"run (?P<container_run>{RUN_ID}): sre-007 with scripted on docker",
+            ),
+            Step(
+                "srez runs stop {container_run} --backend docker && timeout 120 bash -c"
+                f" 'until grep -q ^grade: {KEPT_LOG}; do sleep 0.5; done'; cat {KEPT_LOG}",
+                r"^grade: +reward 1\.000, resolved yes",
+            ),
+        ),
+    ),
+    (
+        "srez runs list --backend docker [--all]",
+        (
+            Step(
+                "srez run --backend docker --task sre-001 --agent scripted --keep",
+                rf"^run: +(?P<docker_kept>{RUN_ID})",
+            ),
+            Step("srez runs list --backend docker --all", r"^{docker_kept} +sre-001 .*running"),
+        ),
+    ),
+    (
+        "srez mirror RUN --backend docker",
+        (
+            Step("srez runs stop {docker_kept} --backend docker", r"{docker_kept}: stopped"),
+            Step(
+                "srez mirror {docker_kept} --backend docker",
+                r"{docker_kept}: (skipped \(already mirrored|mirrored)",
+            ),
+            Step("srez runs rm {docker_kept} --backend docker", r"{docker_kept}: removed"),
+        ),
+    ),
+    (
+        "srez eval --backend docker --parallel 4 --agent scripted,heuristic --tasks all",
+        (
+            Step(
+                "srez eval --backend docker --parallel 4 --agent scripted,heuristic"
+                " --tasks sre-001,sre-007",
+                r"^scripted +2 +2 +1\.000 +0$",
+            ),
+        ),
+    ),
+    (
+        f'docker run --rm -v "$PWD/out:/out" srez-run:{VERSION} --task sre-007 --agent scripted'
+        " --out /out",
+        (
+            Step(
+                f'docker run --rm -v "$PWD/out:/out" srez-run:{VERSION} --task sre-007'
+                " --agent scripted --out /out && cat out/summary.json",
+                r'"reward": 1\.0',
+            ),
+        ),
+    ),
+]
+"""``srez mirror --watch`` runs until interrupted: ``test_walk_docker`` starts it in a terminal,
+sees it notice a kept run's container stop, and stops it with ctrl c."""
+
+NOT_WALKED = {
+    "make run": "it is `make setup` and the inline baseline sweep, which the walk runs as written "
+    "(test_make_run_is_the_walked_sweep holds the Makefile to it)",
+    "make test": "the walk runs inside it",
+    "make image": ".ci/run makes it before the suite, and the docker walk uses the image it built; "
+    "building it here would reinstall the project into the suite's own environment",
+}
+
+WALKED = {line for line, _ in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER}
+WALKED |= {*TERMINAL_UI, "srez mirror --watch"}
