@@ -577,6 +577,68 @@ DOCKER: list[tuple[str, tuple[Step, ...]]] = [
 """``srez mirror --watch`` runs until interrupted: ``test_walk_docker`` starts it in a terminal,
 sees it notice a kept run's container stop, and stops it with ctrl c."""
 
+INSPECT_MODEL = "anthropic/claude-sonnet-4-5"
+# Inspect against a scripted Anthropic Messages API (tests/fakes/anthropic_server.py): not
+# streamed (``-M streaming=false``, a ``--max-tokens`` the SDK allows without a stream), one
+# sample at a time so the script is answered in order; the sets are narrowed like the others.
+INSPECT_FAKE = f"--model {INSPECT_MODEL} -M streaming=false --max-tokens 4096 --max-samples 1"
+INSPECT: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T tasks=sre-001,sre-007",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T tasks=sre-001,sre-007"
+                " --log-dir logs --display plain",
+                r"(?s)^reward +valid.*^mean +1\.000 +mean +1\.000",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T difficulty=hard --epochs 3",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T difficulty=hard -T tasks=sre-025"
+                " --epochs 3 --log-dir logs --display plain",
+                r"(?s)^reward +valid.*^mean +1\.000 +mean +1\.000",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T tasks_dir=sets/s1234",
+        (
+            Step("srez tasks generate --seed 1234 --count 1 --out sets/s1234", r"wrote 1 verified"),
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T tasks_dir=sets/s1234"
+                " --log-dir logs --display plain",
+                r"(?s)sre_zero \(1 sample\).*^reward +valid",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T seed=1234 -T count=10",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T seed=1234 -T count=1"
+                " --log-dir logs --display plain",
+                r"(?s)sre_zero \(1 sample\).*^reward +valid",
+            ),
+        ),
+    ),
+    (
+        "inspect view",
+        # a server until interrupted: it must say where it serves the logs the lines above wrote
+        (
+            Step(
+                "timeout 15 inspect view --log-dir logs --port {view_port}",
+                r"Running on http://",
+                124,
+            ),
+        ),
+    ),
+]
+"""``test_walk_inspect`` scripts the replies: the expert's for the first two lines, a submit for
+each sample of the generated sets; ``{view_port}`` is a free port."""
+
 NOT_WALKED = {
     "make run": "it is `make setup` and the inline baseline sweep, which the walk runs as written "
     "(test_make_run_is_the_walked_sweep holds the Makefile to it)",
@@ -599,5 +661,5 @@ NOT_WALKED = {
     ),
 }
 
-WALKED = {line for line, _ in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER + MCP}
+WALKED = {line for line, _ in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER + INSPECT + MCP}
 WALKED |= {*TERMINAL_UI, "srez mirror --watch"}
