@@ -1,6 +1,7 @@
-"""``python -m srez_client.integrations.mcp --socket PATH [--http [PORT] [--token-file PATH]]``: ``srez mcp --socket``
-without the rest of the command line, for the agent's sandbox: there the task files are hidden,
-and ``srez`` reads them as it starts. What an ``mcp:NAME`` agent's configuration runs."""
+"""``python -m srez_client.integrations.mcp --socket PATH [--http [PORT] [--token-file PATH]]``:
+``srez mcp --socket`` without the rest of the command line, for the agent's sandbox: there the
+task files are hidden, and ``srez`` reads them as it starts. What an ``mcp:NAME`` agent's
+configuration runs."""
 
 from __future__ import annotations
 

@@ -66,7 +66,10 @@ class BearerToken:
         self._expected = header_value(token).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket") and not self._presented(scope):
+        if scope["type"] == "websocket" and not self._presented(scope):
+            await send({"type": "websocket.close", "code": 1008})  # policy violation
+            return
+        if scope["type"] == "http" and not self._presented(scope):
             await send(
                 {
                     "type": "http.response.start",
