@@ -114,11 +114,11 @@ async def over_http(command, actions):
     token_file = re.search(r"with the token in (\\S+)$", line)
     if token_file:
         header = "Bearer " + Path(token_file.group(1)).read_text().strip()
-    async with httpx2.AsyncClient() as http:
+    async with httpx2.AsyncClient(timeout=60) as http:
         refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
         print("without the token:", refused.status_code, refused.text, flush=True)
     async with (
-        httpx2.AsyncClient(headers={"Authorization": header}) as http,
+        httpx2.AsyncClient(headers={"Authorization": header}, timeout=60) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         await play(client, actions)
