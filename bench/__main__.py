@@ -1,7 +1,9 @@
 """``make bench``: performance figures, printed as one JSON object: ``env`` (below), ``daemon``
 (:mod:`bench.daemon`), ``backends`` (:mod:`bench.docker`), ``llm`` (:mod:`bench.llm`),
-``managed`` (:mod:`bench.managed`), ``tui`` (:mod:`bench.tui`) and ``sandbox``
-(:mod:`bench.sandbox`: what the ``local`` backend's bubblewrap sandbox adds to an agent's start).
+``managed`` (:mod:`bench.managed`), ``tui`` (:mod:`bench.tui`), ``sandbox``
+(:mod:`bench.sandbox`: what the ``local`` backend's bubblewrap sandbox adds to an agent's start),
+``rl`` (:mod:`bench.rl`: the Gymnasium environment's steps per second against ``SREEnv.step``)
+and ``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -144,6 +146,8 @@ def main() -> None:
     from bench.docker import docker_figures
     from bench.llm import llm_figures
     from bench.managed import bench_managed
+    from bench.mcp import mcp_figures
+    from bench.rl import rl_figures
     from bench.sandbox import sandbox_figures
     from bench.tui import bench_tui
 
@@ -156,6 +160,8 @@ def main() -> None:
         "managed": bench_managed(),
         "tui": bench_tui(),
         "sandbox": asyncio.run(sandbox_figures()),
+        "rl": rl_figures(),
+        "mcp": asyncio.run(mcp_figures()),
     }
     print(json.dumps(figures, indent=2))
 

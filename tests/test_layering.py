@@ -30,7 +30,11 @@ PACKAGES = {
 }
 CLIENT_MAY_USE_OF_THE_DAEMON = frozenset({"protocol", "record"})
 """The wire contract and the recorder: the client never imports the daemon's server."""
-ONLY_UNDER = {"urwid": "tui", "docker": "backends/docker"}
+ONLY_UNDER = {
+    "urwid": "tui",
+    "docker": "backends/docker",
+    "inspect_ai": "integrations/inspect",
+}
 """Libraries the client imports in one folder alone (its other commands must not need them)."""
 
 

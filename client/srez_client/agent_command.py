@@ -1,4 +1,6 @@
-"""Custom agent commands ("bring your own agent") as agents of their own: ``--agent cmd:NAME``.
+"""Custom agent commands ("bring your own agent") as agents of their own: ``--agent cmd:NAME``,
+or ``--agent mcp:NAME`` for a command that is an MCP client (:mod:`srez_client.integrations.mcp`:
+the run starts it through a launcher that hands it an MCP configuration and the prompt).
 
 A custom command is named by the launch, never guessed: ``cmd:NAME`` files its runs under
 ``results/<task>/<model>/<NAME>/``, ``run.json`` records the command line (``agent_cmd``) and the
@@ -16,14 +18,17 @@ not look for. A one-line refusal costs one retype and makes the user say what th
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from srez_client.errors import UsageError
+from srez_client.integrations.mcp.agent_kind import launcher_argv
 from srez_client.shell_words import split_words
-from srez_env.agents import AgentSpecError, custom_agent_name
+from srez_env.agents import MCP_PREFIX, AgentSpecError, custom_agent_name
 
 ENV_VAR: Final = "SREZ_AGENT_CMD"
 
@@ -52,7 +57,8 @@ def agent_command(
     *,
     cwd: Path | None = None,
 ) -> tuple[str, ...] | None:
-    """The command a launch of ``agent_spec`` runs: None for a built-in agent.
+    """The command a launch of ``agent_spec`` runs: None for a built-in agent. An ``mcp:NAME``
+    agent's command runs behind its launcher (:func:`~srez_client.integrations.mcp.agent_kind.launcher_argv`).
 
     Arguments of the command that name an existing file relative to ``cwd`` (default: the
     current folder) are made absolute, since the agent does not start in the launcher's folder
@@ -60,7 +66,8 @@ def agent_command(
 
     Raises:
         UsageError: ``cmd:NAME`` with a bad NAME or without a command; a command (``agent_cmd``
-            or ``SREZ_AGENT_CMD``) for a built-in agent; a script file that is not there.
+            or ``SREZ_AGENT_CMD``) for a built-in agent; a script file that is not there; an
+            ``mcp:NAME`` agent without the ``mcp`` library (``srez[mcp]``).
     """
     try:
         name = custom_agent_name(agent_spec)
@@ -69,7 +76,7 @@ def agent_command(
     from_env = environ.get(ENV_VAR, "").strip()
     if name is None:
         if agent_cmd:
-            msg = f"--agent-cmd is for custom agents: run it as --agent cmd:NAME, not --agent {agent_spec}"
+            msg = f"--agent-cmd is for custom agents: run it as --agent cmd:NAME (or mcp:NAME), not --agent {agent_spec}"
             raise UsageError(msg)
         if from_env:
             msg = f"{ENV_VAR} is set but the agent is the built-in {agent_spec!r}: a custom command is its own agent; run it as --agent cmd:NAME (filed under NAME), or unset {ENV_VAR}"
@@ -89,6 +96,11 @@ def agent_command(
         if Path(arg).suffix in SCRIPT_SUFFIXES and not arg.startswith("-") and not path.exists():
             msg = f"{source} names {arg!r}, which is not a file in {where}: a relative path is taken from the folder you launch from"
             raise UsageError(msg)
+    if agent_spec.startswith(MCP_PREFIX):
+        if importlib.util.find_spec("mcp") is None:
+            msg = f"--agent {agent_spec} serves its tools with srez mcp, which needs the MCP library: pip install 'srez[mcp]'"
+            raise UsageError(msg)
+        return launcher_argv(sys.executable, absolute_argv(argv, where))
     return absolute_argv(argv, where)
 
 

@@ -2,7 +2,8 @@
 sandbox, read from the run folder and the daemon's settings before anything starts.
 
 The agent process is the daemon's own ``srez-agent`` unless ``SREZ_AGENT_CMD`` names another, or
-``run.json`` names a custom agent (``agent_spec`` ``cmd:NAME``, its command in ``agent_cmd``).
+``run.json`` names a custom agent (``agent_spec`` ``cmd:NAME`` or ``mcp:NAME``, its command in
+``agent_cmd``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from srez_daemon.sandbox import Sandbox, build_sandbox
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import agent_environment
 
-CUSTOM_PREFIX: Final = "cmd:"
-"""Agent specs of custom agent commands: ``cmd:NAME``."""
+CUSTOM_PREFIXES: Final = ("cmd:", "mcp:")
+"""Agent specs of custom agent commands: ``cmd:NAME``, and ``mcp:NAME`` (one that speaks MCP,
+started through ``srez_client.integrations.mcp.launch``: the recorded command says so)."""
 
 
 def load_manifest(path: Path) -> RunManifest:
@@ -39,12 +41,12 @@ def load_manifest(path: Path) -> RunManifest:
 def agent_command(manifest: RunManifest, settings: DaemonSettings) -> tuple[tuple[str, ...], bool]:
     """The agent's command line, and whether it is the built-in ``srez-agent``.
 
-    A ``cmd:NAME`` run runs the ``agent_cmd`` its ``run.json`` records (else the daemon's own
-    ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command; any other spec
-    runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
+    A ``cmd:NAME`` (or ``mcp:NAME``) run runs the ``agent_cmd`` its ``run.json`` records (else
+    the daemon's own ``SREZ_AGENT_CMD``), and is never the built-in agent, whatever the command;
+    any other spec runs the daemon's agent command. Raises RunSetupError when ``run.json`` disagrees with itself.
     """
     spec = manifest.agent_spec
-    if spec.startswith(CUSTOM_PREFIX):
+    if spec.startswith(CUSTOM_PREFIXES):
         argv = manifest.agent_cmd or (None if settings.agent_is_builtin else settings.agent_argv)
         if not argv:
             msg = f"run.json names the custom agent {spec!r} but records no agent_cmd to run"

@@ -136,6 +136,9 @@ def error(status: int, message: str = "", *, retry_after: float | str | None = N
 class FakeOpenAI:
     """The server; start it with ``with`` (or :meth:`start`), script it with :meth:`push`."""
 
+    ROUTES: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+    """The paths answered (a subclass speaking another provider's protocol names its own)."""
+
     def __init__(self, when_empty: Scripted | None = None) -> None:
         self.when_empty = when_empty or error(400, "fake server: script exhausted")
         self.requests: list[Recorded] = []
@@ -201,8 +204,8 @@ class FakeOpenAI:
 
         async def serve() -> None:
             app = web.Application()
-            app.router.add_post("/v1/chat/completions", self._handle)
-            app.router.add_post("/chat/completions", self._handle)
+            for route in self.ROUTES:
+                app.router.add_post(route, self._handle)
             self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
             await self._runner.setup()
             site = web.TCPSite(self._runner, "127.0.0.1", 0)

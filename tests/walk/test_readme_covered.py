@@ -7,7 +7,16 @@ from __future__ import annotations
 import re
 
 from walk_kit import README, ROOT, options, readme_commands
-from walk_steps import COMMANDS, DOCKER, LLM_AND_MANAGED, LOCAL_RUNS, NOT_WALKED, WALKED
+from walk_steps import (
+    COMMANDS,
+    DOCKER,
+    INSPECT,
+    LLM_AND_MANAGED,
+    LOCAL_RUNS,
+    MCP,
+    NOT_WALKED,
+    WALKED,
+)
 
 
 def test_every_readme_command_is_walked() -> None:
@@ -22,7 +31,7 @@ def test_every_readme_command_is_walked() -> None:
 
 
 def test_the_walk_passes_every_option_the_readme_shows() -> None:
-    for line, steps in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER:
+    for line, steps in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER + INSPECT + MCP:
         walked = set().union(*(options(step.command) for step in steps))
         assert options(line) <= walked, f"{line}: the walk never passes {options(line) - walked}"
 

@@ -72,6 +72,81 @@ class MyAgent:
         return {"tool": next(self.moves), "args": {}}
 '''
 
+MY_MCP_CLIENT = '''\
+"""A small MCP client: plays a replay file (one {"tool", "args"} a line) on an MCP server.
+
+    python3 my_mcp_client.py ACTIONS -- SERVER COMMAND...
+
+It starts the server's command (a $VARIABLE in it is taken from the environment). On stdio by
+default; when the command has --http, it reads the line the server writes on stderr for the URL
+and the header (or the file the token is in), shows that a call without the token is refused,
+and then plays over streamable HTTP with the header.
+"""
+
+import asyncio
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import httpx2
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp import Client, StdioServerParameters
+
+
+async def play(client, actions):
+    tools = (await client.list_tools()).tools
+    print(f"{len(tools)} tools; prompt: {client.instructions.splitlines()[0]}", flush=True)
+    for action in actions:
+        result = await client.call_tool(action["tool"], action["args"])
+        print(action["tool"], "error" if result.is_error else "ok", flush=True)
+
+
+async def over_http(command, actions):
+    server = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+    line = (await server.stderr.readline()).decode()
+    print(line, end="", flush=True)
+    url = re.search(r"http://127\\.0\\.0\\.1:\\d+/mcp", line).group(0)
+    header = re.search(r'"Authorization: (Bearer [^"]+)"', line).group(1)
+    token_file = re.search(r"with the token in (\\S+)$", line)
+    if token_file:
+        header = "Bearer " + Path(token_file.group(1)).read_text().strip()
+    async with httpx2.AsyncClient(timeout=60) as http:
+        refused = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        print("without the token:", refused.status_code, refused.text, flush=True)
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": header}, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        await play(client, actions)
+    server.terminate()
+    await server.wait()
+
+
+def main():
+    actions = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line]
+    command = [os.path.expandvars(arg) for arg in sys.argv[sys.argv.index("--") + 1 :]]
+    if "--http" in command:
+        asyncio.run(over_http(command, actions))
+        return
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    asyncio.run(_stdio(params, actions))
+
+
+async def _stdio(params, actions):
+    async with Client(stdio_client(params)) as client:
+        await play(client, actions)
+
+
+if __name__ == "__main__":
+    main()
+'''
+"""The MCP client a reader has (any would do: this one is the ``mcp`` library's), written into the
+clone as ``my_mcp_client.py``: the walk drives ``srez mcp`` with it."""
+
 # ------------------------------------------------------------------ the walk, section by section
 COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
     ("srez --version", (Step("srez --version", rf"^srez {re.escape(VERSION)} \(protocol"),)),
@@ -168,6 +243,17 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
             ),
         ),
     ),
+    (
+        "srez export atif RUN",
+        (
+            Step(
+                "srez export atif {finished} && python3 -m json.tool"
+                " results/sre-007/none/scripted/{finished}/archive/trajectory.json",
+                r'"schema_version": "ATIF-v1\.8"',
+            ),
+        ),
+    ),
+    ("srez export atif --all", (Step("srez export atif --all", r"archive/trajectory\.json"),)),
     (
         "source <(srez completion bash)",
         (Step("source <(srez completion bash) && complete -p srez", r"complete .* srez$"),),
@@ -353,6 +439,77 @@ LLM_AND_MANAGED: list[tuple[str, tuple[Step, ...]]] = [
     ),
 ]
 
+# inside a local run's sandbox ``srez`` cannot start (it reads the task files the sandbox hides):
+# there the same server is ``python3 -m srez_client.integrations.mcp``, as the README says
+IN_A_RUN = r"python3 -m srez_client.integrations.mcp --socket \$SREZ_AGENT_SOCKET"  # the run's
+PLAY = "python3 my_mcp_client.py my-actions.jsonl --"
+MCP: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        "srez mcp --task sre-007 --name my-client",
+        (
+            Step(
+                f"{PLAY} srez mcp --task sre-007 --name my-client",
+                rf"(?s)^14 tools; prompt: .*^submit ok$.*^srez: run (?P<mcp_run>{RUN_ID}): sre-007"
+                r" as my-client, filed in results/sre-007/none/my-client/",
+            ),
+            Step(
+                "cat results/sre-007/none/my-client/{mcp_run}/result.json",
+                r'"agent": "my-client",(?s:.*)"passed": true',
+            ),
+        ),
+    ),
+    (
+        'srez mcp --socket "$SREZ_AGENT_SOCKET"',
+        (
+            Step(
+                "srez run --task sre-007 --backend local --agent cmd:mcp-stdio --agent-cmd"
+                f' "{PLAY} {IN_A_RUN}"',
+                r"^grade: +reward 1\.000, resolved yes",
+            ),
+            Step(
+                "cat results/sre-007/none/mcp-stdio/*/logs/agent.log",
+                r"(?s)^14 tools; prompt: You are the on-call SRE.*^declare_root_cause ok$",
+            ),
+        ),
+    ),
+    (
+        'srez mcp --socket "$SREZ_AGENT_SOCKET" --http 8765',
+        (
+            Step(
+                "srez run --task sre-007 --backend local --agent cmd:mcp-http --agent-cmd"
+                f' "{PLAY} {IN_A_RUN} --http 8765"',
+                r"^grade: +reward 1\.000, resolved yes",
+            ),
+            Step(
+                "cat results/sre-007/none/mcp-http/*/logs/agent.log",
+                r"(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:8765/mcp; send the header"
+                r' "Authorization: Bearer [\w-]{43}"$'
+                r'.*^without the token: 401 \{"error":\{"code":"unauthorized".*^declare_root_cause ok$',
+            ),
+        ),
+    ),
+    (
+        'srez mcp --socket "$SREZ_AGENT_SOCKET" --http --token-file mcp.token',
+        (
+            Step(
+                "srez run --task sre-007 --backend local --agent cmd:mcp-token --agent-cmd"
+                f' "{PLAY} {IN_A_RUN} --http --token-file /tmp/mcp.token"',
+                r"^grade: +reward 1\.000, resolved yes",
+            ),
+            Step(
+                "cat results/sre-007/none/mcp-token/*/logs/agent.log",
+                r"(?s)^srez: MCP \(streamable HTTP\) at http://127\.0\.0\.1:\d+/mcp; send the header"
+                r' "Authorization: Bearer <token>" with the token in /tmp/mcp\.token$'
+                r".*^without the token: 401 .*^declare_root_cause ok$",
+            ),
+        ),
+    ),
+]
+"""On the host (``--task``), and inside local runs (``--socket``), each played by the reader's
+MCP client (:data:`MY_MCP_CLIENT`) with the scripted expert's moves. The grade shows the whole
+episode went through; the agent's log may lack its last line (the sandbox ends right after
+``submit``)."""
+
 TERMINAL_UI = ("srez tui", "srez attach RUN")
 
 KEPT_LOG = "kept-container.log"
@@ -420,13 +577,89 @@ DOCKER: list[tuple[str, tuple[Step, ...]]] = [
 """``srez mirror --watch`` runs until interrupted: ``test_walk_docker`` starts it in a terminal,
 sees it notice a kept run's container stop, and stops it with ctrl c."""
 
+INSPECT_MODEL = "anthropic/claude-sonnet-4-5"
+# Inspect against a scripted Anthropic Messages API (tests/fakes/anthropic_server.py): not
+# streamed (``-M streaming=false``, a ``--max-tokens`` the SDK allows without a stream), one
+# sample at a time so the script is answered in order; the sets are narrowed like the others.
+INSPECT_FAKE = f"--model {INSPECT_MODEL} -M streaming=false --max-tokens 4096 --max-samples 1"
+INSPECT: list[tuple[str, tuple[Step, ...]]] = [
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T tasks=sre-001,sre-007",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T tasks=sre-001,sre-007"
+                " --log-dir logs --display plain",
+                r"(?s)^reward +valid.*^mean +1\.000 +mean +1\.000",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T difficulty=hard --epochs 3",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T difficulty=hard -T tasks=sre-025"
+                " --epochs 3 --log-dir logs --display plain",
+                r"(?s)^reward +valid.*^mean +1\.000 +mean +1\.000",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T tasks_dir=sets/s1234",
+        (
+            Step("srez tasks generate --seed 1234 --count 1 --out sets/s1234", r"wrote 1 verified"),
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T tasks_dir=sets/s1234"
+                " --log-dir logs --display plain",
+                r"(?s)sre_zero \(1 sample\).*^reward +valid",
+            ),
+        ),
+    ),
+    (
+        f"inspect eval srez/sre_zero --model {INSPECT_MODEL} -T seed=1234 -T count=10",
+        (
+            Step(
+                f"inspect eval srez/sre_zero {INSPECT_FAKE} -T seed=1234 -T count=1"
+                " --log-dir logs --display plain",
+                r"(?s)sre_zero \(1 sample\).*^reward +valid",
+            ),
+        ),
+    ),
+    (
+        "inspect view",
+        # a server until interrupted: it must say where it serves the logs the lines above wrote
+        (
+            Step(
+                "timeout 15 inspect view --log-dir logs --port {view_port}",
+                r"Running on http://",
+                124,
+            ),
+        ),
+    ),
+]
+"""``test_walk_inspect`` scripts the replies: the expert's for the first two lines, a submit for
+each sample of the generated sets; ``{view_port}`` is a free port."""
+
 NOT_WALKED = {
     "make run": "it is `make setup` and the inline baseline sweep, which the walk runs as written "
     "(test_make_run_is_the_walked_sweep holds the Makefile to it)",
     "make test": "the walk runs inside it",
     "make image": ".ci/run makes it before the suite, and the docker walk uses the image it built; "
     "building it here would reinstall the project into the suite's own environment",
+    **dict.fromkeys(
+        (
+            "srez run --task sre-007 --backend local --model anthropic/claude-sonnet-4-5"
+            ' --agent mcp:claude-code --agent-cmd "claude -p {prompt} --mcp-config {mcp_config}'
+            " --strict-mcp-config --tools '' --allowedTools mcp__srez\"",
+            "srez run --task sre-007 --backend local --model openai/gpt-5 --agent mcp:codex"
+            ' --agent-cmd "codex exec --skip-git-repo-check -c mcp_servers.srez={mcp_toml}'
+            ' {prompt}"',
+        ),
+        "Claude Code and Codex CLI are not installed here, and they need a provider's key and"
+        " network; tests/client/test_mcp_agent.py walks the same mechanism (an mcp:NAME agent,"
+        " its launcher, {mcp_config} and {mcp_toml}) with an MCP client agent of ours through"
+        " srez run --backend local",
+    ),
 }
 
-WALKED = {line for line, _ in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER}
+WALKED = {line for line, _ in COMMANDS + LOCAL_RUNS + LLM_AND_MANAGED + DOCKER + INSPECT + MCP}
 WALKED |= {*TERMINAL_UI, "srez mirror --watch"}

@@ -1,8 +1,9 @@
-"""``srez export atif RUN|--all``: write a run's dialog as ``archive/trajectory.json`` (ATIF).
+"""``srez export atif RUN|--all``: write a run's dialog as ``archive/trajectory.json`` (ATIF v1.8).
 
-``RUN`` is a run folder (holding ``archive/dialog.jsonl``), or the id (or a unique prefix of
-it) of a finished run under ``--results``; ``--all`` exports every finished run there. The dialog is read with the tolerant parser, so a torn
-or damaged file still exports what can be read (:mod:`srez_client.results.atif`).
+``RUN`` is a run folder (holding ``archive/dialog.jsonl``), or the id (or a unique prefix of it) of
+a finished run under ``--results``; ``--all`` exports every finished run there. The dialog is read
+with the tolerant parser, so a torn or damaged file still exports what can be read (the mapping,
+and how the step counts agree with ``summary.json``: :mod:`srez_client.results.atif`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def add_export_command(sub: Any) -> None:
     """Add ``export`` to the subcommands ``sub`` of ``srez``."""
     export = sub.add_parser("export", help="write runs in other formats")
     formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
-    atif = formats.add_parser("atif", help="ATIF trajectory.json beside each run's dialog")
+    atif = formats.add_parser("atif", help="ATIF v1.8 trajectory.json beside each run's dialog")
     atif.add_argument(
         "run",
         nargs="?",

@@ -34,6 +34,7 @@ from srez_client.cli.evaluate import (
 )
 from srez_client.cli.export import add_export_command
 from srez_client.cli.managed import add_managed_command
+from srez_client.cli.mcp import add_mcp_command
 from srez_client.cli.mirror import add_mirror_command
 from srez_client.cli.options import comma_list, say
 from srez_client.cli.play import play, prompted_lines
@@ -173,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_command(sub)
     add_managed_command(sub)
     add_tui_commands(sub)
+    add_mcp_command(sub, [tasks_dir], one_task)
     _name_help_parsers(parser)
     return parser
 

@@ -27,7 +27,7 @@ from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
-from srez_env.agents import CUSTOM_PREFIX
+from srez_env.agents import CUSTOM_PREFIXES
 from srez_env.agents.llm import LLM_SPECS
 
 logger = logging.getLogger(__name__)
@@ -40,12 +40,13 @@ def add_run_command(sub: Any, where: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--agent",
         required=True,
-        help="scripted, heuristic, random, replay:FILE, llm, llm-json, or cmd:NAME (your own)",
+        help="scripted, heuristic, random, replay:FILE, llm, llm-json, or your own: cmd:NAME"
+        " (a program on the agent socket) or mcp:NAME (an MCP client)",
     )
     run.add_argument(
         "--agent-cmd",
         metavar="CMD",
-        help="the command of a cmd:NAME agent, e.g. 'python3 my_agent.py' (default: SREZ_AGENT_CMD)",
+        help="the command of a cmd:NAME or mcp:NAME agent, e.g. 'python3 my_agent.py' (default: SREZ_AGENT_CMD)",
     )
     run.add_argument(
         "--model",
@@ -69,14 +70,14 @@ def model_for(agents: list[str], model: str | None) -> str:
     without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
     wants = [a for a in agents if a in LLM_SPECS]
     # a custom agent may call a model: then the slug names its results folder
-    custom = bool(agents) and all(a.startswith(CUSTOM_PREFIX) for a in agents)
+    custom = bool(agents) and all(a.startswith(CUSTOM_PREFIXES) for a in agents)
     if model is None:
         if wants:
             msg = f"--agent {wants[0]} needs --model SLUG (a litellm slug, e.g. openai/gpt-4o-mini)"
             raise UsageError(msg)
         return "none"
     if not (wants or custom):
-        msg = f"--model {model!r} is only for --agent llm, llm-json or cmd:NAME"
+        msg = f"--model {model!r} is only for --agent llm, llm-json, cmd:NAME or mcp:NAME"
     elif not valid_slug(model):
         msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
     else:

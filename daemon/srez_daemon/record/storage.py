@@ -77,7 +77,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
 
     Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the
@@ -86,12 +86,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     Args:
         path: The file to write; its folder must exist.
         data: The new content.
+        mode: The file's permissions (the temp file is created 0600, then given them).
     """
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)
+            os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

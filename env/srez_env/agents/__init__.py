@@ -15,6 +15,9 @@ the agent socket, so nothing here can build it; :func:`custom_agent_name` checks
 is the agent's name in the results layout (``results/<task>/<model>/<NAME>/``), so it may not be
 the name of a built-in agent: a custom command is never filed as a baseline.
 
+``mcp:NAME`` is a custom agent command too, one that speaks MCP: the harness starts it with an
+MCP configuration pointing at ``srez mcp --socket`` (``srez_client.integrations.mcp``).
+
 ``package.module:AgentClass`` is a Python agent of one's own, imported and built in the process
 that runs the agent (:mod:`srez_env.agents.python_agent`), and filed under its own name.
 """
@@ -42,10 +45,15 @@ AGENT_KINDS = (
     "llm",
     "llm-json",
     "cmd:NAME",
+    "mcp:NAME",
     "module:Class",
 )
 CUSTOM_PREFIX = "cmd:"
 """Spec prefix of a custom agent command: ``cmd:NAME``."""
+MCP_PREFIX = "mcp:"
+"""Spec prefix of a custom agent command that speaks MCP: ``mcp:NAME``."""
+CUSTOM_PREFIXES = (CUSTOM_PREFIX, MCP_PREFIX)
+"""Spec prefixes of custom agent commands (their own process, filed under NAME)."""
 
 
 class AgentSpecError(EnvError, ValueError):
@@ -53,20 +61,21 @@ class AgentSpecError(EnvError, ValueError):
 
 
 def custom_agent_name(spec: str) -> str | None:
-    """NAME of a ``cmd:NAME`` spec (None for any other spec).
+    """NAME of a ``cmd:NAME`` or ``mcp:NAME`` spec (None for any other spec).
 
     Raises:
         AgentSpecError: If NAME is not 1 to 40 of ``a-z 0-9 . _ -`` starting with a letter or
             digit, or is the name of a built-in agent.
     """
-    if not spec.startswith(CUSTOM_PREFIX):
+    prefix = next((p for p in CUSTOM_PREFIXES if spec.startswith(p)), None)
+    if prefix is None:
         return None
-    name = spec.removeprefix(CUSTOM_PREFIX)
+    name = spec.removeprefix(prefix)
     if not CUSTOM_NAME.fullmatch(name):
-        msg = f"custom agent name {name!r}: use 1 to 40 of a-z 0-9 . _ - (e.g. cmd:my-agent)"
+        msg = f"custom agent name {name!r}: use 1 to 40 of a-z 0-9 . _ - (e.g. {prefix}my-agent)"
         raise AgentSpecError(msg)
     if name in BUILTIN_AGENT_NAMES:
-        msg = f"custom agent name {name!r} is a built-in agent's: a custom command files its runs under a name of its own (e.g. cmd:my-{name})"
+        msg = f"custom agent name {name!r} is a built-in agent's: a custom command files its runs under a name of its own (e.g. {prefix}my-{name})"
         raise AgentSpecError(msg)
     return name
 

@@ -21,8 +21,8 @@ from srez_env.errors import EnvError
 
 IMPORT_PATH: Final = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")
 """``module.path:ClassName``."""
-_RESERVED_PREFIXES: Final = ("replay", "cmd")
-"""Spec prefixes that are not modules (``replay:FILE``, ``cmd:NAME``)."""
+_RESERVED_PREFIXES: Final = ("replay", "cmd", "mcp")
+"""Spec prefixes that are not modules (``replay:FILE``, ``cmd:NAME``, ``mcp:NAME``)."""
 
 
 class PythonAgentError(EnvError, ValueError):

@@ -152,5 +152,19 @@ def generate(
         msg = f"count must be from 1 to 999, got {count}"
         raise ValueError(msg)
     rows = select_rows(kinds, difficulties)
-    tag = set_tag(seed)
-    return [realise(rows[n % len(rows)], seed, f"sre-{tag}-{n + 1:03d}") for n in range(count)]
+    return [member(rows, seed, n) for n in range(count)]
+
+
+def member_id(seed: int, n: int) -> str:
+    """The id of the ``n``-th task (from 0) of the set of ``seed``: ``sre-<tag>-NNN``."""
+    return f"sre-{set_tag(seed)}-{n + 1:03d}"
+
+
+def member(rows: Sequence[matrix.Row], seed: int, n: int) -> Task:
+    """The ``n``-th task (from 0) of the set of ``seed`` over ``rows``, realised alone: the same
+    task :func:`generate` makes at that position, without realising the others.
+
+    Raises:
+        GenerationError: the row has no valid world.
+    """
+    return realise(rows[n % len(rows)], seed, member_id(seed, n))

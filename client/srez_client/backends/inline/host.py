@@ -108,56 +108,146 @@ def run_inline(
     if agent.name == "llm":
         msg = f"the inline backend runs the baselines only: run {agent_spec!r} with --backend local or docker"
         raise AgentSpecError(msg)
-    model = "none"  # the baselines have no model; LLM agents run under a daemon
-    started = clock()
-    run_id = new_run_id(started, random_bytes)
-    folder = RunFolder.create(run_path(results_root, task.id, model, agent.name, run_id))
+    # the baselines have no model; LLM agents run under a daemon
+    hosted = HostedRun.open(
+        task,
+        RunIdentity(agent=agent.name, agent_spec=agent_spec, model="none", run_seed=run_seed),
+        results_root,
+        clock=clock,
+        timer=timer,
+        random_bytes=random_bytes,
+        start=start,
+    )
     try:
-        manifest = RunManifest(
-            run_id=run_id,
-            task_id=task.id,
-            agent=agent.name,
-            agent_spec=agent_spec,
-            model=model,
-            backend=BACKEND,
-            run_seed=run_seed,
-            srez_version=srez_version(),
-            started_at=utc_timestamp(started),
-        ).model_copy(update=task.provenance())
-        folder.write_json("run.json", manifest)
-        paths = RunPaths(folder.partial_dir)
-        with (
-            folder.open_dialog(clock=clock) as dialog,
-            contextlib.closing(Episode(task, manifest, paths, dialog, timer=timer)) as episode,
-        ):
-            error = _play(episode, agent)
+        return hosted.end(_play(hosted.episode, agent))
+    except ResultsError:  # the final folder appeared meanwhile: the partial one is kept, and said
+        raise
+    except BaseException:  # Ctrl-C included: no half-written run folder is left behind
+        hosted.discard()
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """Who plays a hosted run, as ``run.json`` records it."""
+
+    agent: str
+    """The agent's name (the results folder it is filed under)."""
+    agent_spec: str
+    """The agent as requested (``scripted``, ``mcp:NAME`` ...)."""
+    model: str
+    """The model slug, ``none`` without one."""
+    run_seed: int
+    """Seed of the run."""
+
+
+class HostedRun:
+    """One run in this process, from ``run.json`` to ``summary.json``: its folder, its dialog and
+    its episode, driven by whoever calls :attr:`episode` (an agent's ``act`` loop, or the tool
+    calls of an MCP client), then ended once with :meth:`end` or :meth:`discard`."""
+
+    def __init__(
+        self,
+        folder: RunFolder,
+        manifest: RunManifest,
+        episode: Episode,
+        closing: contextlib.ExitStack,
+        *,
+        clock: Clock,
+        timer: Timer,
+        start: float,
+    ) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self.episode = episode
+        self._closing = closing
+        self._clock = clock
+        self._timer = timer
+        self._start = start
+
+    @classmethod
+    def open(
+        cls,
+        task: Task,
+        who: RunIdentity,
+        results_root: Path,
+        *,
+        clock: Clock = system_clock,
+        timer: Timer = time.perf_counter,
+        random_bytes: RandomBytes = os.urandom,
+        start: float | None = None,
+    ) -> HostedRun:
+        """Creates the run folder, writes ``run.json``, opens the dialog and starts the episode
+        (its opening entries and world files written; the prompt is ``episode.prompt``).
+
+        Raises:
+            srez_client.errors.ResultsError: If the run folder cannot be created.
+        """
+        begun = timer() if start is None else start
+        started = clock()
+        run_id = new_run_id(started, random_bytes)
+        folder = RunFolder.create(run_path(results_root, task.id, who.model, who.agent, run_id))
+        closing = contextlib.ExitStack()
+        try:
+            manifest = RunManifest(
+                run_id=run_id,
+                task_id=task.id,
+                agent=who.agent,
+                agent_spec=who.agent_spec,
+                model=who.model,
+                backend=BACKEND,
+                run_seed=who.run_seed,
+                srez_version=srez_version(),
+                started_at=utc_timestamp(started),
+            ).model_copy(update=task.provenance())
+            folder.write_json("run.json", manifest)
+            paths = RunPaths(folder.partial_dir)
+            dialog = closing.enter_context(folder.open_dialog(clock=clock))
+            episode = Episode(task, manifest, paths, dialog, timer=timer)
+            closing.callback(episode.close)
+            episode.start()
+        except BaseException:
+            closing.close()
+            folder.discard()
+            raise
+        return cls(folder, manifest, episode, closing, clock=clock, timer=timer, start=begun)
+
+    def end(self, error: str | None) -> InlineRun:
+        """Ends the run (the episode must be over): the closing dialog entry, the patches, the
+        grade, ``summary.json``, and the folder under its final name. ``error`` is what went wrong
+        with the agent (the run then counts as the agent's error), None when it ended normally."""
+        episode = self.episode
+        try:
             episode.finish("failed" if error else "completed", error)
+        finally:
+            self._closing.close()
         episode.seal()
         grade = episode.grade("agent" if error else None)
         summary = run_summary(
-            manifest,
+            self.manifest,
             episode,
             error=error,
             error_kind="agent",
             grade=grade,
             end_reason=episode.end_reason,
-            duration_s=timer() - start,
-            finished_at=clock(),
+            duration_s=self._timer() - self._start,
+            finished_at=self._clock(),
         )
-        folder.write_json("summary.json", summary)
-        run_dir = folder.complete()
-        logger.info("run %s: %s on %s, reward %.3f", run_id, agent.name, task.id, summary.reward)
-        return InlineRun(run_id=run_id, run_dir=run_dir, grade=grade, summary=summary)
-    except ResultsError:  # the final folder appeared meanwhile: the partial one is kept, and said
-        raise
-    except BaseException:  # Ctrl-C included: no half-written run folder is left behind
-        folder.discard()
-        raise
+        self.folder.write_json("summary.json", summary)
+        run_dir = self.folder.complete()
+        m = self.manifest
+        logger.info("run %s: %s on %s, reward %.3f", m.run_id, m.agent, m.task_id, summary.reward)
+        return InlineRun(run_id=m.run_id, run_dir=run_dir, grade=grade, summary=summary)
+
+    def discard(self) -> None:
+        """Deletes the half-written run (Ctrl-C): nothing of it stays."""
+        self._closing.close()
+        self.folder.discard()
 
 
 def _play(episode: Episode, agent: Agent) -> str | None:
     """Drives the agent until the episode ends; what went wrong with the agent, or None."""
-    observation: Mapping[str, Any] = episode.start()
+    observation: Mapping[str, Any] = episode.prompt
     while not episode.done:
         try:
             tool, args = tool_call(agent.act(dict(observation)))
