@@ -27,7 +27,7 @@ from srez_client.errors import ClientError, RunNotFoundError
 from srez_client.managed.ledger import BudgetLedger
 from srez_client.managed.logs import TargetLogs, now_iso
 from srez_client.managed.models import Checkpoint, ManagedRun, Target, TaskRecord
-from srez_client.managed.outcome import outcome_of
+from srez_client.managed.outcome import CRASHED, outcome_of
 from srez_client.managed.plan import (
     budget_key,
     end_attempt,
@@ -112,11 +112,14 @@ async def _recover(
             status="interrupted",
             run_id=run_id,
             finished_at=now_iso(),
+            error_kind=CRASHED,
             error="the runner died; the run was not found",
         )
     fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
     if stopped:
-        fields.update(status="interrupted", error="the runner died; its run was stopped")
+        fields.update(
+            status="interrupted", error_kind=CRASHED, error="the runner died; its run was stopped"
+        )
     return end_attempt(record, **fields, finished_at=now_iso())
 
 

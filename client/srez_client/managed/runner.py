@@ -8,9 +8,12 @@ The checkpoint is rewritten atomically at each of those steps, so a ``kill -9`` 
 record that :mod:`.recover` can finish on the next start.
 
 Stop: SIGTERM (or SIGINT) stops the in-flight run through ``backend.stop``; the daemon writes its
-summary and exits, the run is mirrored as usual and its record is marked ``interrupted``, never
-``completed``, and nothing new starts. If the run does not end within :data:`STOP_GRACE_S`, the
-wait is cancelled and the record is still written ``interrupted``.
+summary (``end_reason: stopped``) and exits, the run is mirrored as usual and its record is marked
+``interrupted`` (``error_kind: stopped``), never ``completed``, and nothing new starts. The run's
+summary decides, not the moment of the stop: a run that had already finished when the stop came
+(its result graded, not yet recorded) is recorded as it ended, ``completed`` and never run again,
+as :mod:`.recover` adopts one after a crash. If the run does not end within :data:`STOP_GRACE_S`,
+the wait is cancelled and the record is written ``interrupted``.
 
 Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user, budget or
 provider), :data:`EXIT_STOPPED` after a stop. With ``--wait`` the runner sleeps through budget and
@@ -48,7 +51,7 @@ from srez_client.managed.models import (
     Target,
     TaskRecord,
 )
-from srez_client.managed.outcome import outcome_fields
+from srez_client.managed.outcome import STOPPED, outcome_fields
 from srez_client.managed.plan import (
     budget_key,
     end_attempt,
@@ -357,7 +360,13 @@ class Runner:
             if not self.stopping:
                 raise
             saved = self._in_flight_record or record  # keeps the run id of a launched run
-            return end_attempt(saved, status="interrupted", finished_at=now_iso(), error="stopped")
+            return end_attempt(
+                saved,
+                status="interrupted",
+                finished_at=now_iso(),
+                error_kind=STOPPED,
+                error=f"stopped; its run did not end within {STOP_GRACE_S:g} s",
+            )
         finally:
             self._attempt_task = None
             self._in_flight_record = None
@@ -388,12 +397,16 @@ class Runner:
                 await self.backend.remove(outcome.handle)
         except (ClientError, EnvError, OSError) as e:
             logger.warning("%s %s: %s", target.name, record.task_id, e)
-            return end_attempt(record, status="failed", finished_at=now_iso(), error=str(e)[:500])
-        fields = outcome_fields(
-            outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0
-        )
-        if self.stopping:
-            fields.update(status="interrupted", error="stopped")
+            fields: dict[str, object] = {"status": "failed", "error": str(e)[:500]}
+        else:
+            fields = outcome_fields(
+                outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0
+            )
+        if self.stopping and fields["status"] == "failed":
+            # not graded, and a stop came: the stop may be why, so the task is run again. A graded
+            # run is kept whenever the stop came: its summary says whether the stop ended it.
+            why = fields.get("error") or "not graded"
+            fields.update(status="interrupted", error_kind=STOPPED, error=f"stopped ({why})")
         return end_attempt(record, **fields, finished_at=now_iso())
 
 

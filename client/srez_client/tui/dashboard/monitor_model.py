@@ -161,10 +161,10 @@ class MonitorModel(CursorModel):
             reward = "  -  " if record.reward is None else f"{record.reward:.3f}"
             ev = self.data.evidence.get(record.task_id)
             evidence = f"ev {ev.witnessed}/{ev.required}" if ev else ""
-            error = f" {record.error_kind}: {record.error}" if record.error else ""
+            error = " " + ": ".join(p for p in (record.error_kind, record.error) if p)
             text = (
                 f"{sanitize_line(record.task_id):<10} {record.status:<14} try {record.attempt}"
-                f"  reward {reward}  {evidence:<8}{sanitize_line(error)}"
+                f"  reward {reward}  {evidence:<8}{sanitize_line(error)}".rstrip()
             )
             out.append((i == self.cursor, text))
         return out

@@ -138,7 +138,26 @@ def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) ->
     lines = [t for _, t in model.task_lines()]
     assert lines[0].startswith("sre-001    completed") and "ev 2/2" in lines[0]
     assert "try 2" in lines[2]
+    assert lines[1].endswith("agent: crash")
     assert model.console() == ["a\\x1b]52;c;x\\x07b"]
+
+
+def test_monitor_task_line_never_prints_a_missing_error_kind(source: ManagedApiSource) -> None:
+    """A record written before interrupted attempts had a kind shows its error alone."""
+    results = source.results_root
+    make_run(results)
+    checkpoint(
+        results,
+        "demo",
+        LLM,
+        record("sre-001", "interrupted", reward=1.0, error="stopped"),
+        record("sre-002", "interrupted", error_kind="stopped", error="stopped (not graded)"),
+    )
+    model = MonitorModel("demo", LLM)
+    model.update(MonitorData(source.status("demo")))
+    old, new = (t for _, t in model.task_lines())
+    assert "None" not in old and old.endswith(" stopped")
+    assert new.endswith("stopped: stopped (not graded)")
 
 
 def test_monitor_keys_and_open_task(source: ManagedApiSource) -> None:

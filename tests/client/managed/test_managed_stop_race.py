@@ -1,0 +1,104 @@
+"""A stop that lands after a task's run finished, before the runner recorded its result.
+
+The runner runs in this process on the ``inline`` backend, wrapped so that the stop is sent at a
+chosen point of the attempt: when the run has returned (finished and graded, nothing recorded),
+or when the runner removes the finished run (just before the outcome is written). The graded
+result must be kept (``completed``) and the task never launched again on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from srez_client.backends.base import LaunchSpec, RunHandle
+from srez_client.backends.inline.backend import InlineBackend
+from srez_client.managed import api
+from srez_client.managed.models import make_target
+from srez_client.managed.outcome import STOPPED
+from srez_client.managed.runner import EXIT_STOPPED, Runner
+from srez_client.managed.store import ManagedPaths, load_checkpoint, verified
+
+TASKS = ("sre-001", "sre-002")
+
+
+class StopInTheWindow(InlineBackend):
+    """The inline backend, calling ``on_window`` once at ``point`` of the first task's attempt."""
+
+    def __init__(self, state_dir: Path, point: str) -> None:
+        super().__init__(state_dir)
+        self.point = point
+        self.on_window: Callable[[], None] = lambda: None
+        self.launched: list[str] = []
+        self._fired = False
+
+    def _window(self, point: str) -> None:
+        if point == self.point and not self._fired:
+            self._fired = True
+            self.on_window()
+
+    async def launch(self, spec: LaunchSpec) -> RunHandle:
+        self.launched.append(spec.task_id)
+        handle = await super().launch(spec)
+        self._window("finished")  # the run is over and graded; the runner has not seen it yet
+        return handle
+
+    async def remove(self, run: RunHandle) -> None:
+        self._window("remove")  # mirrored; the outcome is written right after this
+        await super().remove(run)
+
+
+@pytest.mark.parametrize("point", ["finished", "remove"])
+async def test_managed_stop_after_a_run_finished_keeps_its_graded_result(
+    tmp_path: Path, point: str
+) -> None:
+    results, state = tmp_path / "results", tmp_path / "state"
+    api.create_managed(
+        results, "race", targets=[make_target("scripted")], tasks=TASKS, backend="inline"
+    )
+    paths = ManagedPaths.of(results, "race")
+    backend = StopInTheWindow(state, point)
+    runner = Runner(paths, backend, state, environ={}, png=False)
+    backend.on_window = runner.request_stop
+
+    assert await runner.main() == EXIT_STOPPED
+    first = load_checkpoint(paths, "scripted").tasks
+    assert list(first) == ["sre-001"]  # nothing new started after the stop
+    kept = first["sre-001"]
+    assert (kept.status, kept.attempt, kept.error_kind, kept.error) == ("completed", 1, None, None)
+    assert kept.reward is not None and verified(kept.results_dir, kept.result_sha256)
+
+    resumed = Runner(paths, backend, state, environ={}, png=False)
+    assert await resumed.main() == 0
+    assert backend.launched == ["sre-001", "sre-002"]  # sre-001 was never run twice
+    final = load_checkpoint(paths, "scripted").tasks
+    assert final["sre-001"] == kept
+    assert final["sre-002"].status == "completed"
+
+
+async def test_managed_stop_before_grading_is_interrupted_with_a_kind(tmp_path: Path) -> None:
+    """A run the stop ended ungraded is ``interrupted``, says ``stopped``, and runs again."""
+    results, state = tmp_path / "results", tmp_path / "state"
+    api.create_managed(
+        results, "cut", targets=[make_target("scripted")], tasks=TASKS[:1], backend="inline"
+    )
+    paths = ManagedPaths.of(results, "cut")
+
+    class Ungraded(InlineBackend):
+        async def launch(self, spec: LaunchSpec) -> RunHandle:
+            runner.request_stop()
+            msg = "the run ended before its grade (stopped)"
+            raise OSError(msg)
+
+    runner = Runner(paths, Ungraded(state), state, environ={}, png=False)
+    assert await runner.main() == EXIT_STOPPED
+    record = load_checkpoint(paths, "scripted").tasks["sre-001"]
+    assert (record.status, record.error_kind) == ("interrupted", STOPPED)
+    assert record.error is not None and "before its grade" in record.error
+
+    resumed = Runner(paths, InlineBackend(state), state, environ={}, png=False)
+    assert await resumed.main() == 0
+    again = load_checkpoint(paths, "scripted").tasks["sre-001"]
+    assert (again.status, again.attempt) == ("completed", 2)
