@@ -124,6 +124,7 @@ class Runner:
         self._in_flight_record: TaskRecord | None = None
         """The attempt's record as last saved (with its run id once launched)."""
         self._stop_requested = asyncio.Event()
+        self._started_at = now_iso()
         self.png = png
 
     async def main(
@@ -233,6 +234,7 @@ class Runner:
                     return status
             finished = True
         finally:  # the JSON and Markdown always; the chart once the queue is through
+            self._state(None, None)
             summarize(self.paths, png=finished and self.png)
         return 0
 
@@ -281,6 +283,7 @@ class Runner:
                 self._state(target.name, task)
                 record = await self._attempt(run, target, record, checkpoint)
                 checkpoint = self._save(checkpoint.with_record(record))
+                self._state(target.name, None)
                 self._settle(run, target, record)
                 logs.say(
                     f"{target.name} {task} attempt {record.attempt}: {record.status}"
@@ -344,7 +347,9 @@ class Runner:
         return checkpoint
 
     def _state(self, target: str | None, task: str | None) -> None:
-        state = RunnerState(pid=os.getpid(), started_at=now_iso(), target=target, task=task)
+        """``runner.json``: the task in flight, or none (between tasks, or writing the summaries
+        once the queue is through), so nothing reads a recorded task as still running."""
+        state = RunnerState(pid=os.getpid(), started_at=self._started_at, target=target, task=task)
         write_model(self.paths.runner_json, state)
 
     async def _attempt(

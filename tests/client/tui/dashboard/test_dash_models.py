@@ -13,9 +13,10 @@ from srez_client.managed.models import RunnerState
 from srez_client.tui.dashboard.dashboard_model import DashboardModel
 from srez_client.tui.dashboard.form_model import create_request, parse_tasks, parse_usd
 from srez_client.tui.dashboard.managed_source import ManagedApiSource
+from srez_client.tui.dashboard.monitor_model import HELP as MONITOR_HELP
 from srez_client.tui.dashboard.monitor_model import Evidence, MonitorData, MonitorModel
 from srez_client.tui.dashboard.source import RunStatus
-from srez_client.tui.keys import context_keys
+from srez_client.tui.keys import SAME_MEANING, context_action, context_keys, keys_for
 
 LLM = "llm-openai__gpt-4o"
 
@@ -110,6 +111,21 @@ def test_dashboard_actions_need_the_right_line(source: ManagedApiSource) -> None
     }
 
 
+def test_a_key_means_one_thing_on_the_dashboard_and_the_monitor() -> None:
+    """``S`` stops on both screens; ``s`` (the dashboard's summaries) does nothing on the
+    monitor, so a key pressed out of habit never stops a run by surprise."""
+    first, second = (context_keys(ctx) for ctx in SAME_MEANING)
+    clashes = {
+        key: (first[key], second[key])
+        for key in first.keys() & second.keys()
+        if key != "enter" and first[key] != second[key]
+    }
+    assert clashes == {}
+    assert keys_for("dashboard", "stop") == keys_for("monitor", "stop") == ["S"]
+    assert context_action("monitor", "s") is None
+    assert "S stop" in MONITOR_HELP and " s " not in f" {MONITOR_HELP} "
+
+
 def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) -> None:
     results = source.results_root
     make_run(results, budget=2.0)
@@ -177,7 +193,7 @@ def test_monitor_keys_and_open_task(source: ManagedApiSource) -> None:
     assert action is not None and (action.name, action.ref) == ("open_task", "/r/1")
     model.press("down")
     assert model.press("enter") is None and "sre-002 has no run yet" in model.message
-    assert [model.press(k).name for k in "pscq"] == ["pause", "stop", "clear_pause", "back"]  # type: ignore[union-attr]
+    assert [model.press(k).name for k in "pScq"] == ["pause", "stop", "clear_pause", "back"]  # type: ignore[union-attr]
     assert model.press("x") is None
 
 
