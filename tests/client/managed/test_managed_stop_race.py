@@ -1,4 +1,5 @@
-"""A stop that lands after a task's run finished, before the runner recorded its result.
+"""A stop that lands after a task's run finished, before the runner recorded its result; and what
+``runner.json`` says once the last result is recorded.
 
 The runner runs in this process on the ``inline`` backend, wrapped so that the stop is sent at a
 chosen point of the attempt: when the run has returned (finished and graded, nothing recorded),
@@ -16,10 +17,11 @@ import pytest
 from srez_client.backends.base import LaunchSpec, RunHandle
 from srez_client.backends.inline.backend import InlineBackend
 from srez_client.managed import api
-from srez_client.managed.models import make_target
+from srez_client.managed import runner as runner_module
+from srez_client.managed.models import RunnerState, make_target
 from srez_client.managed.outcome import STOPPED
 from srez_client.managed.runner import EXIT_STOPPED, Runner
-from srez_client.managed.store import ManagedPaths, load_checkpoint, verified
+from srez_client.managed.store import ManagedPaths, load_checkpoint, read_model, verified
 
 TASKS = ("sre-001", "sre-002")
 
@@ -102,3 +104,26 @@ async def test_managed_stop_before_grading_is_interrupted_with_a_kind(tmp_path: 
     assert await resumed.main() == 0
     again = load_checkpoint(paths, "scripted").tasks["sre-001"]
     assert (again.status, again.attempt) == ("completed", 2)
+
+
+async def test_managed_runner_state_names_no_task_once_the_queue_is_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the summaries are written, ``runner.json`` says the runner runs no task: the
+    monitor never shows ``running (task …)`` next to a target whose every task is recorded."""
+    results, state = tmp_path / "results", tmp_path / "state"
+    api.create_managed(
+        results, "end", targets=[make_target("scripted")], tasks=TASKS[:1], backend="inline"
+    )
+    paths = ManagedPaths.of(results, "end")
+    seen: list[tuple[str | None, str | None, str]] = []
+
+    def summarize(at: ManagedPaths, *, png: bool) -> None:
+        runner = read_model(at.runner_json, RunnerState)
+        assert runner is not None
+        status = load_checkpoint(at, "scripted").tasks["sre-001"].status
+        seen.append((runner.target, runner.task, status))
+
+    monkeypatch.setattr(runner_module, "summarize", summarize)
+    assert await Runner(paths, InlineBackend(state), state, environ={}, png=False).main() == 0
+    assert seen == [(None, None, "completed")]

@@ -158,6 +158,25 @@ def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) ->
     assert model.console() == ["a\\x1b]52;c;x\\x07b"]
 
 
+def test_monitor_state_follows_what_the_runner_says_it_runs(source: ManagedApiSource) -> None:
+    """A task in flight, a runner between tasks, and one writing the summaries at the end (its
+    target's tasks all recorded): only the first names a task, the last is no longer running."""
+    make_run(source.results_root, tasks=("sre-001",))
+    checkpoint(source.results_root, "demo", "scripted", record("sre-001", reward=1.0))
+    snapshot = source.status("demo")
+    model = MonitorModel("demo", "scripted")
+
+    def state(target: str | None, task: str | None) -> str:
+        runner = RunnerState(pid=7, started_at="x", target=target, task=task)
+        live = snapshot.status.model_copy(update={"runner": runner})
+        model.update(MonitorData(RunStatus(snapshot.run, snapshot.folder, live, {})))
+        return model.header()[1]
+
+    assert state("scripted", "sre-001") == "state     running (task sre-001, pid 7)"
+    assert state("scripted", None) == "state     running (between tasks, pid 7)"
+    assert state(None, None) == "state     done · runner pid 7 writing the summaries"
+
+
 def test_monitor_task_line_never_prints_a_missing_error_kind(source: ManagedApiSource) -> None:
     """A record written before interrupted attempts had a kind shows its error alone."""
     results = source.results_root
