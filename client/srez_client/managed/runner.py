@@ -282,8 +282,8 @@ class Runner:
                 checkpoint = self._save(checkpoint.with_record(record))
                 self._state(target.name, task)
                 record = await self._attempt(run, target, record, checkpoint)
+                self._state(target.name, None)  # first: never a recorded task still "in flight"
                 checkpoint = self._save(checkpoint.with_record(record))
-                self._state(target.name, None)
                 self._settle(run, target, record)
                 logs.say(
                     f"{target.name} {task} attempt {record.attempt}: {record.status}"

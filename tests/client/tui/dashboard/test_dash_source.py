@@ -48,7 +48,8 @@ def test_start_reports_a_runner_that_fails(tmp_path: Path) -> None:
     source.start("demo", "no-such-target")
     [ended] = wait_ended(source)
     message = ended.line()
-    assert ended.failed and message.startswith("runner of demo/no-such-target exited 2: srez: error:")
+    assert ended.failed
+    assert message.startswith("runner of demo/no-such-target exited 2: srez: error:")
     assert "\x1b" not in message
 
 
