@@ -69,5 +69,10 @@ def test_start_refuses_a_model_target_without_its_key_before_anything_starts(
     monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # and reaches no provider
     source.start("demo", "llm-openai__gpt-4o")
     assert source._launched
+    [(proc, _log)] = source._launched.values()
+    deadline = time.monotonic() + 60  # a stop before the runner holds its lock finds none
+    while source.status("demo").runner is None and proc.poll() is None:
+        assert time.monotonic() < deadline, "the runner never started"
+        time.sleep(0.05)
     source.stop("demo")
     wait_ended(source)
