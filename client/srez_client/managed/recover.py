@@ -89,7 +89,7 @@ async def _recover(
             with contextlib.suppress(ClientError, OSError):
                 await backend.stop(handle)
             stopped = True
-        folder = _results_of(run, target, record.task_id, handle.run_id)
+        folder = results_of(run, target, record.task_id, handle.run_id)
         if folder is None:
             spec = launch_spec(run, target, record.task_id)
             try:
@@ -102,7 +102,7 @@ async def _recover(
         with contextlib.suppress(ClientError, OSError):
             await backend.remove(handle)
     elif record.run_id is not None:
-        folder = _results_of(run, target, record.task_id, record.run_id)
+        folder = results_of(run, target, record.task_id, record.run_id)
     else:
         folder = _scan_results(run, target, record, taken)
     if folder is None:
@@ -155,7 +155,9 @@ def _claims(
     )
 
 
-def _results_of(run: ManagedRun, target: Target, task_id: str, run_id: str) -> Path | None:
+def results_of(run: ManagedRun, target: Target, task_id: str, run_id: str) -> Path | None:
+    """The complete results folder of run ``run_id`` of this target and task, if it exists (a
+    folder under its final name is complete: runs are written under ``.<id>.partial/``)."""
     folder = run_path(Path(run.results_root), task_id, target.model, target.agent, run_id)
     return folder if folder.is_dir() else None
 

@@ -13,7 +13,8 @@ summary (``end_reason: stopped``) and exits, the run is mirrored as usual and it
 summary decides, not the moment of the stop: a run that had already finished when the stop came
 (its result graded, not yet recorded) is recorded as it ended, ``completed`` and never run again,
 as :mod:`.recover` adopts one after a crash. If the run does not end within :data:`STOP_GRACE_S`,
-the wait is cancelled and the record is written ``interrupted``.
+the wait is cancelled and the record is written ``interrupted``, unless the run's complete results
+folder is already there: then it is adopted too.
 
 Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user, budget or
 provider), :data:`EXIT_STOPPED` after a stop. With ``--wait`` the runner sleeps through budget and
@@ -51,7 +52,7 @@ from srez_client.managed.models import (
     Target,
     TaskRecord,
 )
-from srez_client.managed.outcome import STOPPED, outcome_fields
+from srez_client.managed.outcome import STOPPED, outcome_fields, outcome_of
 from srez_client.managed.plan import (
     budget_key,
     end_attempt,
@@ -60,7 +61,7 @@ from srez_client.managed.plan import (
     queue,
     start_attempt,
 )
-from srez_client.managed.recover import recover_target
+from srez_client.managed.recover import recover_target, results_of
 from srez_client.managed.store import (
     ManagedPaths,
     RunnerLock,
@@ -365,6 +366,11 @@ class Runner:
             if not self.stopping:
                 raise
             saved = self._in_flight_record or record  # keeps the run id of a launched run
+            folder = results_of(run, target, saved.task_id, saved.run_id) if saved.run_id else None
+            if folder is not None:  # it finished and was mirrored: adopted, as after a crash
+                fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
+                if fields["status"] != "failed":
+                    return end_attempt(saved, **fields, finished_at=now_iso())
             return end_attempt(
                 saved,
                 status="interrupted",

@@ -9,6 +9,7 @@ result must be kept (``completed``) and the task never launched again on resume.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -127,3 +128,29 @@ async def test_managed_runner_state_names_no_task_once_the_queue_is_recorded(
     monkeypatch.setattr(runner_module, "summarize", summarize)
     assert await Runner(paths, InlineBackend(state), state, environ={}, png=False).main() == 0
     assert seen == [(None, None, "completed")]
+
+
+async def test_managed_stop_whose_wait_is_cut_still_adopts_a_finished_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop's grace runs out while the runner is still busy with a run that had finished
+    (here: removing it hangs): its complete results folder is adopted, not thrown away."""
+    monkeypatch.setattr(runner_module, "STOP_GRACE_S", 0.2)
+    results, state = tmp_path / "results", tmp_path / "state"
+    api.create_managed(
+        results, "hang", targets=[make_target("scripted")], tasks=TASKS, backend="inline"
+    )
+    paths = ManagedPaths.of(results, "hang")
+
+    class Hangs(StopInTheWindow):
+        async def remove(self, run: RunHandle) -> None:
+            self._window("remove")
+            await asyncio.Event().wait()  # never returns: cancelled at the end of the grace
+
+    backend = Hangs(state, "remove")
+    runner = Runner(paths, backend, state, environ={}, png=False)
+    backend.on_window = runner.request_stop
+    assert await runner.main() == EXIT_STOPPED
+    kept = load_checkpoint(paths, "scripted").tasks["sre-001"]
+    assert (kept.status, kept.error_kind) == ("completed", None)
+    assert verified(kept.results_dir, kept.result_sha256)
