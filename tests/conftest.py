@@ -1,6 +1,7 @@
 """Suite-wide rules: docker-marked tests skip only when no Docker engine answers, and fail
 instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); tmux-marked
-tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; tests that
+tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; pty-marked
+tests skip only when no pseudo-terminal opens, and fail instead when ``REQUIRE_PTY=1``; tests that
 take the ``bwrap`` fixture skip only when bubblewrap cannot make a sandbox here, and fail instead
 when ``REQUIRE_BWRAP=1``; and the ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
 
@@ -32,6 +33,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     needs = (
         ("docker", "REQUIRE_DOCKER", _engine_problem),
         ("tmux", "REQUIRE_TMUX", _tmux_problem),
+        ("pty", "REQUIRE_PTY", _pty_problem),
     )
     for marker, required_by, problem_of in needs:
         marked = [item for item in items if item.get_closest_marker(marker)]
@@ -46,6 +48,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _tmux_problem() -> str | None:
     return None if shutil.which("tmux") else "tmux is not installed"
+
+
+def _pty_problem() -> str | None:
+    from srez_daemon.probe import terminal_available
+
+    return None if terminal_available() else "no pseudo-terminal can be opened here"
 
 
 @functools.cache

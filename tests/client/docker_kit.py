@@ -2,8 +2,9 @@
 
 Every container a test creates carries ``srez.test-session=<uuid>`` (the backend's extra label,
 or ``SREZ_DOCKER_LABELS`` for the CLI), and the session's finaliser force-removes them with their
-volumes. The run image is ``$SREZ_DOCKER_IMAGE`` or ``srez-run:<version>``; without an engine or
-the image the tests skip, unless ``REQUIRE_DOCKER=1``, where they fail.
+volumes. The run image is ``$SREZ_DOCKER_IMAGE`` or ``srez-run:<version>`` built from this tree
+(:func:`open_engine`); without an engine, or an image, the tests skip, unless ``REQUIRE_DOCKER=1``,
+where they fail.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from docker.types import Mount
 
 import docker
+from image_kit import BuildError, image_of_this_tree
 from srez_client.backends.docker.backend import DockerBackend, default_image
 from srez_client.backends.docker.state import DockerRecord, container_name, new_token, write_state
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce
@@ -84,17 +86,29 @@ class Engine:
 
 
 def open_engine(session: str) -> Engine:
-    """The session's engine, or a skip (a failure under ``REQUIRE_DOCKER=1``)."""
+    """The session's engine with the run image of this tree, or a skip (a failure under
+    ``REQUIRE_DOCKER=1``).
+
+    The image is the one ``make image`` makes from the tree as it is now: built here when it is
+    missing or its ``srez.image-hash`` label does not match the tree (one build at a time across
+    the suite's workers), so a docker test never passes on a stale image. ``SREZ_DOCKER_IMAGE``
+    names another image, used as it is.
+    """
     strict = os.environ.get("REQUIRE_DOCKER") == "1"
-    image = os.environ.get("SREZ_DOCKER_IMAGE", "").strip() or default_image()
+    chosen = os.environ.get("SREZ_DOCKER_IMAGE", "").strip()
+    image = chosen or default_image()
     try:
         docker.from_env(timeout=3).ping()
         client = docker.from_env()
+        if not chosen:
+            image_of_this_tree(client)
         client.images.get(image)
     except docker.errors.ImageNotFound:
         why = f"the run image {image} is not built (images/; or set SREZ_DOCKER_IMAGE)"
     except docker.errors.DockerException as e:
         why = f"no Docker engine answers: {e}"
+    except BuildError as e:
+        why = f"the run image of this tree could not be built: {e}"
     else:
         return Engine(client, session, image)
     if strict:

@@ -213,6 +213,16 @@ async def test_sec1_published_ports_bind_loopback_only(
             for a in addrs
             if a.family == socket.AF_INET and not a.address.startswith("127.")
         ]
+        # the engine's bridge gateway is an address of this host, so there is one to try; and
+        # the probe is shown to see a port that does listen on every address
+        assert outside, "no non-loopback address here to try the ports on"
+        with socket.socket() as control:
+            control.bind(("0.0.0.0", 0))  # noqa: S104 - the positive control, closed below
+            control.listen()
+            for address in outside:
+                with socket.socket() as s:
+                    s.settimeout(1)
+                    assert s.connect_ex((address, control.getsockname()[1])) == 0, address
         reached = 0
         for address in outside:
             for port in ports:

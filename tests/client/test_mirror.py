@@ -251,6 +251,29 @@ def test_a_folder_swapped_for_a_link_after_the_listing_is_not_entered(tmp_path: 
     assert b"CANARY" not in all_bytes(tmp_path / "out")
 
 
+def test_a_file_swapped_for_another_regular_file_after_the_listing_is_not_copied(
+    tmp_path: Path,
+) -> None:
+    """The identity check (device and inode) on its own: a listed file replaced by another
+    regular file (same name, same kind, one link, as a renaming writer leaves it) is a file
+    the listing never saw, so it is skipped as changed rather than copied."""
+    src = make_run(tmp_path / "src")
+    plan = plan_mirror(src)
+    forged = tmp_path / "forged.json"
+    forged.write_text('{"status": "ok", "reward": 1.0, "FORGED": true}')
+    forged.replace(src / "summary.json")  # atomically, as an agent rewriting it would
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        report = execute_plan(src, fd, "out", plan, MirrorLimits())
+    finally:
+        os.close(fd)
+    reasons = {b"/".join(s.parts): s.reason for s in report.skipped}
+    assert reasons == {b"summary.json": "changed"}
+    assert not (tmp_path / "out" / "summary.json").exists()
+    assert b"FORGED" not in all_bytes(tmp_path / "out")
+    assert (tmp_path / "out" / "run.json").read_bytes() == (src / "run.json").read_bytes()
+
+
 # ------------------------------------------------------------------ SECURITY.md test 19
 
 

@@ -26,10 +26,10 @@ from pytest_aiohttp import AiohttpClient
 from srez_daemon.services import procs
 from srez_daemon.services.exec import ExecService
 from srez_daemon.services.limits import SessionLimiter
-from srez_daemon.services.pty import PtyService, terminal_available
+from srez_daemon.services.pty import PtyService
 from srez_daemon.settings import DaemonSettings
 
-pytestmark = pytest.mark.skipif(not terminal_available(), reason="no pseudo-terminal here")
+pytestmark = pytest.mark.pty  # skipped without a pseudo-terminal, failed with REQUIRE_PTY=1
 
 Client = TestClient[web.Request, web.Application]
 ANSI = re.compile(

@@ -1,5 +1,6 @@
-"""The README walk: the Docker lines, against the engine and the run image ``make image`` built
-(the docker marker: skipped only where no engine answers, a failure with ``REQUIRE_DOCKER=1``)."""
+"""The README walk: the Docker lines, against the engine and the run image of this tree (what
+``make image`` builds: :func:`image_kit.image_of_this_tree` builds it when stale; the docker
+marker: skipped only where no engine answers, a failure with ``REQUIRE_DOCKER=1``)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ import pytest
 from walk_kit import Walker
 from walk_steps import DOCKER
 
+import docker
+from image_kit import image_of_this_tree
+
 
 @pytest.mark.docker
 def test_walk_docker(walker: Walker) -> None:
+    with docker.from_env() as client:
+        image_of_this_tree(client)
     watch = walker.terminal("srez mirror --watch")
     try:
         for line, steps in DOCKER:
