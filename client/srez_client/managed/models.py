@@ -174,7 +174,8 @@ class Attempt(BaseModel):
     cost_usd: float = 0.0
     """What the attempt cost (0 for the baselines)."""
     error_kind: str | None = None
-    """``provider``, ``agent``, ``harness`` or None (from ``summary.json``)."""
+    """``provider``, ``agent``, ``harness`` or None (from ``summary.json``); an ``interrupted``
+    attempt says why: ``stopped`` (a stop ended its run) or ``crashed`` (the runner died)."""
     claimed_error_kind: str | None = None
     """What the agent's exit claimed when the harness did not attest it (``summary.json``): a
     custom agent that exits as if its provider failed is recorded so, and counted as ``agent``."""

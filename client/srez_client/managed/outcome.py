@@ -4,16 +4,26 @@
 ``claimed_error_kind`` with attestation (:mod:`srez_daemon.attest`); until the installed
 :class:`~srez_daemon.protocol.RunSummary` has them they read as None and 0. ``error_kind`` is
 taken as the daemon attested it: a custom agent's provider claim is ``agent`` there already.
+
+An ``interrupted`` record always says why in ``error_kind``: :data:`STOPPED` (a stop ended its run)
+or :data:`CRASHED` (the runner died with it in flight); the daemon's own kind of a stopped run
+(``harness``) would read as a failure of ours, which it was not.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from srez_client.managed.plan import classify
 from srez_client.managed.store import file_sha256
 from srez_client.runs import read_summary
 from srez_daemon.protocol import RunSummary
+
+STOPPED: Final = "stopped"
+"""``error_kind`` of an attempt whose run a stop ended (``srez managed stop``, the TUI's stop)."""
+CRASHED: Final = "crashed"
+"""``error_kind`` of an attempt the runner died with in flight (found by :mod:`.recover`)."""
 
 
 def summary_cost(summary: RunSummary | None) -> float | None:
@@ -52,6 +62,8 @@ def outcome_fields(
         has_result=sha is not None,
         end_reason=summary.end_reason if summary is not None else None,
     )
+    if status == "interrupted":
+        error_kind = STOPPED
     return {
         "status": status,
         "run_id": results_dir.name,

@@ -27,7 +27,7 @@ from srez_client.errors import ClientError, RunNotFoundError
 from srez_client.managed.ledger import BudgetLedger
 from srez_client.managed.logs import TargetLogs, now_iso
 from srez_client.managed.models import Checkpoint, ManagedRun, Target, TaskRecord
-from srez_client.managed.outcome import outcome_of
+from srez_client.managed.outcome import CRASHED, outcome_of
 from srez_client.managed.plan import (
     budget_key,
     end_attempt,
@@ -89,7 +89,7 @@ async def _recover(
             with contextlib.suppress(ClientError, OSError):
                 await backend.stop(handle)
             stopped = True
-        folder = _results_of(run, target, record.task_id, handle.run_id)
+        folder = results_of(run, target, record.task_id, handle.run_id)
         if folder is None:
             spec = launch_spec(run, target, record.task_id)
             try:
@@ -102,7 +102,7 @@ async def _recover(
         with contextlib.suppress(ClientError, OSError):
             await backend.remove(handle)
     elif record.run_id is not None:
-        folder = _results_of(run, target, record.task_id, record.run_id)
+        folder = results_of(run, target, record.task_id, record.run_id)
     else:
         folder = _scan_results(run, target, record, taken)
     if folder is None:
@@ -112,11 +112,14 @@ async def _recover(
             status="interrupted",
             run_id=run_id,
             finished_at=now_iso(),
+            error_kind=CRASHED,
             error="the runner died; the run was not found",
         )
     fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
     if stopped:
-        fields.update(status="interrupted", error="the runner died; its run was stopped")
+        fields.update(
+            status="interrupted", error_kind=CRASHED, error="the runner died; its run was stopped"
+        )
     return end_attempt(record, **fields, finished_at=now_iso())
 
 
@@ -152,7 +155,9 @@ def _claims(
     )
 
 
-def _results_of(run: ManagedRun, target: Target, task_id: str, run_id: str) -> Path | None:
+def results_of(run: ManagedRun, target: Target, task_id: str, run_id: str) -> Path | None:
+    """The complete results folder of run ``run_id`` of this target and task, if it exists (a
+    folder under its final name is complete: runs are written under ``.<id>.partial/``)."""
     folder = run_path(Path(run.results_root), task_id, target.model, target.agent, run_id)
     return folder if folder.is_dir() else None
 

@@ -8,9 +8,13 @@ The checkpoint is rewritten atomically at each of those steps, so a ``kill -9`` 
 record that :mod:`.recover` can finish on the next start.
 
 Stop: SIGTERM (or SIGINT) stops the in-flight run through ``backend.stop``; the daemon writes its
-summary and exits, the run is mirrored as usual and its record is marked ``interrupted``, never
-``completed``, and nothing new starts. If the run does not end within :data:`STOP_GRACE_S`, the
-wait is cancelled and the record is still written ``interrupted``.
+summary (``end_reason: stopped``) and exits, the run is mirrored as usual and its record is marked
+``interrupted`` (``error_kind: stopped``), never ``completed``, and nothing new starts. The run's
+summary decides, not the moment of the stop: a run that had already finished when the stop came
+(its result graded, not yet recorded) is recorded as it ended, ``completed`` and never run again,
+as :mod:`.recover` adopts one after a crash. If the run does not end within :data:`STOP_GRACE_S`,
+the wait is cancelled and the record is written ``interrupted``, unless the run's complete results
+folder is already there: then it is adopted too.
 
 Exit statuses: 0 when the queue is done, :data:`EXIT_PAUSED` when it paused (user, budget or
 provider), :data:`EXIT_STOPPED` after a stop. With ``--wait`` the runner sleeps through budget and
@@ -48,7 +52,7 @@ from srez_client.managed.models import (
     Target,
     TaskRecord,
 )
-from srez_client.managed.outcome import outcome_fields
+from srez_client.managed.outcome import STOPPED, outcome_fields, outcome_of
 from srez_client.managed.plan import (
     budget_key,
     end_attempt,
@@ -57,7 +61,7 @@ from srez_client.managed.plan import (
     queue,
     start_attempt,
 )
-from srez_client.managed.recover import recover_target
+from srez_client.managed.recover import recover_target, results_of
 from srez_client.managed.store import (
     ManagedPaths,
     RunnerLock,
@@ -121,6 +125,7 @@ class Runner:
         self._in_flight_record: TaskRecord | None = None
         """The attempt's record as last saved (with its run id once launched)."""
         self._stop_requested = asyncio.Event()
+        self._started_at = now_iso()
         self.png = png
 
     async def main(
@@ -230,6 +235,7 @@ class Runner:
                     return status
             finished = True
         finally:  # the JSON and Markdown always; the chart once the queue is through
+            self._state(None, None)
             summarize(self.paths, png=finished and self.png)
         return 0
 
@@ -277,6 +283,7 @@ class Runner:
                 checkpoint = self._save(checkpoint.with_record(record))
                 self._state(target.name, task)
                 record = await self._attempt(run, target, record, checkpoint)
+                self._state(target.name, None)  # first: never a recorded task still "in flight"
                 checkpoint = self._save(checkpoint.with_record(record))
                 self._settle(run, target, record)
                 logs.say(
@@ -341,7 +348,9 @@ class Runner:
         return checkpoint
 
     def _state(self, target: str | None, task: str | None) -> None:
-        state = RunnerState(pid=os.getpid(), started_at=now_iso(), target=target, task=task)
+        """``runner.json``: the task in flight, or none (between tasks, or writing the summaries
+        once the queue is through), so nothing reads a recorded task as still running."""
+        state = RunnerState(pid=os.getpid(), started_at=self._started_at, target=target, task=task)
         write_model(self.paths.runner_json, state)
 
     async def _attempt(
@@ -357,7 +366,18 @@ class Runner:
             if not self.stopping:
                 raise
             saved = self._in_flight_record or record  # keeps the run id of a launched run
-            return end_attempt(saved, status="interrupted", finished_at=now_iso(), error="stopped")
+            folder = results_of(run, target, saved.task_id, saved.run_id) if saved.run_id else None
+            if folder is not None:  # it finished and was mirrored: adopted, as after a crash
+                fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
+                if fields["status"] != "failed":
+                    return end_attempt(saved, **fields, finished_at=now_iso())
+            return end_attempt(
+                saved,
+                status="interrupted",
+                finished_at=now_iso(),
+                error_kind=STOPPED,
+                error=f"stopped; its run did not end within {STOP_GRACE_S:g} s",
+            )
         finally:
             self._attempt_task = None
             self._in_flight_record = None
@@ -388,12 +408,16 @@ class Runner:
                 await self.backend.remove(outcome.handle)
         except (ClientError, EnvError, OSError) as e:
             logger.warning("%s %s: %s", target.name, record.task_id, e)
-            return end_attempt(record, status="failed", finished_at=now_iso(), error=str(e)[:500])
-        fields = outcome_fields(
-            outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0
-        )
-        if self.stopping:
-            fields.update(status="interrupted", error="stopped")
+            fields: dict[str, object] = {"status": "failed", "error": str(e)[:500]}
+        else:
+            fields = outcome_fields(
+                outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0
+            )
+        if self.stopping and fields["status"] == "failed":
+            # not graded, and a stop came: the stop may be why, so the task is run again. A graded
+            # run is kept whenever the stop came: its summary says whether the stop ended it.
+            why = fields.get("error") or "not graded"
+            fields.update(status="interrupted", error_kind=STOPPED, error=f"stopped ({why})")
         return end_attempt(record, **fields, finished_at=now_iso())
 
 

@@ -6,8 +6,12 @@ the same table that dispatches, and a binding is changed in one place. Contexts:
 :data:`srez_client.tui.tabs.TABS`), ``terminal`` (its Terminal tab, while the focus is in the
 shell), ``list`` (the attach list), and the managed-run screens
 ``dashboard``, ``monitor``, ``picker`` (the model picker), ``form`` (the create and
-add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it imports no screen (and no urwid), so
-any view model may read it.
+add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it
+imports no screen (and no urwid), so any view model may read it.
+
+A key means one thing on the dashboard and the monitor (``S`` stops on both; ``s`` is the
+dashboard's summaries and nothing on the monitor): :data:`SAME_MEANING` lists those two
+contexts, and the tests hold the table to it.
 """
 
 from __future__ import annotations
@@ -103,12 +107,12 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("dashboard", "D", "delete_artifacts", "delete the target's artefacts (asks)"),
     Binding("dashboard", "X", "delete_run", "delete the run and its folder (asks)"),
     Binding("dashboard", "g", "refresh", "refresh the list"),
-    Binding("dashboard", "q", "quit", "close the dashboard"),
+    Binding("dashboard", "q", "back", "close the dashboard"),
     Binding("monitor", "up", "cursor_up", "move up"),
     Binding("monitor", "down", "cursor_down", "move down"),
     Binding("monitor", "enter", "open_task", "open the task under the cursor in the run viewer"),
     Binding("monitor", "p", "pause", "pause after the current task"),
-    Binding("monitor", "s", "stop", "stop now: pause, then end the in-flight run"),
+    Binding("monitor", "S", "stop", "stop now: pause, then end the in-flight run"),
     Binding("monitor", "c", "clear_pause", "clear the pause flag"),
     Binding("monitor", "q", "back", "back to the run list"),
     Binding("monitor", "esc", "back", "back to the run list"),
@@ -136,6 +140,9 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("confirm", "esc", "no", "no"),
 )
 """Every binding."""
+SAME_MEANING: Final[tuple[Context, ...]] = ("dashboard", "monitor")
+"""Contexts where a key bound in more than one means the same action in each (``enter`` aside:
+it opens what is under the cursor, a target's monitor or a task's run)."""
 _ACTIONS: Final[dict[tuple[Context, str], str]] = {(b.context, b.key): b.action for b in BINDINGS}
 
 

@@ -70,7 +70,7 @@ def test_managed_stop_interrupts_in_flight_task_and_its_run(kit: Kit) -> None:
     assert runner.wait(10) == 143
     assert took <= 10.0, f"stop took {took:.1f} s"
     record = kit.output("s", "scripted")["sre-001"]
-    assert record["status"] == "interrupted"
+    assert (record["status"], record["error_kind"]) == ("interrupted", "stopped")
     assert running_local_runs(kit.state) == []  # the backend run was stopped
     assert "sre-002" not in kit.output("s", "scripted")
     interrupted_dir = record["results_dir"]

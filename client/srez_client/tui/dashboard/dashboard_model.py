@@ -29,7 +29,7 @@ NEEDS_RUN: Final = frozenset(
 )
 HELP: Final = (
     "n new · Enter monitor · r run · a/x add/remove target · p pause · S stop · c clear pause · "
-    "s summaries · e export queue · D delete target artefacts · X delete run · q quit"
+    "s summaries · e export queue · D delete target artefacts · X delete run · q quit · ? all keys"
 )
 
 

@@ -21,7 +21,12 @@ from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.dashboard_model import HELP, Action, DashboardModel
 from srez_client.tui.dashboard.forms import AddTargetForm, CreateForm
 from srez_client.tui.dashboard.monitor_view import MonitorScreen
-from srez_client.tui.dashboard.source import CreateRequest, ManagedSource, RunStatus
+from srez_client.tui.dashboard.source import (
+    CreateRequest,
+    EndedLaunch,
+    ManagedSource,
+    RunStatus,
+)
 from srez_client.tui.dashboard.widgets import (
     ConfirmDialog,
     PolledScreen,
@@ -81,12 +86,12 @@ class DashboardScreen(PolledScreen[DashboardModel]):
             self._say(f"cannot list managed runs: {e}", error=True)
         else:
             self.model.set_runs(runs)
-            for problem in ended:
-                self._say(problem, error=True)
+            for launch in ended:
+                self._say(launch.line(), error=launch.failed)
         self._show()
 
-    def _read(self) -> tuple[list[RunStatus], list[str]]:
-        """The runs, and the runners that failed since the last poll (blocking)."""
+    def _read(self) -> tuple[list[RunStatus], list[EndedLaunch]]:
+        """The runs, and the runners that ended since the last poll (blocking)."""
         return self.source.list_runs(), self.source.ended_launches()
 
     def _show(self) -> None:
@@ -115,7 +120,7 @@ class DashboardScreen(PolledScreen[DashboardModel]):
             )
             dialog = ConfirmDialog(self.shell, question, lambda: self.act_confirmed(action))
             self.shell.push(dialog, "Confirm")
-        elif action.name == "quit":
+        elif action.name == "back":
             self.shell.pop()
         elif action.name == "refresh":
             self.shell.spawn(self.refresh(), "dashboard refresh")

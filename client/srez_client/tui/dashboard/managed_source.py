@@ -9,7 +9,8 @@ terminal does not reach it, and quitting the TUI leaves it running) and with ``S
 to the TUI's state folder. It writes its own ``console.log`` and ``runner.log``; what it prints
 before those are open (a bad argument, a runner already running) goes to
 ``$SREZ_STATE/tui/launch-<run>-<target>.log``, and :meth:`ManagedApiSource.ended_launches`
-reports a runner that exited on an error, so a failed start is never silent. A model target
+reports every runner that exited (the dashboard and the monitor poll it, which also reaps it), so
+a failed start is never silent and a finished runner never stays a zombie. A model target
 without its provider key is refused before the runner starts.
 """
 
@@ -21,7 +22,6 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
 
 from srez_client.errors import ClientError
 from srez_client.managed import api
@@ -29,10 +29,7 @@ from srez_client.managed.models import Target, check_name
 from srez_client.managed.store import ManagedPaths, load_checkpoint
 from srez_client.provider_keys import check_provider_keys
 from srez_client.sanitize import sanitize_line
-from srez_client.tui.dashboard.source import CreateRequest, RunStatus
-
-QUIET_EXITS: Final = frozenset({0, 75, 143, -15})
-"""Runner exit statuses that are not failures: done, paused, stopped (SIGTERM)."""
+from srez_client.tui.dashboard.source import QUIET_EXITS, CreateRequest, EndedLaunch, RunStatus
 
 
 class ManagedApiSource:
@@ -120,10 +117,11 @@ class ManagedApiSource:
             self._launched[(name, target)] = (proc, log)
         return proc.pid
 
-    def ended_launches(self) -> list[str]:
-        """One line per runner started here that exited on an error since the last call.
+    def ended_launches(self) -> list[EndedLaunch]:
+        """The runners started here that exited since the last call, failed or not.
 
-        Polling also reaps the runners that ended, so none stays a zombie.
+        Polling also reaps the runners that ended, so none stays a zombie: every screen that is
+        shown while a runner may end (the dashboard, the monitor) calls it on each poll.
         """
         ended = []
         with self._lock:
@@ -133,9 +131,8 @@ class ManagedApiSource:
                     del self._launched[key]
                     ended.append((key, code, log))
         return [
-            f"runner of {run}/{target} exited {code}: {_last_line(log)}"
+            EndedLaunch(run, target, code, "" if code in QUIET_EXITS else _last_line(log))
             for (run, target), code, log in ended
-            if code not in QUIET_EXITS
         ]
 
     def pause(self, name: str) -> None:
@@ -178,4 +175,4 @@ def _last_line(log: Path) -> str:
     return sanitize_line(lines[-1]) if lines else f"(no output; {log})"
 
 
-__all__ = ["QUIET_EXITS", "ManagedApiSource"]
+__all__ = ["ManagedApiSource"]

@@ -113,10 +113,12 @@ class MonitorPoller:
 
     def poll(self) -> MonitorData:
         """One snapshot (blocking). Problems become :attr:`MonitorData.problem`, never raised."""
+        ended = tuple(self.source.ended_launches())  # reaps a runner that exited meanwhile
         try:
             status = self.source.status(self.run)
         except (LookupError, ValueError, OSError) as e:
-            return MonitorData(None, problem=f"cannot read managed run {self.run!r}: {e}")
+            problem = f"cannot read managed run {self.run!r}: {e}"
+            return MonitorData(None, problem=problem, ended=ended)
         self.console.poll()
         self.runner_log.poll()
         evidence: dict[str, Evidence] = {}
@@ -135,6 +137,7 @@ class MonitorPoller:
             evidence=evidence,
             console=self.console.tail(),
             runner_log=self.runner_log.tail(),
+            ended=ended,
         )
 
 

@@ -34,11 +34,12 @@ from srez_client.tui.dashboard.dashboard_model import (
     score_text,
     target_figures,
 )
-from srez_client.tui.dashboard.source import RunStatus
+from srez_client.tui.dashboard.source import EndedLaunch, RunStatus
 from srez_client.tui.keys import Context
 
 HELP: Final = (
-    "p pause after this task · s pause and stop now · c clear pause · Enter open task · q back"
+    "p pause after this task · S stop now (pause, end the in-flight run) · c clear pause · "
+    "Enter open task · q back · ? all keys"
 )
 TAIL_LINES: Final = 200
 """Lines kept of each log."""
@@ -68,6 +69,8 @@ class MonitorData:
     runner_log: tuple[str, ...] = ()
     problem: str = ""
     """Why the snapshot is missing or partial (shown, not raised)."""
+    ended: tuple[EndedLaunch, ...] = ()
+    """The runners started from this TUI that exited since the last poll."""
 
 
 class MonitorModel(CursorModel):
@@ -81,10 +84,19 @@ class MonitorModel(CursorModel):
         self.target = target
         self.data = MonitorData(None)
 
-    def update(self, data: MonitorData) -> None:
-        """Takes a new poll; the cursor stays on its task index."""
+    def update(self, data: MonitorData) -> list[str]:
+        """Takes a new poll; the cursor stays on its task index. Returns the lines for the
+        status bar: how the runners that ended meanwhile ended (this target's is also the
+        message), replacing what the bar said when one was started."""
         self.data = data
         self.cursor = min(self.cursor, max(0, len(self.tasks()) - 1))
+        notices = []
+        for launch in data.ended:
+            line = sanitize_line(launch.line())
+            if (launch.run, launch.target) == (self.run, self.target):
+                self._say(line, error=launch.failed)
+            notices.append(line)
+        return notices
 
     def tasks(self) -> list[TaskRecord]:
         """The target's task records, in the run's task order."""
@@ -107,8 +119,12 @@ class MonitorModel(CursorModel):
             return [title, sanitize_line(self.data.problem or "reading…")]
         fig = target_figures(status, self.target)
         state = fig.state
-        if status.runner is not None and status.runner.target == self.target:
-            state += f" (task {sanitize_line(status.runner.task or '-')}, pid {status.runner.pid})"
+        runner = status.runner
+        if runner is not None and runner.target == self.target:
+            task = f"task {sanitize_line(runner.task)}, " if runner.task else "between tasks, "
+            state += f" ({task}pid {runner.pid})"
+        elif runner is not None and runner.target is None:
+            state += f" · runner pid {runner.pid} writing the summaries"
         if status.pause is not None:
             why = status.pause.message or status.pause.reason
             state += f" · PAUSE set ({sanitize_line(why)})"
@@ -161,10 +177,10 @@ class MonitorModel(CursorModel):
             reward = "  -  " if record.reward is None else f"{record.reward:.3f}"
             ev = self.data.evidence.get(record.task_id)
             evidence = f"ev {ev.witnessed}/{ev.required}" if ev else ""
-            error = f" {record.error_kind}: {record.error}" if record.error else ""
+            error = " " + ": ".join(p for p in (record.error_kind, record.error) if p)
             text = (
                 f"{sanitize_line(record.task_id):<10} {record.status:<14} try {record.attempt}"
-                f"  reward {reward}  {evidence:<8}{sanitize_line(error)}"
+                f"  reward {reward}  {evidence:<8}{sanitize_line(error)}".rstrip()
             )
             out.append((i == self.cursor, text))
         return out

@@ -70,7 +70,8 @@ class MonitorScreen(PolledScreen[MonitorModel]):
 
     async def refresh(self) -> None:
         """Reads the files in a worker thread and shows the result."""
-        self.model.update(await asyncio.to_thread(self.reader.poll))
+        for notice in self.model.update(await asyncio.to_thread(self.reader.poll)):
+            self.shell.notify(notice)
         self._show()
 
     def _show(self) -> None:

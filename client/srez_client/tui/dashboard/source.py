@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from srez_client.managed.api import ManagedStatus
 from srez_client.managed.models import Checkpoint, ManagedRun, PauseInfo, RunnerState, Target
@@ -52,6 +52,34 @@ class RunStatus:
     def summary(self, target: str) -> TargetSummary | None:
         """The API's figures for ``target``."""
         return next((s for s in self.status.targets if s.target == target), None)
+
+
+QUIET_EXITS: Final[dict[int, str]] = {0: "done", 75: "paused", 143: "stopped", -15: "stopped"}
+"""Runner exit statuses that are not failures, and what they mean (SIGTERM: -15 or 143)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndedLaunch:
+    """A runner started by :meth:`ManagedSource.start` that has exited (and was reaped)."""
+
+    run: str
+    target: str
+    code: int
+    """Its exit status (negative: the signal that ended it)."""
+    last_line: str = ""
+    """The last line it printed before its own logs were open (sanitised), for a failure."""
+
+    @property
+    def failed(self) -> bool:
+        """Whether it exited on an error (not done, paused or stopped)."""
+        return self.code not in QUIET_EXITS
+
+    def line(self) -> str:
+        """One line for people: ``runner of demo/scripted ended (done)``, or its failure."""
+        who = f"runner of {self.run}/{self.target}"
+        if self.failed:
+            return f"{who} exited {self.code}: {self.last_line}"
+        return f"{who} ended ({QUIET_EXITS[self.code]})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +125,9 @@ class ManagedSource(Protocol):
         """Starts the runner for one target, detached in its own process group; its pid."""
         ...
 
-    def ended_launches(self) -> list[str]:
-        """One line per runner started by :meth:`start` that has exited on an error since."""
+    def ended_launches(self) -> list[EndedLaunch]:
+        """The runners started by :meth:`start` that have exited since the last call (each is
+        reported once, to whichever screen asks first; asking also reaps them)."""
         ...
 
     def pause(self, name: str) -> None:
@@ -130,4 +159,4 @@ class ManagedSource(Protocol):
         ...
 
 
-__all__ = ["CreateRequest", "ManagedSource", "RunStatus"]
+__all__ = ["QUIET_EXITS", "CreateRequest", "EndedLaunch", "ManagedSource", "RunStatus"]

@@ -174,7 +174,10 @@ async def test_monitor_pause_stop_and_clear_keys(shell: FakeShell) -> None:
     shell.press("c")
     await shell.settle()
     assert not (folder / "PAUSE").exists()
-    shell.press("s")  # no runner: pause, then a stop that finds nothing to stop
+    shell.press("s")  # the dashboard's summaries: nothing here (never a stop by habit)
+    await shell.settle()
+    assert not (folder / "PAUSE").exists()
+    shell.press("S")  # no runner: pause, then a stop that finds nothing to stop
     await shell.settle()
     assert (folder / "PAUSE").is_file()
     assert "stopped" in shell.screen()

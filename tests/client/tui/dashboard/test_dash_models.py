@@ -13,9 +13,10 @@ from srez_client.managed.models import RunnerState
 from srez_client.tui.dashboard.dashboard_model import DashboardModel
 from srez_client.tui.dashboard.form_model import create_request, parse_tasks, parse_usd
 from srez_client.tui.dashboard.managed_source import ManagedApiSource
+from srez_client.tui.dashboard.monitor_model import HELP as MONITOR_HELP
 from srez_client.tui.dashboard.monitor_model import Evidence, MonitorData, MonitorModel
 from srez_client.tui.dashboard.source import RunStatus
-from srez_client.tui.keys import context_keys
+from srez_client.tui.keys import SAME_MEANING, context_action, context_keys, keys_for
 
 LLM = "llm-openai__gpt-4o"
 
@@ -110,6 +111,21 @@ def test_dashboard_actions_need_the_right_line(source: ManagedApiSource) -> None
     }
 
 
+def test_a_key_means_one_thing_on_the_dashboard_and_the_monitor() -> None:
+    """``S`` stops on both screens; ``s`` (the dashboard's summaries) does nothing on the
+    monitor, so a key pressed out of habit never stops a run by surprise."""
+    first, second = (context_keys(ctx) for ctx in SAME_MEANING)
+    clashes = {
+        key: (first[key], second[key])
+        for key in first.keys() & second.keys()
+        if key != "enter" and first[key] != second[key]
+    }
+    assert clashes == {}
+    assert keys_for("dashboard", "stop") == keys_for("monitor", "stop") == ["S"]
+    assert context_action("monitor", "s") is None
+    assert "S stop" in MONITOR_HELP and " s " not in f" {MONITOR_HELP} "
+
+
 def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) -> None:
     results = source.results_root
     make_run(results, budget=2.0)
@@ -138,7 +154,45 @@ def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) ->
     lines = [t for _, t in model.task_lines()]
     assert lines[0].startswith("sre-001    completed") and "ev 2/2" in lines[0]
     assert "try 2" in lines[2]
+    assert lines[1].endswith("agent: crash")
     assert model.console() == ["a\\x1b]52;c;x\\x07b"]
+
+
+def test_monitor_state_follows_what_the_runner_says_it_runs(source: ManagedApiSource) -> None:
+    """A task in flight, a runner between tasks, and one writing the summaries at the end (its
+    target's tasks all recorded): only the first names a task, the last is no longer running."""
+    make_run(source.results_root, tasks=("sre-001",))
+    checkpoint(source.results_root, "demo", "scripted", record("sre-001", reward=1.0))
+    snapshot = source.status("demo")
+    model = MonitorModel("demo", "scripted")
+
+    def state(target: str | None, task: str | None) -> str:
+        runner = RunnerState(pid=7, started_at="x", target=target, task=task)
+        live = snapshot.status.model_copy(update={"runner": runner})
+        model.update(MonitorData(RunStatus(snapshot.run, snapshot.folder, live, {})))
+        return model.header()[1]
+
+    assert state("scripted", "sre-001") == "state     running (task sre-001, pid 7)"
+    assert state("scripted", None) == "state     running (between tasks, pid 7)"
+    assert state(None, None) == "state     done · runner pid 7 writing the summaries"
+
+
+def test_monitor_task_line_never_prints_a_missing_error_kind(source: ManagedApiSource) -> None:
+    """A record written before interrupted attempts had a kind shows its error alone."""
+    results = source.results_root
+    make_run(results)
+    checkpoint(
+        results,
+        "demo",
+        LLM,
+        record("sre-001", "interrupted", reward=1.0, error="stopped"),
+        record("sre-002", "interrupted", error_kind="stopped", error="stopped (not graded)"),
+    )
+    model = MonitorModel("demo", LLM)
+    model.update(MonitorData(source.status("demo")))
+    old, new = (t for _, t in model.task_lines())
+    assert "None" not in old and old.endswith(" stopped")
+    assert new.endswith("stopped: stopped (not graded)")
 
 
 def test_monitor_keys_and_open_task(source: ManagedApiSource) -> None:
@@ -158,7 +212,7 @@ def test_monitor_keys_and_open_task(source: ManagedApiSource) -> None:
     assert action is not None and (action.name, action.ref) == ("open_task", "/r/1")
     model.press("down")
     assert model.press("enter") is None and "sre-002 has no run yet" in model.message
-    assert [model.press(k).name for k in "pscq"] == ["pause", "stop", "clear_pause", "back"]  # type: ignore[union-attr]
+    assert [model.press(k).name for k in "pScq"] == ["pause", "stop", "clear_pause", "back"]  # type: ignore[union-attr]
     assert model.press("x") is None
 
 

@@ -12,11 +12,12 @@ from dash_kit import make_run
 
 from srez_client.errors import UsageError
 from srez_client.tui.dashboard.managed_source import ManagedApiSource
+from srez_client.tui.dashboard.source import EndedLaunch
 
 
-def wait_ended(source: ManagedApiSource, timeout: float = 20.0) -> list[str]:
+def wait_ended(source: ManagedApiSource, timeout: float = 20.0) -> list[EndedLaunch]:
     deadline = time.monotonic() + timeout
-    messages: list[str] = []
+    messages: list[EndedLaunch] = []
     while source._launched and time.monotonic() < deadline:
         messages += source.ended_launches()
         time.sleep(0.05)
@@ -30,7 +31,8 @@ def test_start_runs_the_target_detached_with_the_tui_state(tmp_path: Path) -> No
     pid = source.start("demo", "scripted")
     assert os.getpgid(pid) == pid and os.getsid(pid) == pid  # its own group and session
     assert os.getsid(pid) != os.getsid(0)
-    assert wait_ended(source) == []
+    [ended] = wait_ended(source)
+    assert (ended.failed, ended.line()) == (False, "runner of demo/scripted ended (done)")
     with pytest.raises(ChildProcessError):  # already reaped: no zombie left behind
         os.waitpid(pid, os.WNOHANG)
     status = source.status("demo")
@@ -44,7 +46,9 @@ def test_start_reports_a_runner_that_fails(tmp_path: Path) -> None:
     source = ManagedApiSource(tmp_path / "results", tmp_path / "state")
     make_run(source.results_root, models=())
     source.start("demo", "no-such-target")
-    [message] = wait_ended(source)
+    [ended] = wait_ended(source)
+    message = ended.line()
+    assert ended.failed
     assert message.startswith("runner of demo/no-such-target exited 2: srez: error:")
     assert "\x1b" not in message
 
@@ -65,5 +69,10 @@ def test_start_refuses_a_model_target_without_its_key_before_anything_starts(
     monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # and reaches no provider
     source.start("demo", "llm-openai__gpt-4o")
     assert source._launched
+    [(proc, _log)] = source._launched.values()
+    deadline = time.monotonic() + 60  # a stop before the runner holds its lock finds none
+    while source.status("demo").runner is None and proc.poll() is None:
+        assert time.monotonic() < deadline, "the runner never started"
+        time.sleep(0.05)
     source.stop("demo")
     wait_ended(source)

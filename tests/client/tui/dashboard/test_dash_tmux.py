@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -49,6 +50,10 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "0")
 
+    def styled(self) -> list[str]:
+        """The screen's lines with their colour escapes (``capture-pane -e``)."""
+        return self.run("capture-pane", "-e", "-p", "-t", "0").splitlines()
+
     def wait_for(self, needle: str, timeout: float = 15.0) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -57,6 +62,15 @@ class Tmux:
                 return screen
             time.sleep(0.1)
         pytest.fail(f"{needle!r} never appeared; the screen:\n{self.screen()}")
+
+    def wait_gone(self, needle: str, timeout: float = 15.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if needle not in screen:
+                return screen
+            time.sleep(0.1)
+        pytest.fail(f"{needle!r} never went away; the screen:\n{self.screen()}")
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
@@ -142,3 +156,171 @@ def test_tui_creates_a_managed_run_with_models_from_the_picker(tui: tuple[Tmux, 
         ("llm", "openai/m-four"),
     ]
     assert run["tasks"] == ["sre-001", "sre-002"]
+
+
+# -- managed runs as a user drives them (issue 17) ---------------------------------------------
+
+
+def srez_create(tmp_path: Path, name: str, tasks: str) -> Path:
+    """``srez managed create`` of a scripted-baseline queue on ``inline``; the run's folder."""
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "srez_client.cli", "managed", "create", name]
+    argv += ["--baselines", "scripted", "--models", "none", "--tasks", tasks]
+    argv += ["--backend", "inline", "--results", str(results)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SREZ_")}
+    env["SREZ_STATE"] = str(tmp_path / "state")
+    subprocess.run(argv, env=env, check=True, capture_output=True, timeout=120)
+    return results / "managed" / name
+
+
+def user_tui(tmp_path: Path) -> Tmux:
+    """``srez tui`` in a terminal set up as a user's is (flow control on)."""
+    return Tmux(f"stty ixon && {tui_command(tmp_path)}")
+
+
+def zombies_under(pid: int) -> list[str]:
+    """``pid STAT`` of every zombie among the descendants of ``pid``."""
+    table = subprocess.run(
+        ["ps", "-e", "-o", "pid=,ppid=,stat="], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [line.split() for line in table.splitlines() if len(line.split()) == 3]
+    children: dict[str, list[tuple[str, str]]] = {}
+    for child, parent, stat in rows:
+        children.setdefault(parent, []).append((child, stat))
+    found, todo = [], [str(pid)]
+    while todo:
+        for child, stat in children.get(todo.pop(), []):
+            todo.append(child)
+            if stat.startswith("Z"):
+                found.append(f"{child} {stat}")
+    return found
+
+
+def records(folder: Path) -> dict[str, dict[str, object]]:
+    tasks: dict[str, dict[str, object]] = orjson.loads(
+        (folder / "targets" / "scripted" / "output.json").read_bytes()
+    )["tasks"]
+    return tasks
+
+
+def test_monitor_follows_a_runner_to_its_end_and_reaps_it(tmp_path: Path) -> None:
+    """r on a target: the monitor never shows every task completed while the state still names
+    a task in flight; when the runner exits the monitor reaps it (no zombie while it is open)
+    and says how it ended, in place of the dashboard's "runner started for …"."""
+    srez_create(tmp_path, "demo", "sre-001,sre-002,sre-003")
+    tmux = user_tui(tmp_path)
+    try:
+        tmux.wait_for("demo · inline · 3 tasks")
+        tmux.keys("Down", "r")
+        tmux.wait_for("state     ")
+        seen: list[str] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            seen.append(tmux.screen())
+            if "runner of demo/scripted ended (done)" in seen[-1]:
+                break
+            time.sleep(0.05)
+        final = seen[-1]
+        assert "runner of demo/scripted ended (done)" in final, final
+        mixed = [s for s in seen if "3/3 completed" in s and "running (task" in s]
+        assert mixed == [], mixed[0] if mixed else ""
+        assert "runner started for" not in final  # the status bar moved on
+        assert "state     done" in final and "None" not in final
+        pane = int(tmux.run("display", "-p", "-t", "0", "#{pane_pid}").strip())
+        assert zombies_under(pane) == []  # reaped by the monitor, still on screen
+        assert "demo / scripted" in tmux.screen()
+    finally:
+        tmux.kill()
+
+
+def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_path: Path) -> None:
+    """s means summaries on the dashboard and nothing on the monitor; S stops on both (the help
+    of each screen says so). A stop keeps what was graded: on resume no completed task is run
+    again, and an interrupted one says why."""
+    tasks = [f"sre-00{i}" for i in range(1, 7)]
+    folder = srez_create(tmp_path, "demo", ",".join(tasks))
+    tmux = user_tui(tmp_path)
+    try:
+        tmux.wait_for("demo · inline · 6 tasks")
+        tmux.keys("?")
+        help_screen = tmux.wait_for("dashboard:")
+        assert "S          stop: the runner" in help_screen
+        assert "s          rebuild the run's summaries" in help_screen
+        tmux.keys("Escape")
+        tmux.wait_gone("show this help")
+        tmux.keys("Down", "Enter")  # the monitor, no runner yet
+        tmux.wait_for("S stop now")
+        tmux.keys("?")
+        help_screen = tmux.wait_for("monitor:")
+        monitor_keys = help_screen.split("monitor:")[1].split("global:")[0]
+        assert "S          stop now" in monitor_keys and "\n  s " not in monitor_keys
+        tmux.keys("Escape")
+        tmux.wait_gone("show this help")
+        tmux.keys("s", "q")  # back on the dashboard: nothing was paused or stopped by s
+        tmux.wait_for("s summaries")
+        assert not (folder / "PAUSE").exists()
+
+        tmux.keys("r")
+        tmux.wait_for("running (task sre-00")
+        tmux.keys("S")
+        screen = tmux.wait_for("runner of demo/scripted ended (", timeout=60)
+        # stopped; or paused, when the task in flight ended between S's pause and its stop (the
+        # runner saw the pause first); or done, when the queue was through before S came
+        ending = screen.split("runner of demo/scripted ended (")[1].split(")")[0]
+        assert ending in ("stopped", "paused", "done"), screen
+        assert "None" not in screen
+        deadline = time.monotonic() + 15
+        while not (folder / "PAUSE").exists():  # S pauses first, then stops
+            assert time.monotonic() < deadline, "S did not pause"
+            time.sleep(0.05)
+        stopped = records(folder)
+        for task, record in stopped.items():
+            assert record["status"] in ("completed", "interrupted"), (task, record)
+            if record["status"] == "interrupted":
+                assert record["error_kind"] == "stopped", record
+
+        tmux.keys("q")
+        tmux.wait_for("s summaries")
+        tmux.keys("c")
+        tmux.wait_for("pause flag cleared")
+        tmux.keys("r")
+        tmux.wait_for("runner of demo/scripted ended (done)", timeout=120)
+        final = records(folder)
+        assert [r["status"] for r in final.values()] == ["completed"] * len(tasks)
+        for task, record in stopped.items():
+            if record["status"] == "completed":  # kept, never run again
+                assert final[task]["attempt"] == 1 and final[task]["run_id"] == record["run_id"]
+    finally:
+        tmux.kill()
+
+
+def test_create_form_focus_is_visible_and_down_past_the_last_field_is_create(
+    tmp_path: Path,
+) -> None:
+    """Down from the last field lands on Create, never on Cancel: Down…Enter creates the run;
+    the focused field and button are drawn highlighted (the palette's focus: black on grey)."""
+    tmux = user_tui(tmp_path)
+    try:
+        tmux.wait_for("No managed run yet")
+        tmux.keys("n")
+        tmux.wait_for("New managed run")
+        tmux.text("downrun")
+        tmux.wait_for("downrun")
+        focused = "\x1b[30m\x1b[47m"
+        name_line = next(line for line in tmux.styled() if "Name:" in line)
+        assert name_line.startswith(focused), repr(name_line)
+        for _ in range(40):
+            tmux.keys("Down")
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            create = next((ln for ln in tmux.styled() if "< Create" in ln), "")
+            if create.startswith(focused):
+                break
+            time.sleep(0.1)
+        assert create.startswith(focused + "< Create"), repr(create)
+        assert focused + "< Cancel" not in create
+        tmux.keys("Enter")
+        tmux.wait_for("downrun · ")  # created: the dashboard lists it
+        assert (tmp_path / "results" / "managed" / "downrun" / "run.json").is_file()
+    finally:
+        tmux.kill()
