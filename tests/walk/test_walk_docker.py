@@ -16,8 +16,11 @@ from image_kit import image_of_this_tree
 
 @pytest.mark.docker
 def test_walk_docker(walker: Walker) -> None:
-    with docker.from_env() as client:
+    client = docker.from_env()
+    try:
         image_of_this_tree(client)
+    finally:
+        client.close()
     watch = walker.terminal("srez mirror --watch")
     try:
         for line, steps in DOCKER:
