@@ -32,6 +32,7 @@ does the same if the daemon dies.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -185,6 +186,12 @@ def code_paths(cwd: Path | None = None) -> list[Path]:
         if entry and Path(entry).is_dir() and _resolved(Path(entry)) != here:
             found.append(Path(entry))
     found += [Path(srez_env.__file__).parent, Path(srez_daemon.__file__).parent]
+    # The client package too, located without importing it (the daemon never imports the client):
+    # an MCP agent's server runs as ``python -m srez_client.integrations.mcp`` in the sandbox, and
+    # an editable install maps the package without a ``sys.path`` entry.
+    client = importlib.util.find_spec("srez_client")
+    if client is not None and client.submodule_search_locations:
+        found += [Path(p) for p in client.submodule_search_locations]
     return found
 
 
