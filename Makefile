@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# setuptools leaves srez.egg-info in the checkout: with the checkout on sys.path (pytest, or
+	# python run from here) it shadows the installed dist-info, and Inspect then names the task
+	# sre_zero instead of srez/sre_zero. The venv's dist-info is the install's record.
+	rm -rf srez.egg-info
 	touch $(STAMP)
 
 setup: $(STAMP)

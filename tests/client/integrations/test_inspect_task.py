@@ -307,9 +307,19 @@ def test_selection_by_ids_difficulty_folder_and_generated_set(tmp_path: Path) ->
             TaskSelection.of(**bad).load()
 
 
+def _no_stray_egg_info() -> None:
+    # An egg-info beside the sources shadows the install's dist-info for any interpreter with the
+    # checkout on its path, and Inspect then names the task plain sre_zero.
+    if (ROOT / "srez.egg-info").exists():
+        pytest.fail(
+            "srez.egg-info in the checkout shadows the installed metadata (make setup removes it)"
+        )
+
+
 def _entry_point_path(tmp_path: Path) -> str:
     """A ``PYTHONPATH`` on which the entry point as pyproject declares it is installed, as a
     distribution of its own (the shared install is not re-pointed), before this one's path."""
+    _no_stray_egg_info()
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     points = pyproject["project"]["entry-points"]["inspect_ai"]
     info = tmp_path / "srez_entry_point-0.dist-info"
@@ -320,11 +330,6 @@ def _entry_point_path(tmp_path: Path) -> str:
     return os.pathsep.join([str(tmp_path), *sys.path])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: with an editable install (make setup) Inspect does not name the task "
-    "srez/sre_zero (the package is not mapped to its distribution); open in issue 14",
-)
 def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> None:
     # Inspect's own lookup of the name ``inspect eval srez/sre_zero`` takes, in a fresh
     # interpreter: it must load the module through the entry point and find the task.
@@ -349,11 +354,6 @@ def test_inspect_finds_srez_sre_zero_through_the_entry_point(tmp_path: Path) -> 
     assert Path(module_file) == ROOT / "client" / "srez" / "_inspect.py"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: with an editable install (make setup) Inspect does not name the task "
-    "srez/sre_zero (the package is not mapped to its distribution); open in issue 14",
-)
 def test_inspect_eval_on_the_command_line_against_a_provider(tmp_path: Path) -> None:
     # ``inspect eval srez/sre_zero`` as typed, with a real provider client (Anthropic's SDK)
     # talking to a scripted Messages API on loopback: the model receives the project's schemas,
@@ -401,12 +401,8 @@ def test_inspect_eval_on_the_command_line_against_a_provider(tmp_path: Path) -> 
         assert json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: with an editable install (make setup) Inspect does not name the task "
-    "srez/sre_zero (the package is not mapped to its distribution); open in issue 14",
-)
 def test_the_entry_point_registers_srez_sre_zero() -> None:
+    _no_stray_egg_info()
     from inspect_ai._util.registry import registry_info, registry_lookup
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
