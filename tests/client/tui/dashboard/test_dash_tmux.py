@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -76,7 +76,7 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 
 
-def tui_command(tmp_path: Path) -> str:
+def tui_command(tmp_path: Path, **extra_env: str) -> str:
     """``srez tui`` on an ``inline`` backend, with its state and results under ``tmp_path``."""
     (tmp_path / "models.md").write_text(CATALOG)
     env = {
@@ -84,6 +84,7 @@ def tui_command(tmp_path: Path) -> str:
         "SREZ_MODELS_FILE": str(tmp_path / "models.md"),
         "SREZ_TUI_BACKENDS": "inline",
         "TERM": "xterm-256color",
+        **extra_env,
     }
     argv = [sys.executable, "-m", "srez_client.cli", "tui", "--results", str(tmp_path / "results")]
     command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
@@ -173,9 +174,49 @@ def srez_create(tmp_path: Path, name: str, tasks: str) -> Path:
     return results / "managed" / name
 
 
-def user_tui(tmp_path: Path) -> Tmux:
+def user_tui(tmp_path: Path, **extra_env: str) -> Tmux:
     """``srez tui`` in a terminal set up as a user's is (flow control on)."""
-    return Tmux(f"stty ixon && {tui_command(tmp_path)}")
+    return Tmux(f"stty ixon && {tui_command(tmp_path, **extra_env)}")
+
+
+HOLD = """\
+import pathlib, time
+from srez_env.baselines import scripted
+_folder = pathlib.Path({folder!r})
+_policy = scripted.ScriptedAgent.policy
+def _held(self, prompt):
+    while not (_folder / ("release-" + self.task.id)).exists():
+        time.sleep(0.02)
+    yield from _policy(self, prompt)
+scripted.ScriptedAgent.policy = _held
+"""
+
+
+def held_tasks(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder of release files and the environment under which the scripted agent does not
+    act on a task until ``release-<task>`` exists in it: a task stays in flight for as long as
+    a test needs (a ``sitecustomize`` module; inline runs the agent in the runner, which the TUI
+    starts with its own environment)."""
+    site = tmp_path / "hold_site"
+    site.mkdir()
+    folder = tmp_path / "hold"
+    folder.mkdir()
+    (site / "sitecustomize.py").write_text(HOLD.format(folder=str(folder)))
+    return folder, {
+        "PYTHONPATH": os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    }
+
+
+def release(folder: Path, *tasks: str) -> None:
+    for task in tasks:
+        (folder / f"release-{task}").touch()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
 
 
 def zombies_under(pid: int) -> list[str]:
@@ -235,11 +276,15 @@ def test_monitor_follows_a_runner_to_its_end_and_reaps_it(tmp_path: Path) -> Non
 
 def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_path: Path) -> None:
     """s means summaries on the dashboard and nothing on the monitor; S stops on both (the help
-    of each screen says so). A stop keeps what was graded: on resume no completed task is run
-    again, and an interrupted one says why."""
+    of each screen says so). A stop that lands while a task is in flight, after another was
+    graded, keeps what was graded: on resume no completed task is run again. Each task is held in
+    flight until the test releases it, so the stop lands where the test says, however loaded the
+    machine."""
     tasks = [f"sre-00{i}" for i in range(1, 7)]
     folder = srez_create(tmp_path, "demo", ",".join(tasks))
-    tmux = user_tui(tmp_path)
+    hold, env = held_tasks(tmp_path)
+    tmux = user_tui(tmp_path, **env)
+    launch_log = tmp_path / "state" / "tui" / "launch-demo-scripted.log"
     try:
         tmux.wait_for("demo · inline · 6 tasks")
         tmux.keys("?")
@@ -261,23 +306,31 @@ def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_pat
         assert not (folder / "PAUSE").exists()
 
         tmux.keys("r")
-        tmux.wait_for("running (task sre-00")
+        tmux.wait_for("running (task sre-001", timeout=60)
+        release(hold, "sre-001")
+        wait_until(
+            lambda: records(folder).get("sre-001", {}).get("status") == "completed",
+            "sre-001 was not recorded as completed",
+        )
+        tmux.wait_for("running (task sre-002", timeout=60)  # held in flight
+        graded = records(folder)["sre-001"]
         tmux.keys("S")
+        wait_until(lambda: (folder / "PAUSE").exists(), "S did not pause")  # S pauses, then stops
+        wait_until(
+            lambda: launch_log.exists() and "stop requested" in launch_log.read_text(),
+            "the runner was not asked to stop",
+        )
+        release(hold, *tasks)  # the held task may now end, before or after its stop's grace
         screen = tmux.wait_for("runner of demo/scripted ended (", timeout=60)
-        # stopped; or paused, when the task in flight ended between S's pause and its stop (the
-        # runner saw the pause first); or done, when the queue was through before S came
         ending = screen.split("runner of demo/scripted ended (")[1].split(")")[0]
-        assert ending in ("stopped", "paused", "done"), screen
+        assert ending == "stopped", screen
         assert "None" not in screen
-        deadline = time.monotonic() + 15
-        while not (folder / "PAUSE").exists():  # S pauses first, then stops
-            assert time.monotonic() < deadline, "S did not pause"
-            time.sleep(0.05)
         stopped = records(folder)
-        for task, record in stopped.items():
-            assert record["status"] in ("completed", "interrupted"), (task, record)
-            if record["status"] == "interrupted":
-                assert record["error_kind"] == "stopped", record
+        assert stopped["sre-001"] == graded  # the graded task is kept as it was recorded
+        assert stopped["sre-002"]["status"] in ("completed", "interrupted"), stopped["sre-002"]
+        if stopped["sre-002"]["status"] == "interrupted":
+            assert stopped["sre-002"]["error_kind"] == "stopped", stopped["sre-002"]
+        assert set(stopped) == {"sre-001", "sre-002"}  # nothing started after the stop
 
         tmux.keys("q")
         tmux.wait_for("s summaries")
@@ -291,6 +344,7 @@ def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_pat
             if record["status"] == "completed":  # kept, never run again
                 assert final[task]["attempt"] == 1 and final[task]["run_id"] == record["run_id"]
     finally:
+        release(hold, *tasks)
         tmux.kill()
 
 
