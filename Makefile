@@ -42,8 +42,18 @@ check: $(STAMP)
 	$(VENV)/bin/ruff format --check env daemon client bench images tests
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
-	$(PY) -m bench
+# The peers make bench compares the daemon with, each in a venv of its own (never in the
+# project's): SWE-ReX 1.4.0's swerex-remote.
+PEERS       := .venv-peers
+PEERS_STAMP := $(PEERS)/.installed-stamp
+
+$(PEERS_STAMP):
+	$(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet 'swe-rex==1.4.0'
+	touch $(PEERS_STAMP)
+
+bench: $(STAMP) $(PEERS_STAMP)
+	SREZ_BENCH_SWEREX=$${SREZ_BENCH_SWEREX:-$(PEERS)/bin/swerex-remote} $(PY) -m bench
 
 # Regenerate the 40 task files and the golden patches/trajectories (review the diff!).
 tasks: $(STAMP)
@@ -62,4 +72,4 @@ image-base: $(STAMP)
 	$(PY) images/base/build_base.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache
