@@ -22,9 +22,11 @@ The contract, per run (:meth:`ModelRelay.register`):
   ``max_retries=0``, and the run's real ``api_base`` when one was registered (a local server).
   The ``model`` of the body is ignored: the token decides.
 * The answer is the provider's reply in OpenAI format, usage included, with ``model`` set to the
-  run's real slug and the same slug in the header ``X-Srez-Model``. No cost is added: the agent
-  prices the call itself from the real slug with litellm's price list, as it does on ``local``
-  (``SREZ_LLM_INPUT_COST_PER_TOKEN``/``..._OUTPUT_...`` still win), so one code path owns cost.
+  run's real slug and the same slug in the header ``X-Srez-Model``. The relay prices it: litellm's
+  ``cost_per_token`` for the real slug and the reply's usage, sent as ``X-Srez-Cost-Usd``
+  (:data:`~srez_daemon.protocol.agent.COST_HEADER`; absent for an unpriced model), because the
+  agent has no litellm and no price list; the agent's ``SREZ_LLM_INPUT_COST_PER_TOKEN`` /
+  ``..._OUTPUT_...`` still win over it.
 * A provider failure is answered with the provider's HTTP status and its ``Retry-After`` /
   ``retry-after-ms`` headers, so the agent's own retry and cooldown policy
   (:mod:`srez_env.agents.llm_retry`) works unchanged. **The relay never retries.** Its own
@@ -73,6 +75,7 @@ from srez_client.relay.wire import (
     provider_failure,
     redact,
 )
+from srez_daemon.protocol.agent import COST_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -375,15 +378,17 @@ class ModelRelay:
             return _answer(answer)
         body = response.model_dump()
         body["model"] = route.model
+        headers = {MODEL_HEADER: route.model}
+        cost = _price(litellm, route.model, body.get("usage"))
+        if cost is not None:
+            headers[COST_HEADER] = repr(cost)
         logger.info(
             "relay: run %s %s -> 200 in %.0f ms",
             route.run_id,
             route.model,
             (time.monotonic() - started) * 1000,
         )
-        return web.Response(
-            body=_dumps(body), content_type="application/json", headers={MODEL_HEADER: route.model}
-        )
+        return web.Response(body=_dumps(body), content_type="application/json", headers=headers)
 
     def _unmapped(
         self, error: Exception, hidden: frozenset[str], litellm: ModuleType
@@ -412,6 +417,21 @@ def _import_litellm() -> ModuleType:
     litellm.suppress_debug_info = True  # else it prints to stdout on errors
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # per-call INFO lines, loop warnings
     return litellm
+
+
+def _price(litellm: ModuleType, model: str, usage: Any) -> float | None:
+    """What a reply with ``usage`` cost at ``model``'s list price; None when it is not priced."""
+    if not isinstance(usage, dict):
+        return None
+    try:
+        cost_in, cost_out = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+        return float(cost_in) + float(cost_out)
+    except Exception:  # ModelNotMappedError and kin: an unpriced model
+        return None
 
 
 def _dumps(value: Any) -> bytes:

@@ -12,6 +12,11 @@ has posted a ``provider_error`` entry with ``retry_in_s: null``; the daemon reco
 ``error_kind: "provider"``, so it is retried by a managed run, never counted as the model's
 failure.
 
+The LLM agents call their model through :class:`~srez_daemon.agent.model_client.HTTPModelClient`
+(OpenAI-compatible HTTP with the standard library): this process never imports litellm. On
+``local`` and ``docker`` the base URL is the launcher's model relay; headless, any
+OpenAI-compatible server (see :mod:`srez_daemon.agent.model_client`).
+
 A reply the LLM agent could not turn into a call (raw text) goes to ``POST /tools/_reply`` as
 ``{"text": ...}``: the daemon hands the text to the environment, which rejects it with a coded
 error (``PARSE_ERROR``, ``BAD_ARGS``) and counts the step (:mod:`srez_daemon.record.episode`).
@@ -28,6 +33,7 @@ from typing import Any
 
 import aiohttp
 
+from srez_daemon.agent.model_client import HTTPModelClient
 from srez_daemon.protocol.agent import EXIT_PROVIDER, SUBMIT_TOOL, tool_call
 from srez_daemon.protocol.api import AgentTask
 from srez_env.agents import build_agent
@@ -69,9 +75,7 @@ async def run_agent(socket: str, spec: str, run_seed: int, environ: Mapping[str,
         oracle = Task.model_validate(task.oracle) if task.oracle is not None else None
         client = None
         if spec in LLM_SPECS:
-            from srez_daemon.agent.llm_client import LiteLLMClient
-
-            client = LiteLLMClient(LLMSettings.from_env(environ, spec=spec))
+            client = HTTPModelClient(LLMSettings.from_env(environ, spec=spec), environ)
         agent = build_agent(
             spec,
             task_id=task.task_id,
