@@ -19,14 +19,10 @@ import orjson
 import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
-from srez_client.backends.docker.model_settings import (
-    bridge_gateway,
-    llm_settings,
-    model_environment,
-    relay_target,
-)
+from srez_client.backends.docker.model_settings import bridge_gateway
 from srez_client.errors import BackendError
 from srez_client.relay.server import MAX_BODY, MODEL_HEADER, ModelRelay, RelayGrant
+from srez_client.relay.settings import llm_settings, model_environment, relay_target
 from srez_client.relay.wire import forwarded_params, host_secret_values, redact
 
 HOST_KEY = "sk-host-relay-test-0123456789"

@@ -113,7 +113,10 @@ def main() -> None:
     spec = os.environ.get("SREZ_AGENT_SPEC", "heuristic")
     try:
         seed = int(os.environ.get("SREZ_RUN_SEED", "0"))
-        sys.exit(asyncio.run(run_agent(socket, spec, seed, dict(os.environ))))
+        code = asyncio.run(run_agent(socket, spec, seed, dict(os.environ)))
+        # the thin-agent promise, checkable in logs/agent.log (tests read this line)
+        logger.info("exit %d; litellm imported: %s", code, "litellm" in sys.modules)
+        sys.exit(code)
     except (EnvError, ValueError) as e:
         print(f"srez-agent: error: {e}", file=sys.stderr)
         sys.exit(2)

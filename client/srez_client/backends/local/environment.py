@@ -1,10 +1,10 @@
 """What a ``local`` run's daemon is started with: its environment, and agent specs made absolute.
 
 The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
-and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file). A run with a
-model (an LLM agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this
-environment, the variables the daemon forwards to a model-calling agent
-(:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file), and never a
+provider key. A run with a model also gets what the backend's model relay told it
+(:func:`srez_client.relay.settings.model_environment`: the agent's ``SREZ_LLM_*`` settings, the
+relay's URL and the run's scoped token); the keys stay with the relay, in this process.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Final
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
-from srez_daemon.protocol.agent import model_variables
 from srez_env.agents.python_agent import import_path, module_source
 
 PASS_ENV: Final = (
@@ -54,10 +53,15 @@ def passed_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def daemon_environment(
-    folder: Path, spec: LaunchSpec, state_dir: Path, isolation: Isolation = NO_ISOLATION
+    folder: Path,
+    spec: LaunchSpec,
+    state_dir: Path,
+    isolation: Isolation = NO_ISOLATION,
+    model_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of the daemon of the run whose live folder is ``folder``: what passes
-    from this one, where its files are, its sandbox (which hides ``state_dir``) and its model."""
+    from this one, where its files are, its sandbox (which hides ``state_dir``) and, for a run
+    with a model, ``model_env`` (the relay's grant, from :class:`~srez_client.relay.runs.RunModels`)."""
     env = passed_environment(os.environ)
     if "SREZ_AGENT_CMD" in env:
         env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
@@ -84,7 +88,6 @@ def daemon_environment(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     if spec.time_limit_s is not None:
         env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
-    if spec.model not in ("", "none"):
-        env.update(model_variables(os.environ))
-        env.update(spec.agent_env)
+    if spec.model not in ("", "none") and model_env:
+        env.update(model_env)
     return env
