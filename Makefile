@@ -9,7 +9,7 @@ PYTEST_FAST := -m "not llm and not slow"
 JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
-.PHONY: setup run test test-docker test-all check bench golden tasks image image-base clean
+.PHONY: setup run test test-docker test-all check bench bench-thin golden tasks image image-base clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# the thin-agent scale figures: 10/50/100 concurrent local LLM runs (a few minutes on 2 cores)
+bench-thin: $(STAMP)
+	$(PY) -m bench.thin --scales 10,50,100 --before 10,50
 
 # Regenerate the 40 task files and the golden patches/trajectories (review the diff!).
 tasks: $(STAMP)
