@@ -53,6 +53,14 @@ def test_local_daemon_gets_no_credentials_only_the_relay_grant_of_a_run_with_a_m
     assert env["SREZ_LLM_API_KEY"] == "relay-token" and "UNRELATED_SECRET" not in env
     baseline = LaunchSpec(task_id="sre-007", agent_spec="heuristic", results_root=tmp_path)
     assert "SREZ_LLM_API_KEY" not in daemon_environment(tmp_path, baseline, state, model_env=grant)
+    assert "OPENAI_API_KEY" not in daemon_environment(tmp_path, baseline, state)
+    # a custom command with a model (no relay grant: it may speak its provider's own protocol)
+    custom = LaunchSpec(
+        task_id="sre-007", agent_spec="cmd:mine", model="openai/x", results_root=tmp_path,
+        agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
+    )  # fmt: skip
+    env = daemon_environment(tmp_path, custom, state)
+    assert env["OPENAI_API_KEY"] == "sk-test" and env["SREZ_LLM_TIMEOUT_S"] == "3"
 
 
 def test_agent_environment_forwards_model_variables_by_pattern(tmp_path: Path) -> None:

@@ -16,12 +16,14 @@ nothing it started outlives its phase. Without one, every launch says so on stde
 against the launcher's working folder.
 
 The daemon gets only the environment it needs (:mod:`.environment`); never the token (a file),
-and never a provider key. A run with a model (an LLM agent, or a custom agent given ``--model``)
-reaches it through the backend's model relay (:mod:`srez_client.relay.runs`, SECURITY.md A12), as
+and never a provider key for the built-in LLM agents (``llm``, ``llm-json``): their runs
+reach the model through the backend's model relay (:mod:`srez_client.relay.runs`, SECURITY.md A12), as
 on ``docker``: one relay per backend object, on ``127.0.0.1``, started with the first such run and
 closed with the backend (:meth:`LocalBackend.close`); the run is told the relay's URL and a scoped
 token, registered at launch and revoked when the run is seen finished, stopped or removed, or its
 launch fails. The keys stay in the launcher's environment, where the relay's litellm reads them.
+A custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``) is a program of yours that may
+speak its provider's own protocol, so it gets the provider's variables (:mod:`.environment`).
 
 Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
 token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
@@ -95,6 +97,7 @@ from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -210,20 +213,27 @@ class LocalBackend(Backend):
             created_at=manifest.started_at,
         )
         await asyncio.to_thread(prepare_folder, folder, record)
+        relayed = agent_spec in LLM_SPECS and agent_cmd is None
         try:
-            return await self._start(folder, spec, record, isolation)
+            return await self._start(folder, spec, record, isolation, relayed=relayed)
         except BaseException:
             self.models.revoke(run_id)
             raise
 
     async def _start(
-        self, folder: Path, spec: LaunchSpec, record: LocalRecord, isolation: Isolation
+        self,
+        folder: Path,
+        spec: LaunchSpec,
+        record: LocalRecord,
+        isolation: Isolation,
+        *,
+        relayed: bool,
     ) -> RunHandle:
-        """Spawn the prepared run's daemon (with the relay's grant if it has a model) and wait
-        until it is ready."""
+        """Spawn the prepared run's daemon (with the relay's grant for a built-in LLM agent with
+        a model: ``relayed``) and wait until it is ready."""
         run_id = record.run_id
-        model_env = {}
-        if spec.model not in ("", "none"):
+        model_env = None
+        if relayed and spec.model not in ("", "none"):
             model_env = await self.models.environment(spec, run_id)
         env = daemon_environment(folder, spec, self.state_dir, isolation, model_env)
         if isolation.kind == "none":

@@ -2,9 +2,14 @@
 
 The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
 and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file), and never a
-provider key. A run with a model also gets what the backend's model relay told it
-(:func:`srez_client.relay.settings.model_environment`: the agent's ``SREZ_LLM_*`` settings, the
-relay's URL and the run's scoped token); the keys stay with the relay, in this process.
+provider key for the built-in LLM agents. Their runs get what the backend's model relay told
+them (:func:`srez_client.relay.settings.model_environment`: the agent's ``SREZ_LLM_*`` settings,
+the relay's URL and the run's scoped token); the keys stay with the relay, in this process. A
+custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``: a program of yours, such as a
+vendor's CLI speaking its own provider protocol, which an OpenAI-compatible relay cannot serve)
+gets, as before, the launch's ``agent_env`` and the variables the daemon forwards to a
+model-calling agent (:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run
+never sees a provider key.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Final
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
+from srez_daemon.protocol.agent import model_variables
 from srez_env.agents.python_agent import import_path, module_source
 
 PASS_ENV: Final = (
@@ -60,8 +66,9 @@ def daemon_environment(
     model_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of the daemon of the run whose live folder is ``folder``: what passes
-    from this one, where its files are, its sandbox (which hides ``state_dir``) and, for a run
-    with a model, ``model_env`` (the relay's grant, from :class:`~srez_client.relay.runs.RunModels`)."""
+    from this one, where its files are, its sandbox (which hides ``state_dir``) and its model:
+    ``model_env``, the relay's grant (:class:`~srez_client.relay.runs.RunModels`) for a built-in
+    LLM agent; None for a custom command, which gets the provider's variables instead."""
     env = passed_environment(os.environ)
     if "SREZ_AGENT_CMD" in env:
         env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
@@ -88,6 +95,10 @@ def daemon_environment(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     if spec.time_limit_s is not None:
         env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
-    if spec.model not in ("", "none") and model_env:
-        env.update(model_env)
+    if spec.model not in ("", "none"):
+        if model_env is not None:
+            env.update(model_env)
+        else:
+            env.update(model_variables(os.environ))
+            env.update(spec.agent_env)
     return env
