@@ -1,11 +1,12 @@
-"""The host model relay: the LLM agent of a container run calls its model through the host.
+"""The host model relay: the LLM agent of every run calls its model through the launcher.
 
-Why (SECURITY.md A12, AS7): provider keys never enter a run container. An agent in a container
-is untrusted and may be root there; anything in its environment, its files or its memory is its
-to read. So on the ``docker`` backend the agent does not call the provider; it calls this relay, an
-OpenAI-compatible server in the process that launched the run (``srez run``, ``srez eval``, the
-managed runner), which makes the real call with litellm on the host, with the host's credentials
-as litellm reads them from the host's environment.
+Why (SECURITY.md A12, AS7; DESIGN.md §13 "thin agents"): provider keys never enter a run. An
+agent is untrusted (in a container it may be root); anything in its environment, its files or
+its memory is its to read. And litellm costs about 3 s of CPU and 200 MB per process that imports
+it. So on the ``local`` and ``docker`` backends the agent does not call the provider, nor import
+litellm; it calls this relay, an OpenAI-compatible server in the process that launched the run
+(``srez run``, ``srez eval``, the managed runner), which makes the real call with its one litellm,
+with the host's credentials as litellm reads them from the host's environment.
 
 The contract, per run (:meth:`ModelRelay.register`):
 
@@ -33,13 +34,14 @@ The contract, per run (:meth:`ModelRelay.register`):
   refusals are one-line JSON errors: 401 (no such token, or revoked), 400 (not a chat request),
   413 (body over 8 MiB), 404/405. A client that disconnects cancels the provider call.
 
-Where it listens: on the address the containers reach the host by, the Docker bridge's gateway
-(:func:`srez_client.backends.docker.model_settings.bridge_gateway`), on a free port; never ``0.0.0.0``.
-Other hosts do not route to that address; other containers on the bridge reach the port but hold
-no token of theirs.
+Where it listens: on the address the runs reach the host by, on a free port; never ``0.0.0.0``:
+``127.0.0.1`` for ``local``; for ``docker`` the bridge's gateway
+(:func:`srez_client.backends.docker.model_settings.bridge_gateway`), to which other hosts do not
+route; other containers on the bridge (or processes of this host) reach the port but hold no
+token of theirs.
 
-Lifetime: one relay per :class:`~srez_client.backends.docker.backend.DockerBackend`, started with the
-first LLM run it launches and closed with the backend. It serves from its own thread and event
+Lifetime: one relay per backend object (:class:`srez_client.relay.runs.RunModels`), started with
+the first LLM run it launches and closed with the backend. It serves from its own thread and event
 loop, so it outlives any one ``asyncio.run`` of its owner and a synchronous ``close`` can end it.
 litellm is imported on the first request, never before (``import litellm`` costs about 3 s and
 200 MB), with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no network at import) and
