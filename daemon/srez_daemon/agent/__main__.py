@@ -40,7 +40,6 @@ from srez_env.agents import build_agent
 from srez_env.agents.llm import LLM_SPECS, LLMSettings, Note
 from srez_env.agents.llm_retry import ProviderGaveUp
 from srez_env.errors import EnvError
-from srez_env.task import Task
 
 logger = logging.getLogger("srez_daemon.agent")
 BASE = "http://agent"  # the host part is ignored on a unix socket
@@ -72,7 +71,11 @@ async def run_agent(socket: str, spec: str, run_seed: int, environ: Mapping[str,
         async with http.get(f"{BASE}/task") as resp:
             resp.raise_for_status()
             task = AgentTask.model_validate(await resp.json())
-        oracle = Task.model_validate(task.oracle) if task.oracle is not None else None
+        oracle = None
+        if task.oracle is not None:  # the scripted expert alone: the task models load only then
+            from srez_env.task import Task
+
+            oracle = Task.model_validate(task.oracle)
         client = None
         if spec in LLM_SPECS:
             client = HTTPModelClient(LLMSettings.from_env(environ, spec=spec), environ)
