@@ -12,4 +12,5 @@ def test_llm_figures_time_a_real_turn_beside_the_raw_request() -> None:
     assert figures["raw_request_p50_ms"] > 0
     # figures only (never asserted as ratios: a thin turn costs about one raw request)
     assert figures["agent_turn_p50_ms"] > 0 and figures["litellm_turn_p50_ms"] > 0
-    assert figures["agent_turn_over_raw"] > 0 and figures["litellm_import_s"] > 0
+    assert figures["agent_turn_over_raw"] > 0
+    assert figures["litellm_import_s"] >= 0  # 0 when an earlier test imported litellm already
