@@ -9,7 +9,7 @@ PYTEST_FAST := -m "not llm and not slow"
 JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
-.PHONY: setup run test test-docker test-all check bench golden tasks image image-base clean
+.PHONY: setup run test test-docker test-all check bench bench-thin golden tasks image image-base clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ $(PEERS_STAMP):
 
 bench: $(STAMP) $(PEERS_STAMP)
 	SREZ_BENCH_SWEREX=$${SREZ_BENCH_SWEREX:-$(PEERS)/bin/swerex-remote} $(PY) -m bench
+
+# the thin-agent scale figures: 10/50/100 concurrent local LLM runs (a few minutes on 2 cores)
+bench-thin: $(STAMP)
+	$(PY) -m bench.thin --scales 10,50,100 --before 10,50
 
 # Regenerate the 40 task files and the golden patches/trajectories (review the diff!).
 tasks: $(STAMP)

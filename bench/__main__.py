@@ -3,7 +3,9 @@
 ``managed`` (:mod:`bench.managed`), ``tui`` (:mod:`bench.tui`), ``sandbox``
 (:mod:`bench.sandbox`: what the ``local`` backend's bubblewrap sandbox adds to an agent's start),
 ``rl`` (:mod:`bench.rl`: the Gymnasium environment's steps per second against ``SREEnv.step``)
-and ``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it).
+``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it) and
+``thin`` (:mod:`bench.thin`: an agent process with and without litellm, and concurrent ``local``
+LLM runs through the model relay; 10 runs here, the 10/50/100 scale with ``make bench-thin``).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -149,6 +151,7 @@ def main() -> None:
     from bench.mcp import mcp_figures
     from bench.rl import rl_figures
     from bench.sandbox import sandbox_figures
+    from bench.thin import thin_figures
     from bench.tui import bench_tui
 
     figures = {
@@ -162,6 +165,7 @@ def main() -> None:
         "sandbox": asyncio.run(sandbox_figures()),
         "rl": rl_figures(),
         "mcp": asyncio.run(mcp_figures()),
+        "thin": thin_figures(),
     }
     print(json.dumps(figures, indent=2))
 

@@ -6,11 +6,14 @@ model. Two ways to make the same request, alternating, in this process:
 
 * ``raw``: one ``POST /v1/chat/completions`` with a kept-alive ``http.client`` connection and
   ``json``: the floor of a turn on loopback;
-* ``agent_turn``: :meth:`LLMAgent.act` on a real observation through :class:`LiteLLMClient`
-  (litellm, the openai SDK, our adapter, accounting and notes): what a turn of the agent costs.
+* ``agent_turn``: :meth:`LLMAgent.act` on a real observation through the agent's thin client
+  (:class:`~srez_daemon.agent.model_client.HTTPModelClient`: plain HTTP, our adapter, accounting
+  and notes): what a turn of the agent costs;
+* ``litellm_turn``: the same turn through the former litellm binding
+  (:mod:`bench.litellm_client`), for comparison.
 
-The ratio ``agent_turn / raw`` is the figure; ``import_s`` is the one-off ``import litellm`` that
-the agent process pays once (it never happens in the daemon, the client or the TUI at start-up).
+The ratio ``agent_turn / raw`` is the figure; ``litellm_import_s`` is the one-off
+``import litellm`` an agent process paid before the thin agents (now only the host's relay does).
 """
 
 from __future__ import annotations
@@ -95,7 +98,8 @@ class _Provider:
 
 def llm_figures(turns: int = 60) -> dict[str, Any]:
     """Per-turn cost of the LLM agent against a stand-in provider, beside the raw request."""
-    from srez_daemon.agent.llm_client import LiteLLMClient
+    from bench.litellm_client import LiteLLMClient
+    from srez_daemon.agent.model_client import HTTPModelClient
     from srez_env.agents.llm import LLMAgent, LLMSettings
     from srez_env.env import SREEnv
     from srez_env.tasks import load_tasks
@@ -109,9 +113,10 @@ def llm_figures(turns: int = 60) -> dict[str, Any]:
         }
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
         settings = LLMSettings.from_env({**env, "SREZ_MODEL": "openai/bench"}, spec="llm")
-        client = LiteLLMClient(settings)
+        client = HTTPModelClient(settings)
+        heavy = LiteLLMClient(settings)
         started = time.perf_counter()
-        client._lib()  # the one-off import, timed apart
+        heavy._lib()  # the one-off import, timed apart
         import_s = time.perf_counter() - started
 
         task = load_tasks(["sre-001"])[0]
@@ -119,6 +124,7 @@ def llm_figures(turns: int = 60) -> dict[str, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", provider.port, timeout=10)
         raw_ms: list[float] = []
         turn_ms: list[float] = []
+        litellm_ms: list[float] = []
         request = json.dumps(
             {"model": "bench", "messages": [{"role": "user", "content": prompt["text"]}]}
         )
@@ -136,9 +142,14 @@ def llm_figures(turns: int = 60) -> dict[str, Any]:
             t = time.perf_counter()
             agent.act(prompt)
             turn = 1000 * (time.perf_counter() - t)
+            agent = LLMAgent(settings, heavy)
+            t = time.perf_counter()
+            agent.act(prompt)
+            heavy_turn = 1000 * (time.perf_counter() - t)
             if i >= 5:  # warm-up: connection pools, first-call caches
                 raw_ms.append(raw)
                 turn_ms.append(turn)
+                litellm_ms.append(heavy_turn)
         conn.close()
     raw_p50, turn_p50 = statistics.median(raw_ms), statistics.median(turn_ms)
     return {
@@ -146,6 +157,7 @@ def llm_figures(turns: int = 60) -> dict[str, Any]:
         "raw_request_p50_ms": round(raw_p50, 3),
         "agent_turn_p50_ms": round(turn_p50, 3),
         "agent_turn_over_raw": round(turn_p50 / raw_p50, 1),
+        "litellm_turn_p50_ms": round(statistics.median(litellm_ms), 3),
         "litellm_import_s": round(import_s, 2),
     }
 

@@ -21,8 +21,10 @@ FORBIDDEN = {
         "litellm",
         "watchfiles",
     },
-    "srez_daemon": {"docker", "urwid", "srez_client"},
+    "srez_daemon": {"docker", "urwid", "srez_client", "litellm"},
 }
+"""The daemon, and the agent process within it, never import litellm (DESIGN.md §13, thin
+agents): the LLM agent speaks OpenAI-compatible HTTP to the host's model relay, which holds it."""
 PACKAGES = {
     "srez_env": ROOT / "env" / "srez_env",
     "srez_daemon": ROOT / "daemon" / "srez_daemon",

@@ -39,8 +39,9 @@ def judge_exit(code: int, *, builtin_agent: bool, agent_spec: str) -> ExitJudgem
     * ``provider`` (exit 75) is attested only for the built-in LLM agents: the daemon started its
       own ``srez-agent`` (``builtin_agent``: the default agent command, not ``SREZ_AGENT_CMD``)
       with an LLM spec (``llm``, ``llm-json``). That agent exits 75 only after its model calls
-      failed for good, each failure answered by the provider, or on ``docker`` by the host's
-      model relay, which passes the provider's status through and never invents one. The inline
+      failed for good, each failure answered by the provider, or (on ``local`` and ``docker``)
+      by the launcher's model relay, which passes the provider's status through and never
+      invents one. The inline
       backend runs no LLM agent, so it never records ``provider``.
     * ``harness`` (exit 2, a refused configuration) is attested only for the built-in agent,
       whose configuration the harness wrote.

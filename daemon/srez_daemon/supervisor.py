@@ -56,7 +56,8 @@ def agent_environment(
     if extra.get("SREZ_MODEL", "none") not in ("", "none"):
         env.update(model_variables(environ))
     env["SREZ_AGENT_SOCKET"] = str(socket)
-    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network at import if an LLM agent runs
+    # srez-agent never imports litellm; a custom agent that does makes no network call at import
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     env.update(extra)
     return env
 

@@ -231,19 +231,30 @@ def test_managed_run_checks_the_keys_of_its_llm_targets(
 # litellm's first call imports a provider module that pydantic warns about
 @pytest.mark.filterwarnings("ignore:.*ReadOnly. qualifier:UserWarning")
 def test_a_missing_key_reported_as_a_server_error_is_not_retried(no_key: None) -> None:
-    from srez_daemon.agent.llm_client import LiteLLMClient
+    """litellm (on the relay) reports a missing OpenAI key as a 500; the agent gives up at once."""
+    from srez_client.relay.server import ModelRelay
+    from srez_daemon.agent.model_client import HTTPModelClient
     from srez_env.agents.llm import LLMSettings
     from srez_env.agents.llm_retry import RetryPolicy, RetryState, call_with_retries
 
-    client = LiteLLMClient(LLMSettings(model="openai/gpt-4o-mini", timeout_s=5))
-    waits: list[float] = []
-    with pytest.raises(Exception) as caught:
-        call_with_retries(
-            lambda: client.complete([{"role": "user", "content": "hi"}], None),
-            client.classify,
-            RetryState(RetryPolicy()),
-            sleep=waits.append,
+    relay = ModelRelay("127.0.0.1")
+    relay.start_blocking()
+    try:
+        grant = relay.register("run-a", "openai/gpt-4o-mini", timeout_s=5)
+        settings = LLMSettings(
+            model="openai/gpt-4o-mini", api_base=grant.base_url, api_key=grant.token
         )
+        client = HTTPModelClient(settings)
+        waits: list[float] = []
+        with pytest.raises(Exception) as caught:
+            call_with_retries(
+                lambda: client.complete([{"role": "user", "content": "hi"}], None),
+                client.classify,
+                RetryState(RetryPolicy()),
+                sleep=waits.append,
+            )
+    finally:
+        relay.close_blocking()
     gave_up = caught.value
     assert type(gave_up).__name__ == "ProviderGaveUp", gave_up
     assert gave_up.failure.kind == "auth" and not gave_up.failure.retryable  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
 """Launching LLM runs: ``LaunchSpec.agent_env`` takes SREZ_LLM_* only, and the local backend passes
-it (with provider credentials) to the daemon of a run with a model, never to a baseline run."""
+it (with the model relay's grant, never a provider credential) to the daemon of a run with a
+model, never to a baseline run."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_agent_env_accepts_llm_settings_only(tmp_path: Path) -> None:
         )  # fmt: skip
 
 
-def test_local_daemon_gets_credentials_only_for_a_run_with_a_model(
+def test_local_daemon_gets_no_credentials_only_the_relay_grant_of_a_run_with_a_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -46,11 +47,20 @@ def test_local_daemon_gets_credentials_only_for_a_run_with_a_model(
         task_id="sre-007", agent_spec="llm", model="openai/x", results_root=tmp_path,
         agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
     )  # fmt: skip
-    env = daemon_environment(tmp_path, llm, state)
-    assert env["OPENAI_API_KEY"] == "sk-test" and env["SREZ_LLM_TIMEOUT_S"] == "3"
-    assert "UNRELATED_SECRET" not in env
+    grant = {"SREZ_LLM_TIMEOUT_S": "3", "SREZ_LLM_API_KEY": "relay-token"}
+    env = daemon_environment(tmp_path, llm, state, model_env=grant)
+    assert "OPENAI_API_KEY" not in env and env["SREZ_LLM_TIMEOUT_S"] == "3"
+    assert env["SREZ_LLM_API_KEY"] == "relay-token" and "UNRELATED_SECRET" not in env
     baseline = LaunchSpec(task_id="sre-007", agent_spec="heuristic", results_root=tmp_path)
+    assert "SREZ_LLM_API_KEY" not in daemon_environment(tmp_path, baseline, state, model_env=grant)
     assert "OPENAI_API_KEY" not in daemon_environment(tmp_path, baseline, state)
+    # a custom command with a model (no relay grant: it may speak its provider's own protocol)
+    custom = LaunchSpec(
+        task_id="sre-007", agent_spec="cmd:mine", model="openai/x", results_root=tmp_path,
+        agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
+    )  # fmt: skip
+    env = daemon_environment(tmp_path, custom, state)
+    assert env["OPENAI_API_KEY"] == "sk-test" and env["SREZ_LLM_TIMEOUT_S"] == "3"
 
 
 def test_agent_environment_forwards_model_variables_by_pattern(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ provider errors keep their status and ``Retry-After``, and litellm loads on the 
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import io
 import logging
 import os
@@ -19,14 +19,10 @@ import orjson
 import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
-from srez_client.backends.docker.model_settings import (
-    bridge_gateway,
-    llm_settings,
-    model_environment,
-    relay_target,
-)
+from srez_client.backends.docker.model_settings import bridge_gateway
 from srez_client.errors import BackendError
 from srez_client.relay.server import MAX_BODY, MODEL_HEADER, ModelRelay, RelayGrant
+from srez_client.relay.settings import llm_settings, model_environment, relay_target
 from srez_client.relay.wire import forwarded_params, host_secret_values, redact
 
 HOST_KEY = "sk-host-relay-test-0123456789"
@@ -135,28 +131,24 @@ async def test_relay_passes_provider_errors_through(
 async def test_an_agent_reads_the_relayed_rate_limit_as_from_the_provider(
     relay: ModelRelay, fake_openai: FakeOpenAI
 ) -> None:
-    """The agent's own litellm binding, pointed at the relay, classifies what it relays."""
-    from srez_daemon.agent.llm_client import LiteLLMClient
+    """The agent's own thin client, pointed at the relay, classifies what it relays."""
+    from srez_daemon.agent.model_client import HTTPModelClient
     from srez_env.agents.llm import LLMSettings
 
     grant = relay.register("run-a", REAL_MODEL, fake_openai.base_url)
-    client = LiteLLMClient(LLMSettings(model="openai/srez-run-a", api_base=grant.base_url))
-    litellm = client._lib()
-    fake_openai.push(error(429, retry_after=3), tool_call("get_alerts", {}))
-    ask_the_relay = functools.partial(
-        litellm.acompletion,
-        model="openai/srez-run-a",
-        messages=CHAT["messages"],
+    settings = LLMSettings(
+        model=REAL_MODEL,
+        call_model="openai/srez-run-a",
         api_base=grant.base_url,
         api_key=grant.token,
-        num_retries=0,
-        max_retries=0,
     )
-    with pytest.raises(litellm.RateLimitError) as caught:
-        await ask_the_relay()
+    client = HTTPModelClient(settings)
+    fake_openai.push(error(429, retry_after=3), tool_call("get_alerts", {}))
+    with pytest.raises(Exception) as caught:
+        await asyncio.to_thread(client.complete, CHAT["messages"], None)
     failure = client.classify(caught.value)
     assert failure is not None and failure.kind == "rate_limit" and failure.retry_after_s == 3
-    reply = client._reply(await ask_the_relay())
+    reply = await asyncio.to_thread(client.complete, CHAT["messages"], None)
     assert reply.tool_calls[0].name == "get_alerts" and reply.input_tokens == 100
 
 

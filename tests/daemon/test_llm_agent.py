@@ -1,5 +1,6 @@
 """The LLM agent end to end: ``srez-daemon --task ... --agent llm --out DIR`` (headless) with
-``srez-agent`` calling the scripted fake OpenAI server through litellm over real HTTP."""
+``srez-agent`` calling the scripted fake OpenAI server directly over real HTTP with its thin
+client (a headless daemon has no launcher, so no model relay)."""
 
 from __future__ import annotations
 
@@ -131,8 +132,8 @@ def test_provider_exhaustion_ends_the_run_with_error_kind_provider(
 def test_cooldown_does_not_count_against_the_time_limit(
     headless: Headless, fake_openai: FakeOpenAI
 ) -> None:
-    # start-up (litellm's import: 3 s idle, more on a busy machine) plus a 13 s cooldown would
-    # pass the 12 s limit if the cooldown counted
+    # start-up (more on a busy machine) plus a 13 s cooldown would pass the 12 s limit if the
+    # cooldown counted
     fake_openai.push(error(503, "overloaded"), *expert_replies())
     out = headless.run(
         SREZ_AGENT_TIME_LIMIT_S="12", SREZ_LLM_COOLDOWN_AFTER="1", SREZ_LLM_COOLDOWN_S="13"

@@ -1,5 +1,6 @@
-"""The LLM agent through real litellm calls against the scripted fake OpenAI server: both
-adapters, malformed replies, every provider failure class, retries and the cost cap."""
+"""The LLM agent through its thin model client (plain HTTP, no litellm) against the scripted fake
+OpenAI server: both adapters, malformed replies, every provider failure class, retries and the
+cost cap."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
-from srez_daemon.agent.llm_client import LiteLLMClient
+from srez_daemon.agent.model_client import HTTPModelClient
 from srez_env.agents import build_agent
 from srez_env.agents.llm import LLMAgent, LLMConfigError, LLMSettings
 from srez_env.agents.llm_retry import ProviderGaveUp
@@ -30,7 +31,7 @@ def _fake_key(monkeypatch: pytest.MonkeyPatch) -> None:
 def make(server: FakeOpenAI, spec: str = "llm", **env: str) -> LLMAgent:
     environ = {"SREZ_MODEL": "openai/fake", "SREZ_LLM_API_BASE": server.base_url, **FAST, **env}
     settings = LLMSettings.from_env(environ, spec=spec)
-    return LLMAgent(settings, LiteLLMClient(settings), seed=1)
+    return LLMAgent(settings, HTTPModelClient(settings), seed=1)
 
 
 def episode(task_id: str = "sre-007") -> tuple[SREEnv, dict[str, Any]]:
@@ -135,7 +136,7 @@ def test_429_with_retry_after_waits_at_least_that_long(fake_openai: FakeOpenAI) 
     ("reply", "kind", "timeout_s"),
     [
         # An answered error must never read as a timeout, however slow a loaded machine makes
-        # the first litellm call: only the stalled reply gets a short timeout.
+        # the first call: only the stalled reply gets a short timeout.
         (error(429, "no header"), "rate_limit", "60"),
         (error(500, "boom"), "server", "60"),
         (error(503, "overloaded"), "server", "60"),
@@ -173,7 +174,7 @@ def test_attempts_exhausted_raise_provider_gave_up_with_a_final_note(
     fake_openai.push(error(500), error(500), error(500), tool_call("get_alerts", {}))
     with pytest.raises(ProviderGaveUp):
         agent.act(prompt)
-    assert len(fake_openai.requests) == 3  # no hidden retries by litellm or the openai SDK
+    assert len(fake_openai.requests) == 3  # no hidden retries
     waits = [f["retry_in_s"] for f in notes_of(agent, "provider_error")]
     assert waits[:2] != [None, None] and waits[2] is None
 
@@ -226,7 +227,7 @@ def test_an_llm_spec_without_a_client_is_a_spec_check_only() -> None:
 
 def test_importing_the_agents_and_the_agent_process_does_not_import_litellm() -> None:
     code = (
-        "import sys, srez_env.agents, srez_env.agents.llm, srez_daemon.agent.llm_client, "
+        "import sys, srez_env.agents, srez_env.agents.llm, srez_daemon.agent.model_client, "
         "srez_daemon.agent.__main__, srez_daemon.run, srez_client.cli; "
         "from srez_env.agents import build_agent; build_agent('llm', task_id='sre-007'); "
         "print('litellm' in sys.modules)"

@@ -1,11 +1,12 @@
-"""The host model relay: the LLM agent of a container run calls its model through the host.
+"""The host model relay: the LLM agent of every run calls its model through the launcher.
 
-Why (SECURITY.md A12, AS7): provider keys never enter a run container. An agent in a container
-is untrusted and may be root there; anything in its environment, its files or its memory is its
-to read. So on the ``docker`` backend the agent does not call the provider; it calls this relay, an
-OpenAI-compatible server in the process that launched the run (``srez run``, ``srez eval``, the
-managed runner), which makes the real call with litellm on the host, with the host's credentials
-as litellm reads them from the host's environment.
+Why (SECURITY.md A12, AS7; DESIGN.md §13 "thin agents"): provider keys never enter a run. An
+agent is untrusted (in a container it may be root); anything in its environment, its files or
+its memory is its to read. And litellm costs about 3 s of CPU and 200 MB per process that imports
+it. So on the ``local`` and ``docker`` backends the agent does not call the provider, nor import
+litellm; it calls this relay, an OpenAI-compatible server in the process that launched the run
+(``srez run``, ``srez eval``, the managed runner), which makes the real call with its one litellm,
+with the host's credentials as litellm reads them from the host's environment.
 
 The contract, per run (:meth:`ModelRelay.register`):
 
@@ -22,22 +23,25 @@ The contract, per run (:meth:`ModelRelay.register`):
   ``max_retries=0``, and the run's real ``api_base`` when one was registered (a local server).
   The ``model`` of the body is ignored: the token decides.
 * The answer is the provider's reply in OpenAI format, usage included, with ``model`` set to the
-  run's real slug and the same slug in the header ``X-Srez-Model``. No cost is added: the agent
-  prices the call itself from the real slug with litellm's price list, as it does on ``local``
-  (``SREZ_LLM_INPUT_COST_PER_TOKEN``/``..._OUTPUT_...`` still win), so one code path owns cost.
+  run's real slug and the same slug in the header ``X-Srez-Model``. The relay prices it: litellm's
+  ``cost_per_token`` for the real slug and the reply's usage, sent as ``X-Srez-Cost-Usd``
+  (:data:`~srez_daemon.protocol.agent.COST_HEADER`; absent for an unpriced model), because the
+  agent has no litellm and no price list; the agent's ``SREZ_LLM_INPUT_COST_PER_TOKEN`` /
+  ``..._OUTPUT_...`` still win over it.
 * A provider failure is answered with the provider's HTTP status and its ``Retry-After`` /
   ``retry-after-ms`` headers, so the agent's own retry and cooldown policy
   (:mod:`srez_env.agents.llm_retry`) works unchanged. **The relay never retries.** Its own
   refusals are one-line JSON errors: 401 (no such token, or revoked), 400 (not a chat request),
   413 (body over 8 MiB), 404/405. A client that disconnects cancels the provider call.
 
-Where it listens: on the address the containers reach the host by, the Docker bridge's gateway
-(:func:`srez_client.backends.docker.model_settings.bridge_gateway`), on a free port; never ``0.0.0.0``.
-Other hosts do not route to that address; other containers on the bridge reach the port but hold
-no token of theirs.
+Where it listens: on the address the runs reach the host by, on a free port; never ``0.0.0.0``:
+``127.0.0.1`` for ``local``; for ``docker`` the bridge's gateway
+(:func:`srez_client.backends.docker.model_settings.bridge_gateway`), to which other hosts do not
+route; other containers on the bridge (or processes of this host) reach the port but hold no
+token of theirs.
 
-Lifetime: one relay per :class:`~srez_client.backends.docker.backend.DockerBackend`, started with the
-first LLM run it launches and closed with the backend. It serves from its own thread and event
+Lifetime: one relay per backend object (:class:`srez_client.relay.runs.RunModels`), started with
+the first LLM run it launches and closed with the backend. It serves from its own thread and event
 loop, so it outlives any one ``asyncio.run`` of its owner and a synchronous ``close`` can end it.
 litellm is imported on the first request, never before (``import litellm`` costs about 3 s and
 200 MB), with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no network at import) and
@@ -73,6 +77,7 @@ from srez_client.relay.wire import (
     provider_failure,
     redact,
 )
+from srez_daemon.protocol.agent import COST_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -375,15 +380,17 @@ class ModelRelay:
             return _answer(answer)
         body = response.model_dump()
         body["model"] = route.model
+        headers = {MODEL_HEADER: route.model}
+        cost = _price(litellm, route.model, body.get("usage"))
+        if cost is not None:
+            headers[COST_HEADER] = repr(cost)
         logger.info(
             "relay: run %s %s -> 200 in %.0f ms",
             route.run_id,
             route.model,
             (time.monotonic() - started) * 1000,
         )
-        return web.Response(
-            body=_dumps(body), content_type="application/json", headers={MODEL_HEADER: route.model}
-        )
+        return web.Response(body=_dumps(body), content_type="application/json", headers=headers)
 
     def _unmapped(
         self, error: Exception, hidden: frozenset[str], litellm: ModuleType
@@ -412,6 +419,21 @@ def _import_litellm() -> ModuleType:
     litellm.suppress_debug_info = True  # else it prints to stdout on errors
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)  # per-call INFO lines, loop warnings
     return litellm
+
+
+def _price(litellm: ModuleType, model: str, usage: Any) -> float | None:
+    """What a reply with ``usage`` cost at ``model``'s list price; None when it is not priced."""
+    if not isinstance(usage, dict):
+        return None
+    try:
+        cost_in, cost_out = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+        return float(cost_in) + float(cost_out)
+    except Exception:  # ModelNotMappedError and kin: an unpriced model
+        return None
 
 
 def _dumps(value: Any) -> bytes:

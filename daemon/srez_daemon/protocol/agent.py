@@ -20,6 +20,11 @@ RAW_REPLY_TOOL: Final = "_reply"
 """The tool an agent posts a reply to that is not a valid action (recorded as an invalid call)."""
 SUBMIT_TOOL: Final = "submit"
 """The tool that ends the episode; the agent socket serves it as ``POST /submit``."""
+COST_HEADER: Final = "X-Srez-Cost-Usd"
+"""Header of a model relay's chat completion: the reply's cost in USD, priced by the host's
+litellm from the run's real slug (absent when the model is not priced). The agent's thin client
+(:mod:`srez_daemon.agent.model_client`) adds it to the run's spend, so the cost cap works
+without litellm in the agent."""
 MODEL_PASS_PATTERNS: Final = (
     r"SREZ_LLM_[A-Z0-9_]+",
     r"[A-Z0-9_]+_API_KEY",

@@ -32,10 +32,10 @@ from srez_env.agents.contract import BUILTIN_AGENT_NAMES as BUILTIN_AGENT_NAMES
 from srez_env.agents.contract import CUSTOM_NAME
 from srez_env.agents.contract import Agent as Agent
 from srez_env.errors import EnvError
-from srez_env.task import Task
 
 if TYPE_CHECKING:
     from srez_env.agents.llm import ModelClient, Note
+    from srez_env.task import Task  # annotations only: the LLM agent process never loads tasks
 
 AGENT_KINDS = (
     "scripted",
@@ -101,6 +101,14 @@ def build_agent(
     task file only when it runs the oracle (DESIGN.md §7). The LLM agents read their settings
     from ``environ`` and call the model through ``client`` (see the module docstring).
     """
+    if spec in ("llm", "llm-json"):  # first: its process loads no baseline and no task module
+        from srez_env.agents.llm import LLMAgent, LLMSettings, UnboundClient
+
+        if client is None or environ is None:
+            unbound = LLMSettings(model="none", mode="json" if spec == "llm-json" else "tools")
+            return LLMAgent(unbound, UnboundClient())
+        settings = LLMSettings.from_env(environ, spec=spec)
+        return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
     from srez_env.agents.python_agent import import_path, load_python_agent
     from srez_env.baselines.heuristic import HeuristicAgent
     from srez_env.baselines.random_agent import RandomAgent
@@ -122,14 +130,6 @@ def build_agent(
             msg = "replay: needs its file: replay:FILE (one JSON action per line)"
             raise AgentSpecError(msg)
         return ReplayAgent(load_replay(Path(path)))
-    if spec in ("llm", "llm-json"):
-        from srez_env.agents.llm import LLMAgent, LLMSettings, UnboundClient
-
-        if client is None or environ is None:
-            unbound = LLMSettings(model="none", mode="json" if spec == "llm-json" else "tools")
-            return LLMAgent(unbound, UnboundClient())
-        settings = LLMSettings.from_env(environ, spec=spec)
-        return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
     if import_path(spec) is not None:
         return load_python_agent(spec, task_id=task_id, run_seed=run_seed)
     if custom_agent_name(spec) is not None:

@@ -4,16 +4,18 @@ Specs: ``llm`` (OpenAI tool calling, one call per turn) and ``llm-json`` (exactl
 ``{"tool": ..., "args": ...}`` object per text reply, for models without tools). The model is
 any litellm slug (``openai/...``, ``anthropic/...``, ``ollama/...``) in ``SREZ_MODEL``.
 
-This module is pure: the call to the provider is a :class:`ModelClient` handed in. The litellm
-binding lives in the agent process (:mod:`srez_daemon.agent.llm_client`), because ``srez_env``
-never imports litellm (a 3 s, 200 MB import; ``tests/test_layering.py``).
+This module is pure: the call to the provider is a :class:`ModelClient` handed in. The agent
+process's client is :mod:`srez_daemon.agent.model_client` (OpenAI-compatible HTTP to the
+launcher's model relay, which holds litellm); neither ``srez_env`` nor the agent process imports
+litellm (a 3 s, 200 MB import; ``tests/test_layering.py``).
 
 Configuration (environment variables, read once by :meth:`LLMSettings.from_env`):
 
 ==============================  ============================================================
 ``SREZ_MODEL``                  the litellm model slug (required)
-``SREZ_LLM_API_BASE``           base URL of an OpenAI-compatible server (local models, tests)
-``SREZ_LLM_CALL_MODEL``         the slug to call instead of ``SREZ_MODEL`` (the docker relay)
+``SREZ_LLM_API_BASE``           base URL of an OpenAI-compatible server (the model relay's,
+                                set by the backend; headless: local models, tests)
+``SREZ_LLM_CALL_MODEL``         the slug to call instead of ``SREZ_MODEL`` (behind the relay)
 ``SREZ_LLM_API_KEY``            a key sent instead of the provider's variable (the relay's token)
 ``SREZ_LLM_TIMEOUT_S``          per-request timeout (default 120)
 ``SREZ_LLM_TEMPERATURE``        sampling temperature (default: the provider's)
@@ -110,9 +112,9 @@ class LLMSettings:
     mode: Mode = "tools"
     api_base: str | None = None
     call_model: str | None = None
-    """The slug to call when it differs from :attr:`model`: behind the host's model relay (docker
-    runs) the agent speaks OpenAI's protocol to ``openai/srez-<run-id>`` while :attr:`model`
-    stays the real slug, which names the run and prices its calls."""
+    """The slug to call when it differs from :attr:`model`: behind the host's model relay (local
+    and docker runs) the agent speaks OpenAI's protocol to ``openai/srez-<run-id>`` while
+    :attr:`model` stays the real slug, which names the run (the relay prices its calls)."""
     api_key: str | None = None
     """A key to send instead of the provider's usual variable (the relay's per-run token)."""
     timeout_s: float = 120.0

@@ -56,7 +56,7 @@ from srez_client.backends.docker import engine, watch
 from srez_client.backends.docker.config import DockerConfig
 from srez_client.backends.docker.container_attrs import SeenContainer, published_port
 from srez_client.backends.docker.discovery import BACKEND, ContainerRuns, Inspected
-from srez_client.backends.docker.models import RunModels
+from srez_client.backends.docker.models import docker_models
 from srez_client.backends.docker.state import (
     LaunchPlan,
     agent_specs,
@@ -128,7 +128,7 @@ class DockerBackend(ContainerRuns):
         self.stop_grace_s = stop_grace_s
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
-        self.models = RunModels(lambda: self._call(engine.bridge_network))
+        self.models = docker_models(lambda: self._call(engine.bridge_network))
         """The model relay of this backend's LLM runs."""
 
     @classmethod
@@ -147,7 +147,7 @@ class DockerBackend(ContainerRuns):
             self._client = None
 
     async def relay(self) -> ModelRelay:
-        """The model relay of this backend's LLM runs (:class:`RunModels`)."""
+        """The model relay of this backend's LLM runs (:class:`~srez_client.relay.runs.RunModels`)."""
         return await self.models.relay()
 
     # ------------------------------------------------------------------ launch

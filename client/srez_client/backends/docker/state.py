@@ -9,7 +9,7 @@ Apart from :func:`write_state` this is pure: what a launch writes (:func:`plan_l
 agent spec and replay file a container gets (:func:`agent_specs`, :func:`read_replay`), and the tar
 of the files put into a container before it starts (:func:`inputs_tar`). What the engine says
 about a container is read in :mod:`~srez_client.backends.docker.container_attrs`; what an LLM
-run's container is told about its model is :mod:`~srez_client.backends.docker.model_settings`.
+run's container is told about its model is :mod:`~srez_client.relay.settings`.
 """
 
 from __future__ import annotations

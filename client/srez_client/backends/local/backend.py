@@ -16,7 +16,14 @@ nothing it started outlives its phase. Without one, every launch says so on stde
 against the launcher's working folder.
 
 The daemon gets only the environment it needs (:mod:`.environment`); never the token (a file),
-and a provider key only when its run has a model.
+and never a provider key for the built-in LLM agents (``llm``, ``llm-json``): their runs
+reach the model through the backend's model relay (:mod:`srez_client.relay.runs`, SECURITY.md A12), as
+on ``docker``: one relay per backend object, on ``127.0.0.1``, started with the first such run and
+closed with the backend (:meth:`LocalBackend.close`); the run is told the relay's URL and a scoped
+token, registered at launch and revoked when the run is seen finished, stopped or removed, or its
+launch fails. The keys stay in the launcher's environment, where the relay's litellm reads them.
+A custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``) is a program of yours that may
+speak its provider's own protocol, so it gets the provider's variables (:mod:`.environment`).
 
 Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
 token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
@@ -65,7 +72,7 @@ from srez_client.backends.local.files import (
     prepare_folder,
     read_endpoint,
 )
-from srez_client.backends.local.sandbox import choose_isolation, warning
+from srez_client.backends.local.sandbox import Isolation, choose_isolation, warning
 from srez_client.backends.process import (
     is_alive,
     kill_orphans,
@@ -84,15 +91,24 @@ from srez_client.backends.state import (
 )
 from srez_client.backends.wait import poll_until_finished
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
+from srez_client.relay.runs import RunModels
+from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
 BACKEND: Final = "local"
+LOOPBACK: Final = "127.0.0.1"
+"""Where a local backend's model relay listens: its runs' agents are processes of this host."""
+
+
+async def _loopback() -> str:
+    return LOOPBACK
 
 
 class LocalBackend(Backend):
@@ -133,16 +149,28 @@ class LocalBackend(Backend):
         self.stop_grace_s = stop_grace_s
         self.sandbox: SandboxMode = sandbox
         """How runs' agents are isolated (checked again at each launch)."""
+        self.models = RunModels(BACKEND, _loopback, where="loopback address")
+        """The model relay of this backend's runs with a model."""
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
         """The backend a :class:`~.config.LocalConfig` describes."""
         return cls(config.state_dir, **LocalConfig.of(config).options())
 
+    def close(self) -> None:
+        """Close the model relay: every relay token stops working (a later run starts a new one)."""
+        self.models.close()
+
+    async def relay(self) -> ModelRelay:
+        """The model relay of this backend's runs with a model (started now if need be)."""
+        return await self.models.relay()
+
     # ------------------------------------------------------------------ launch
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
-        """Write the run's state, spawn its daemon and wait until it answers ``/api/health``."""
+        """Write the run's state, spawn its daemon and wait until it answers ``/api/health``. A
+        run with a model is registered with the model relay first (started now if it is the
+        first), and its token revoked if the launch fails."""
         (task,) = load_tasks([spec.task_id])
         agent_spec = absolute_replay(spec.agent_spec)
         agent_cmd = agent_command(agent_spec, spec.agent_cmd, os.environ)
@@ -185,7 +213,29 @@ class LocalBackend(Backend):
             created_at=manifest.started_at,
         )
         await asyncio.to_thread(prepare_folder, folder, record)
-        env = daemon_environment(folder, spec, self.state_dir, isolation)
+        relayed = agent_spec in LLM_SPECS and agent_cmd is None
+        try:
+            return await self._start(folder, spec, record, isolation, relayed=relayed)
+        except BaseException:
+            self.models.revoke(run_id)
+            raise
+
+    async def _start(
+        self,
+        folder: Path,
+        spec: LaunchSpec,
+        record: LocalRecord,
+        isolation: Isolation,
+        *,
+        relayed: bool,
+    ) -> RunHandle:
+        """Spawn the prepared run's daemon (with the relay's grant for a built-in LLM agent with
+        a model: ``relayed``) and wait until it is ready."""
+        run_id = record.run_id
+        model_env = None
+        if relayed and spec.model not in ("", "none"):
+            model_env = await self.models.environment(spec, run_id)
+        env = daemon_environment(folder, spec, self.state_dir, isolation, model_env)
         if isolation.kind == "none":
             sys.stderr.write(warning(run_id, isolation) + "\n")
             sys.stderr.flush()
@@ -302,14 +352,17 @@ class LocalBackend(Backend):
             record = self._record(run.run_id)
             return None if record is None else self._handle(record)
 
-        return await poll_until_finished(
+        done = await poll_until_finished(
             BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.01, max_delay_s=0.2
         )
+        self.models.revoke(run.run_id)  # the agent phase is over: its model is no longer its
+        return done
 
     async def stop(self, run: RunHandle) -> None:
         """SIGTERM the daemon's group, SIGKILL after the grace, then kill an agent it left
         behind; nothing if all are gone."""
         record = self._owned(run)
+        self.models.revoke(run.run_id)
         if record is None or record.pid is None:
             return
         await terminate(record.pid, record.pid_start, self.stop_grace_s)
@@ -332,6 +385,7 @@ class LocalBackend(Backend):
     async def remove(self, run: RunHandle) -> None:
         """Stop the run, then delete ``live/<run-id>`` and its ledger entry (not its results)."""
         record = self._owned(run)
+        self.models.revoke(run.run_id)
         if record is None:
             if not (self.live / run.run_id).exists():
                 self.ledger.forget(run.run_id)  # a removal that stopped half-way

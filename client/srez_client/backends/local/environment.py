@@ -1,10 +1,15 @@
 """What a ``local`` run's daemon is started with: its environment, and agent specs made absolute.
 
 The daemon gets only the environment it needs: locale, ``PATH``, ``HOME``, Python's own variables
-and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file). A run with a
-model (an LLM agent) also gets the launch's ``agent_env`` (``SREZ_LLM_*``) and, from this
-environment, the variables the daemon forwards to a model-calling agent
-(:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run never sees a provider key.
+and the ``SREZ_*`` settings of the run (:data:`PASS_ENV`); never the token (a file), and never a
+provider key for the built-in LLM agents. Their runs get what the backend's model relay told
+them (:func:`srez_client.relay.settings.model_environment`: the agent's ``SREZ_LLM_*`` settings,
+the relay's URL and the run's scoped token); the keys stay with the relay, in this process. A
+custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``: a program of yours, such as a
+vendor's CLI speaking its own provider protocol, which an OpenAI-compatible relay cannot serve)
+gets, as before, the launch's ``agent_env`` and the variables the daemon forwards to a
+model-calling agent (:data:`srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`); a baseline run
+never sees a provider key.
 """
 
 from __future__ import annotations
@@ -54,10 +59,16 @@ def passed_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def daemon_environment(
-    folder: Path, spec: LaunchSpec, state_dir: Path, isolation: Isolation = NO_ISOLATION
+    folder: Path,
+    spec: LaunchSpec,
+    state_dir: Path,
+    isolation: Isolation = NO_ISOLATION,
+    model_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of the daemon of the run whose live folder is ``folder``: what passes
-    from this one, where its files are, its sandbox (which hides ``state_dir``) and its model."""
+    from this one, where its files are, its sandbox (which hides ``state_dir``) and its model:
+    ``model_env``, the relay's grant (:class:`~srez_client.relay.runs.RunModels`) for a built-in
+    LLM agent; None for a custom command, which gets the provider's variables instead."""
     env = passed_environment(os.environ)
     if "SREZ_AGENT_CMD" in env:
         env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
@@ -85,6 +96,9 @@ def daemon_environment(
     if spec.time_limit_s is not None:
         env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
     if spec.model not in ("", "none"):
-        env.update(model_variables(os.environ))
-        env.update(spec.agent_env)
+        if model_env is not None:
+            env.update(model_env)
+        else:
+            env.update(model_variables(os.environ))
+            env.update(spec.agent_env)
     return env

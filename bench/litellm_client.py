@@ -1,6 +1,8 @@
-"""The litellm binding of the LLM agent: one chat completion, and how to read its failures.
+"""The LLM agent's former litellm binding, kept for ``make bench`` only: the "before" of the
+thin agents (DESIGN.md §13), measured beside :mod:`srez_daemon.agent.model_client`.
 
-It lives in the agent process only. litellm is imported on the first call, never at import time
+No installed package imports it: ``srez-agent`` speaks plain HTTP to the host's model relay,
+which holds the one litellm. litellm is imported on the first call, never at import time
 of this module (``import litellm`` costs about 3 s and 200 MB, and without
 ``LITELLM_LOCAL_MODEL_COST_MAP=True``, set here before the import, it fetches a price list over the
 network). Retries are ours (:mod:`srez_env.agents.llm_retry`): litellm is called with

@@ -1,0 +1,156 @@
+"""The agent's thin model client over real HTTP: against the fake OpenAI server directly, and
+through the host's model relay (which prices replies and passes provider errors through)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+
+from fakes.openai_server import FakeOpenAI, Scripted, error, text, tool_call
+from srez_client.relay.server import ModelRelay
+from srez_daemon.agent.model_client import (
+    OPENAI_BASE,
+    Endpoint,
+    HTTPModelClient,
+    ModelConnectionError,
+    ModelHTTPError,
+    ModelTimeout,
+    retry_after,
+)
+from srez_env.agents.llm import LLMConfigError, LLMSettings
+from srez_env.agents.llm_retry import Failure
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def client_of(base: str, **fields: object) -> HTTPModelClient:
+    return HTTPModelClient(LLMSettings(model="openai/fake", api_base=base, **fields))  # type: ignore[arg-type]
+
+
+def failure_of(client: HTTPModelClient) -> Failure:
+    with pytest.raises(Exception) as caught:
+        client.complete(HI, None)
+    failure = client.classify(caught.value)
+    assert failure is not None, caught.value
+    return failure
+
+
+def test_a_reply_is_read_with_tools_tokens_and_reasoning(fake_openai: FakeOpenAI) -> None:
+    client = client_of(fake_openai.base_url, api_key="sk-x", temperature=0.2, max_tokens=50)
+    fake_openai.push(tool_call("get_logs", {"service": "db"}, reasoning="why", usage=(7, 3)))
+    tools = [{"type": "function", "function": {"name": "get_logs", "parameters": {}}}]
+    reply = client.complete(HI, tools)
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("get_logs", '{"service":"db"}')]
+    assert (reply.input_tokens, reply.output_tokens, reply.reasoning) == (7, 3, "why")
+    assert reply.cost_usd is None  # no relay header, no configured price: unknown
+    sent = fake_openai.requests[0]
+    assert sent.model == "fake" and sent.headers["Authorization"] == "Bearer sk-x"
+    assert sent.body["tool_choice"] == "auto" and sent.body["temperature"] == 0.2
+    assert sent.body["max_tokens"] == 50 and "stream" not in sent.body
+    fake_openai.push(text("done"))
+    assert client.complete(HI, None).text == "done"
+    assert "tools" not in fake_openai.requests[1].body
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "retryable", "wait"),
+    [
+        (error(429, "slow", retry_after=2), "rate_limit", True, 2.0),
+        (error(401, "bad key"), "auth", False, None),
+        (error(403, "forbidden"), "auth", False, None),
+        (error(500, "Missing credentials. Please pass an `api_key`"), "auth", False, None),
+        (error(502, "bad gateway", retry_after=1), "server", True, 1.0),
+        (error(408, "too slow"), "timeout", True, None),
+        (error(409, "conflict"), "other", True, None),
+        (error(400, "context too long"), "other", False, None),
+        (error(404, "no such model"), "other", False, None),
+        (Scripted(status=200, body={"nope": 1}), "server", True, None),
+    ],
+)
+def test_failures_are_classified_by_status(
+    fake_openai: FakeOpenAI, reply: Scripted, kind: str, retryable: bool, wait: float | None
+) -> None:
+    fake_openai.push(reply)
+    failure = failure_of(client_of(fake_openai.base_url))
+    assert (failure.kind, failure.retryable, failure.retry_after_s) == (kind, retryable, wait)
+
+
+def test_retry_after_ms_wins_and_an_http_date_counts() -> None:
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (retry_after({"retry-after": soon}) or 0) <= 30
+    assert retry_after({"retry-after": "whenever"}) is None and retry_after({}) is None
+
+
+def test_a_stalled_server_is_a_timeout_and_a_closed_port_a_server_failure(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.push(text("late").after(2))
+    client = client_of(fake_openai.base_url, timeout_s=0.3)
+    with pytest.raises(ModelTimeout):
+        client.complete(HI, None)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    failure = failure_of(client_of(f"http://127.0.0.1:{port}/v1"))
+    assert failure.kind == "server" and failure.retryable
+    assert client.classify(ValueError("a bug")) is None
+    assert isinstance(ModelHTTPError(500, "x", {}), Exception)
+    assert issubclass(ModelConnectionError, Exception)
+
+
+def test_configured_prices_win_over_the_relay_header(fake_openai: FakeOpenAI) -> None:
+    fake_openai.push(text("a", usage=(100, 10)))
+    client = client_of(fake_openai.base_url, input_cost_per_token=0.001, output_cost_per_token=0.01)
+    assert client.complete(HI, None).cost_usd == pytest.approx(0.2)
+
+
+def test_headless_endpoints_fall_back_to_openai_variables() -> None:
+    settings = LLMSettings(model="openai/gpt-4o-mini")
+    assert Endpoint.of(settings, {}) == Endpoint(OPENAI_BASE, "gpt-4o-mini")
+    found = Endpoint.of(settings, {"OPENAI_API_BASE": "http://x/v1/", "OPENAI_API_KEY": "k"})
+    assert (found.base_url, found.api_key) == ("http://x/v1", "k")
+    relayed = LLMSettings(
+        model="anthropic/claude", call_model="openai/srez-r1", api_base="http://r/v1", api_key="t"
+    )
+    assert Endpoint.of(relayed, {"OPENAI_API_KEY": "k"}) == Endpoint("http://r/v1", "srez-r1", "t")
+    with pytest.raises(LLMConfigError, match="SREZ_LLM_API_BASE"):
+        Endpoint.of(LLMSettings(model="anthropic/claude"), {})
+    with pytest.raises(LLMConfigError, match="http"):
+        HTTPModelClient(LLMSettings(model="openai/x", api_base="ftp://x"))
+
+
+@pytest.fixture
+def relay() -> Iterator[ModelRelay]:
+    relay = ModelRelay("127.0.0.1", environ={"OPENAI_API_KEY": "sk-host-secret-1234"})
+    relay.start_blocking()
+    yield relay
+    relay.close_blocking()
+
+
+def test_through_the_relay_replies_are_priced_and_errors_keep_their_class(
+    relay: ModelRelay, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret-1234")
+    grant = relay.register("run-a", "openai/gpt-4o-mini", fake_openai.base_url)
+    settings = LLMSettings(
+        model="openai/gpt-4o-mini",
+        call_model="openai/srez-run-a",
+        api_base=grant.base_url,
+        api_key=grant.token,
+    )
+    client = HTTPModelClient(settings)
+    fake_openai.push(tool_call("get_alerts", {}, usage=(1000, 100)))
+    reply = client.complete(HI, None)
+    assert reply.tool_calls[0].name == "get_alerts" and reply.input_tokens == 1000
+    assert reply.cost_usd is not None and reply.cost_usd > 0  # the host's price list
+    assert fake_openai.requests[0].headers["Authorization"] == "Bearer sk-host-secret-1234"
+    fake_openai.push(error(429, "slow down", retry_after=3))
+    failure = failure_of(client)
+    assert (failure.kind, failure.retry_after_s) == ("rate_limit", 3.0)
+    relay.revoke("run-a")
+    assert failure_of(client).kind == "auth"  # a revoked token is refused for good
