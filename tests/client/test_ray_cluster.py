@@ -208,3 +208,100 @@ def test_losing_a_worker_node_mid_eval_loses_no_run_and_duplicates_none(
     assert attempts[0]["node"] == lost.node_id != attempts[-1]["node"]
     assert retried[victim["run_id"]]["attempt"] == attempts[-1]["attempt"]
     assert grades(results) == inline_grades(tmp_path, tasks)
+
+
+def managed_scores(results: Path, name: str) -> dict[str, dict[str, object]]:
+    keys = ("completed", "mean_reward", "resolved_rate", "passed_rate")
+    summary = json.loads((results / "managed" / name / "summary.json").read_text())
+    return {t["target"]: {k: t[k] for k in keys} for t in summary["targets"]}
+
+
+@pytest.mark.slow
+def test_a_managed_run_on_ray_survives_kill_9_of_its_runner_and_resumes(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    results, state = tmp_path / "results", tmp_path / "state"
+    env = ray_env(cluster, state)
+    tasks = "sre-007,sre-008,sre-009"
+
+    def queue(name: str, backend: str) -> list[str]:
+        return ["managed", "create", name, "--baselines", "scripted,heuristic", "--models", "none",
+                "--tasks", tasks, "--backend", backend, "--results", str(results)]  # fmt: skip
+
+    for name, backend in (("on-ray", "ray"), ("ref", "inline")):
+        assert srez(queue(name, backend), env, tmp_path).returncode == 0
+    assert srez(["managed", "run", "ref", "--results", str(results)], env, tmp_path).returncode == 0
+    err_path = tmp_path / "runner.err"
+    with err_path.open("w") as err:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "srez_client.cli", "managed", "run", "on-ray"]
+            + ["--results", str(results)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+
+        def a_later_run_in_flight() -> bool:
+            assert runner.poll() is None, err_path.read_text()[-3000:]
+            if "completed" not in err_path.read_text():
+                return False  # kill it once a task is checkpointed, with the next one in flight
+            try:
+                runs = import_ray(None).get(registry().runs.remote())
+            except ValueError:  # no registry yet: the runner has not submitted a run
+                return False
+            mine = [r for r in runs if r["labels"].get("srez.results", "").startswith(str(results))]
+            return any(r["phase"] in ("starting", "agent") for r in mine)
+
+        wait_for("a run in flight after a completed one", a_later_run_in_flight)
+        runner.kill()  # SIGKILL
+        runner.wait()
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    assert "completed" in err_path.read_text()
+    resumed = srez(["managed", "run", "on-ray", "--results", str(results)], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "recovered as" in resumed.stderr  # the killed runner's task in flight was dealt with
+    assert managed_scores(results, "on-ray") == managed_scores(results, "ref")
+    on_ray = [m for m in manifests(results) if m["backend"] == "ray"]
+    assert len({(m["task_id"], m["agent"], m["run_id"]) for m in on_ray}) == len(on_ray)
+
+
+async def test_attach_follows_a_remote_run_live_through_the_registry(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from srez_client.backends.base import LaunchSpec
+    from srez_client.backends.config import BackendSettings
+    from srez_client.backends.registry import get_backend
+    from srez_daemon.protocol import SessionStarted, iter_dialog
+
+    settings = BackendSettings(tmp_path / "state", variables={"SREZ_RAY_ADDRESS": cluster.address})
+    launcher, watcher = get_backend("ray", settings), get_backend("ray", settings)
+    try:
+        spec = LaunchSpec(task_id="sre-010", agent_spec="heuristic", results_root=tmp_path / "r")
+        handle = await launcher.launch(spec)
+        seen: list[bytes] = []
+        live = 0
+        async for line in watcher.relayed_dialog(await watcher.get(handle.run_id)):
+            seen.append(line)
+            # what the other command sees meanwhile: the run in flight, listed by the registry
+            if not live and (await watcher.get(handle.run_id)).status == "running":
+                live = len(seen)
+        assert live, "no line arrived while the run was in flight"
+        entries = list(iter_dialog(b"\n".join(line for line in seen if line) + b"\n", final=True))
+        assert isinstance(entries[0], SessionStarted)
+        assert entries[0].run_id == handle.run_id
+        done = await launcher.wait(handle, timeout_s=120)
+        assert done.finished
+        copy = await launcher.copy_out(done, tmp_path / "copy")
+        archived = (copy / "archive" / "dialog.jsonl").read_bytes()
+        assert [e.model_dump() for e in iter_dialog(archived, final=True)] == [
+            e.model_dump() for e in entries
+        ]
+        await launcher.remove(done)
+    finally:
+        launcher.close()
+        watcher.close()

@@ -13,6 +13,7 @@ made it, so another command on the same cluster sees the same runs), or finds it
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,6 +25,11 @@ HEAD_RESOURCE: Final = "node:__internal_head__"
 """The resource only the head node has."""
 MAX_LINES: Final = 20_000
 """Dialog lines kept per run; older ones are dropped (a follower starting later misses them)."""
+SILENCE_S: Final = 10.0
+"""A started run whose node has not reported for this long is not in flight any more (a node
+reports every ``poll_s``, 0.2 s by default)."""
+QUEUED_SILENCE_S: Final = 120.0
+"""The same for a run no node took yet (it may wait for a free CPU)."""
 TERMINAL: Final = frozenset({"done", "error", "returned", "failed"})
 """Phases after which a run's attempt reports no more."""
 
@@ -45,6 +51,8 @@ class RegisteredRun(BaseModel):
     attempts: tuple[tuple[str, str, str], ...] = ()
     """Every attempt that started: (attempt id, node id, started at)."""
     steps: int = 0
+    seen: float = 0.0
+    """When it last heard of the run (the actor's monotonic clock)."""
     stop: bool = False
     """A stop was asked for; the attempt stops its run at its next report."""
 
@@ -67,7 +75,7 @@ class RunRegistry:
     def register(self, run_id: str, labels: dict[str, str]) -> None:
         """A run was submitted (idempotent)."""
         if run_id not in self._runs:
-            self._runs[run_id] = RegisteredRun(run_id=run_id, labels=labels)
+            self._runs[run_id] = RegisteredRun(run_id=run_id, labels=labels, seen=_now())
             self._lines[run_id] = _Lines()
 
     def attempt_started(self, run_id: str, attempt: str, node: str, started_at: str) -> bool:
@@ -86,6 +94,7 @@ class RunRegistry:
                 "attempt": attempt,
                 "attempts": (*run.attempts, (attempt, node, started_at)),
                 "steps": 0,
+                "seen": _now(),
             }
         )
         self._lines[run_id] = _Lines(attempt=attempt)
@@ -103,7 +112,7 @@ class RunRegistry:
         if run.attempt != attempt:  # a stale attempt (its node was given up): not the run's
             return True
         steps = run.steps if steps < 0 else steps  # -1: unchanged
-        self._runs[run_id] = run.model_copy(update={"phase": phase, "steps": steps})
+        self._runs[run_id] = run.model_copy(update={"phase": phase, "steps": steps, "seen": _now()})
         kept = self._lines[run_id]
         kept.lines.extend(lines)
         if len(kept.lines) > MAX_LINES:
@@ -135,8 +144,10 @@ class RunRegistry:
         return [] if run is None else list(run.attempts)
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every run it knows, in submission order (plain values: they cross processes)."""
-        return [run.model_dump() for run in self._runs.values()]
+        """Every run it knows, in submission order (plain values: they cross processes), with
+        ``age_s``: how long since it last heard of the run."""
+        now = _now()
+        return [{**run.model_dump(), "age_s": now - run.seen} for run in self._runs.values()]
 
     def lines(self, run_id: str, attempt: str, index: int) -> tuple[str, int, list[str], str]:
         """The dialog lines of the run's latest attempt from line ``index`` of ``attempt``.
@@ -152,6 +163,17 @@ class RunRegistry:
         start = index if kept.attempt == attempt else 0
         start = max(start, kept.first)
         return (kept.attempt, start, kept.lines[start - kept.first :], run.phase)
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def in_flight(run: dict[str, Any]) -> bool:
+    """Whether a run the registry lists is still in flight: not ended, and heard of lately (a run
+    whose launcher died is never heard of again; its task ended with it)."""
+    silence = QUEUED_SILENCE_S if run["phase"] == "queued" else SILENCE_S
+    return run["phase"] not in TERMINAL and run["age_s"] < silence
 
 
 def registry_actor(ray: Any, namespace: str) -> Any:

@@ -43,7 +43,7 @@ from srez_client.agent_command import absolute_replay
 from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.local.config import SandboxMode
-from srez_client.backends.ray.actor import TERMINAL, registry_actor
+from srez_client.backends.ray.actor import TERMINAL, in_flight, registry_actor
 from srez_client.backends.ray.config import RayConfig
 from srez_client.backends.ray.connect import connect
 from srez_client.backends.ray.task import NodeRequest, NodeResult, execute_run
@@ -227,7 +227,7 @@ class RayBackend(Backend):
             ready, _ = self._ray.wait([ref], timeout=0)
             return not ready
         known = registered.get(record.run_id)
-        return known is not None and known["phase"] not in TERMINAL
+        return known is not None and in_flight(known)
 
     def _handle(self, record: RayRecord, *, in_flight: bool) -> RunHandle:
         return RunHandle.from_labels(
