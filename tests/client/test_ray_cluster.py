@@ -165,7 +165,6 @@ def wait_for(what: str, probe: Any, timeout: float = 120) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.slow  # 33 s on a loaded 2-core machine, on top of the quick eval's 75 s
 def test_losing_a_worker_node_mid_eval_loses_no_run_and_duplicates_none(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
@@ -216,7 +215,7 @@ def managed_scores(results: Path, name: str) -> dict[str, dict[str, object]]:
     return {t["target"]: {k: t[k] for k in keys} for t in summary["targets"]}
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # 25 s; the fast ones of this module take about 40 s with the cluster's start
 def test_a_managed_run_on_ray_survives_kill_9_of_its_runner_and_resumes(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
