@@ -83,3 +83,27 @@ def test_registry_keeps_only_the_latest_attempt_and_its_lines() -> None:
     registry.forget("r1")
     assert registry.runs() == []
     assert registry.lines("r1", "a2", 0)[3] == "forgotten"
+
+
+def test_a_relayed_run_keeps_its_id_and_records_its_attempt_on_docker(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from srez_client.backends.base import LaunchSpec, RelayedRun
+    from srez_client.backends.docker.state import plan_launch
+
+    relayed = RelayedRun(run_id="20261202T000000Z-0123abcd", backend="ray", attempt="feedbeef")
+    spec = LaunchSpec(
+        task_id="sre-001", agent_spec="scripted", results_root=tmp_path, relayed=relayed
+    )
+    plan = plan_launch(
+        spec,
+        task_id="sre-001",
+        agent="scripted",
+        agent_spec="scripted",
+        image="srez-run:test",
+        version="0",
+        uid=1000,
+        now=datetime.now(UTC),
+    )
+    assert plan.manifest.run_id == relayed.run_id
+    assert (plan.manifest.backend, plan.manifest.attempt) == ("ray", "feedbeef")
