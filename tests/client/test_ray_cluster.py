@@ -293,6 +293,11 @@ async def test_attach_follows_a_remote_run_live_through_the_registry(
         entries = list(iter_dialog(b"\n".join(line for line in seen if line) + b"\n", final=True))
         assert isinstance(entries[0], SessionStarted)
         assert entries[0].run_id == handle.run_id
+        env = ray_env(cluster, tmp_path / "state")
+        listed = srez(["runs", "list", "--all", "--backend", "ray"], env, tmp_path, timeout=120)
+        assert listed.returncode == 0, listed.stderr
+        assert handle.run_id in listed.stdout  # the other command finds it (ended, not yet back)
+        assert "failed" not in listed.stderr  # and mirrors nothing that has not come back
         done = await launcher.wait(handle, timeout_s=120)
         assert done.finished
         copy = await launcher.copy_out(done, tmp_path / "copy")

@@ -47,7 +47,7 @@ from srez_client.backends.ray.actor import TERMINAL, in_flight, registry_actor
 from srez_client.backends.ray.config import RayConfig
 from srez_client.backends.ray.connect import connect
 from srez_client.backends.ray.task import NodeRequest, NodeResult, execute_run
-from srez_client.backends.recovery import NOT_OURS, mirror_one, mirror_unmirrored
+from srez_client.backends.recovery import NOT_OURS, is_mirrored, mirror_one
 from srez_client.backends.state import Ledger, is_owned, private_dir, read_record
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.mirror.tar_fs import extract_run_tar, finish_copy_out
@@ -416,8 +416,16 @@ class RayBackend(Backend):
         return await mirror_one(self, run, scratch, refusal=refusal, remove=remove)
 
     async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
-        """Mirror the runs of this state that came back and nobody mirrored."""
-        return await mirror_unmirrored(self, scratch)
+        """Mirror the runs of this state that came back and nobody mirrored (a run that never
+        came back, its launcher gone, has nothing to mirror)."""
+        outcomes = []
+        for handle in await self.list(include_exited=True):
+            record = self._record(handle.run_id)
+            if record is None or record.outcome != "returned" or handle.status == "running":
+                continue
+            if handle.owned and not is_mirrored(handle):
+                outcomes.append(await self.mirror_stopped(handle, scratch, results_root=Path()))
+        return outcomes
 
     async def relayed_dialog(self, run: RunHandle, offset: int = 0) -> AsyncIterator[bytes]:
         """The run's dialog lines as its node relays them to the registry, from line ``offset``
