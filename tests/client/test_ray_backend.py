@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from backend_contract import NO_RAY
 
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.ray.actor import RunRegistry
@@ -107,3 +112,32 @@ def test_a_relayed_run_keeps_its_id_and_records_its_attempt_on_docker(tmp_path: 
     )
     assert plan.manifest.run_id == relayed.run_id
     assert (plan.manifest.backend, plan.manifest.attempt) == ("ray", "feedbeef")
+
+
+@NO_RAY
+def test_srez_run_on_a_ray_instance_of_its_own_writes_a_results_folder(tmp_path: Path) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # noqa: S108
+    try:
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("SREZ_")},
+            "SREZ_STATE": str(tmp_path / "state"),
+            "SREZ_RAY_TEMP_DIR": str(folder),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "srez_client.cli", "run", "--backend", "ray"]
+            + ["--task", "sre-001", "--agent", "scripted", "--results", str(tmp_path / "r")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        (run_json,) = (tmp_path / "r").glob("sre-001/none/scripted/*/run.json")
+        manifest = json.loads(run_json.read_bytes())
+        assert manifest["backend"] == "ray"
+        assert [a["attempt"] for a in manifest["attempts"]] == [manifest["attempt"]]
+        assert (run_json.parent / "summary.json").is_file()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

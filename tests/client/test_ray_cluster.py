@@ -309,3 +309,25 @@ async def test_attach_follows_a_remote_run_live_through_the_registry(
     finally:
         launcher.close()
         watcher.close()
+
+
+async def test_stop_asks_the_node_to_stop_its_run_which_comes_back_graded(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    from srez_client.backends.base import LaunchSpec
+    from srez_client.backends.config import BackendSettings
+    from srez_client.backends.registry import get_backend
+
+    settings = BackendSettings(tmp_path / "state", variables={"SREZ_RAY_ADDRESS": cluster.address})
+    backend = get_backend("ray", settings)
+    try:
+        spec = LaunchSpec(task_id="sre-011", agent_spec="random", results_root=tmp_path / "r")
+        handle = await backend.launch(spec)
+        await backend.stop(handle)
+        await backend.stop(handle)  # idempotent
+        after = await backend.get(handle.run_id)
+        assert after.status == "exited"
+        assert after.finished  # the node stopped its daemon, which wrote summary.json
+        await backend.remove(after)
+    finally:
+        backend.close()

@@ -30,7 +30,7 @@ from typing import Any, Final
 from srez_client.backends.base import Backend, LaunchSpec, RelayedRun, RunHandle
 from srez_client.backends.registry import make_backend, parse_config
 from srez_client.daemon_client.api import DaemonClient
-from srez_client.errors import ClientError
+from srez_client.errors import ClientError, NoDaemonError
 from srez_daemon.protocol import RunAttempt, RunManifest, encode_entry
 from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 
@@ -126,7 +126,10 @@ async def _follow(
     offset of the dialog relayed so far."""
     offset = 0
     stop_sent = False
-    client = DaemonClient(await backend.endpoint(handle), await backend.token(handle))
+    try:
+        client = DaemonClient(await backend.endpoint(handle), await backend.token(handle))
+    except NoDaemonError:  # it ended already (stopped before it ran, or that quick)
+        return offset
     async with client:
         while True:
             current = await backend.get(handle.run_id)
