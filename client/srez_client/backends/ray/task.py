@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
 import secrets
 import shutil
 import tarfile
@@ -88,7 +89,9 @@ def execute_run(request: NodeRequest) -> NodeResult:
 async def _run_here(
     request: NodeRequest, attempt: str, registry: Any, *, stopped: bool
 ) -> tuple[bytes, bytes]:
-    state = Path(tempfile.mkdtemp(prefix="srez-ray-"))
+    # beside Ray's own files where the node keeps them elsewhere: a lost attempt's leftovers go
+    # with them (its node's folder is gone or cleaned with Ray's)
+    state = Path(tempfile.mkdtemp(prefix="srez-ray-", dir=os.environ.get("RAY_TMPDIR")))
     values = {"kind": request.node_backend, "state_dir": state, **request.settings}
     backend = make_backend(parse_config(values))
     try:
