@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,16 +58,24 @@ class EvalResult:
 
 
 def eval_on_backend(
-    backend_name: str, jobs: list[Job], results_root: Path, parallel: int, model: str = "none"
+    backend_name: str,
+    jobs: list[Job],
+    results_root: Path,
+    parallel: int,
+    model: str = "none",
+    *,
+    environ: Mapping[str, str] | None = None,
 ) -> EvalResult:
     """Run ``jobs`` on a backend; returns the grades and one row per run.
 
-    ``model`` is the slug of the jobs whose agent is an LLM (the baselines run with ``none``).
+    ``model`` is the slug of the jobs whose agent is an LLM (the baselines run with ``none``);
+    the backend is configured from ``environ`` (default: this process's environment).
 
     Raises:
         ClientError: If every run failed (the first failure), unless interrupted.
     """
-    config = config_for(backend_name, BackendSettings.from_env(os.environ))
+    settings = BackendSettings.from_env(os.environ if environ is None else environ)
+    config = config_for(backend_name, settings)
     backend = make_backend(config)
     try:
         return asyncio.run(

@@ -17,6 +17,9 @@ applicable" is tested too, not skipped).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,20 @@ def _docker_settings(request: pytest.FixtureRequest) -> Mapping[str, object]:
     """The session's run image, and its label (the session's finaliser removes what carries it)."""
     engine: Any = request.getfixturevalue("engine")  # skips without an engine or image
     return {"image": engine.image, "extra_labels": engine.labels}
+
+
+def _ray_settings(request: pytest.FixtureRequest) -> Mapping[str, object]:
+    """A Ray instance of the test's own on 127.0.0.1, its files in a short private folder (unix
+    socket paths are limited to about 107 characters), removed after the test."""
+    folder = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # noqa: S108
+    request.addfinalizer(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return {"temp_dir": folder, "poll_s": 0.05}
+
+
+NO_RAY: Final = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install 'srez[ray]')"
+)
+"""Skips a test of the ray backend where Ray is not importable, and only there."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,15 @@ CASES: Final = (
     ),
     ContractCase("local"),
     ContractCase("docker", marks=(pytest.mark.docker,), settings=_docker_settings),
+    ContractCase(
+        "ray",
+        not_applicable={
+            "endpoint": "a run's daemon listens on its node's loopback only (NoDaemonError)",
+            "token": "a run's token stays on its node (NoDaemonError)",
+        },
+        marks=(NO_RAY,),
+        settings=_ray_settings,
+    ),
 )
 """One case per backend of the registry."""
 

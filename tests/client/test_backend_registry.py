@@ -71,11 +71,18 @@ def test_traits_agree_with_the_hooks_a_backend_overrides(name: str) -> None:
     cls = backend_class(name)
     overrides = {
         hook
-        for hook in ("recover_unmirrored", "mirror_stopped", "watch_stopped", "from_config")
+        for hook in (
+            "recover_unmirrored",
+            "mirror_stopped",
+            "watch_stopped",
+            "relayed_dialog",
+            "from_config",
+        )
         if getattr(cls, hook) is not getattr(Backend, hook)
     }
     assert "from_config" in overrides
     assert cls.follows_stops == ("watch_stopped" in overrides)
+    assert cls.relays_dialog == ("relayed_dialog" in overrides)
     # a backend with something to mirror says how, and recovers what nobody mirrored
     assert ({"recover_unmirrored", "mirror_stopped"} <= overrides) == (not cls.writes_results)
 
@@ -83,10 +90,10 @@ def test_traits_agree_with_the_hooks_a_backend_overrides(name: str) -> None:
 def test_importing_the_registry_loads_no_backend_module() -> None:
     code = (
         "import sys, srez_client.backends.registry as r\n"
-        "heavy = [m for m in sys.modules if m == 'docker' or m.startswith('docker.')\n"
+        "heavy = [m for m in sys.modules if m in ('docker', 'ray') or m.startswith(('docker.', 'ray.'))\n"
         "         or m.startswith('srez_client.relay')\n"
         "         or (m.startswith('srez_client.backends.') and m.rsplit('.', 1)[-1]\n"
-        "             not in ('config', 'base', 'registry', 'state', 'docker', 'local', 'inline')\n"
+        "             not in ('config', 'base', 'registry', 'state', 'docker', 'local', 'inline', 'ray')\n"
         "             and not m.startswith('srez_client.backends.inline'))]\n"
         "print(','.join(heavy))\n"
     )
@@ -184,6 +191,8 @@ def test_a_bad_variable_is_one_line_naming_it_and_what_is_allowed(
         ({"kind": "docker", "stop_grace_s": -1}, "stop_grace_s=-1: input should be greater than"),
         ({"kind": "inline", "any_owner": "maybe"}, "any_owner='maybe': input should be a valid"),
         ({"kind": "docker", "image": "x", "nope": 1}, "the docker backend has no setting 'nope'"),
+        ({"kind": "ray", "ray_address": "a b"}, "ray_address: 'a b' is not a Ray address"),
+        ({"kind": "ray", "max_retries": -1}, "max_retries=-1: input should be greater than"),
     ],
 )
 def test_a_bad_value_is_refused_saying_what_is_allowed(
@@ -195,10 +204,10 @@ def test_a_bad_value_is_refused_saying_what_is_allowed(
 
 
 def test_a_config_without_a_known_kind_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="needs a kind, one of inline, local, docker"):
+    with pytest.raises(UsageError, match="needs a kind, one of inline, local, docker, ray"):
         parse_config({"state_dir": tmp_path})
-    with pytest.raises(UsageError, match="backend 'ray' is not available"):
-        parse_config({"kind": "ray", "state_dir": tmp_path})
+    with pytest.raises(UsageError, match="backend 'kubernetes' is not available"):
+        parse_config({"kind": "kubernetes", "state_dir": tmp_path})
     with pytest.raises(UsageError, match="kind='local' must be one of 'docker'"):
         DockerConfig.parse({"kind": "local", "state_dir": tmp_path})
 

@@ -96,7 +96,7 @@ async def test_backend_hooks_have_nothing_to_do_on_an_empty_state(
 
 
 def test_get_backend_names_the_available_ones(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="inline, local, docker"):
+    with pytest.raises(UsageError, match="inline, local, docker, ray"):
         get_backend("kubernetes", BackendSettings(tmp_path))
 
 

@@ -640,6 +640,13 @@ INSPECT: list[tuple[str, tuple[Step, ...]]] = [
 each sample of the generated sets; ``{view_port}`` is a free port."""
 
 NOT_WALKED = {
+    "ray start --head --node-ip-address 127.0.0.1 --include-dashboard false": "a Ray head needs "
+    "the ray extra and about a gigabyte; tests/client/test_ray_cluster.py starts a head and two "
+    "worker nodes on 127.0.0.1 with ray.cluster_utils instead",
+    "srez eval --backend ray --ray-address 127.0.0.1:6379 --parallel 8 --agent scripted,heuristic"
+    " --tasks all": "tests/client/test_ray_cluster.py runs it against its own three-node cluster "
+    "(its address instead of 6379), compared with srez eval --backend inline; all 40 tasks behind "
+    "the slow marker",
     "make run": "it is `make setup` and the inline baseline sweep, which the walk runs as written "
     "(test_make_run_is_the_walked_sweep holds the Makefile to it)",
     "make test": "the walk runs inside it",

@@ -22,7 +22,7 @@ nothing, so the commands never ask which backend they hold: :meth:`Backend.recov
 (``srez runs list``), :meth:`Backend.mirror_stopped` (``srez mirror RUN``),
 :meth:`Backend.watch_stopped` (``srez mirror --watch``), :meth:`Backend.stopped_run_folder`
 (``srez regrade``) and :meth:`Backend.close`; and through traits (:attr:`Backend.writes_results`,
-:attr:`Backend.runs_agent_commands`, :attr:`Backend.follows_stops`). Backends are made by name
+:attr:`Backend.runs_agent_commands`, :attr:`Backend.follows_stops`, :attr:`Backend.relays_dialog`). Backends are made by name
 through :mod:`srez_client.backends.registry`; this module imports none of them.
 """
 
@@ -65,6 +65,20 @@ Outcome = Literal["mirrored", "skipped", "refused", "failed"]
 mirrored again later)."""
 
 
+class RelayedRun(BaseModel):
+    """A run a backend hands to another one to execute (``ray`` hands each run to its node's own
+    backend): the run keeps the id the first backend gave it, and says so in ``run.json``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    run_id: str
+    """The run's id, chosen by the backend that relays it (the same on every attempt)."""
+    backend: str
+    """That backend's name (``run.json``'s ``backend``)."""
+    attempt: str
+    """This attempt's id (``run.json``'s ``attempt``)."""
+
+
 class LaunchSpec(BaseModel):
     """What to run."""
 
@@ -91,6 +105,10 @@ class LaunchSpec(BaseModel):
     agent_env: dict[str, str] = {}
     """Settings of the LLM agent (``SREZ_LLM_*`` only, e.g. ``SREZ_LLM_COST_CAP_USD``), put into
     the run's environment; provider credentials come from the launcher's own environment."""
+
+    relayed: RelayedRun | None = None
+    """Set when another backend relays the run here (its id, name and attempt); None: the
+    backend names the run itself."""
 
     @field_validator("agent_env")
     @classmethod
@@ -197,6 +215,9 @@ class Backend(ABC):
     """True when it runs custom agent commands (``cmd:NAME``)."""
     follows_stops: ClassVar[bool] = False
     """True when :meth:`watch_stopped` follows runs as they stop (``srez mirror --watch``)."""
+    relays_dialog: ClassVar[bool] = False
+    """True when a run's daemon cannot be reached from here but :meth:`relayed_dialog` follows
+    its dialog (``srez attach``)."""
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
@@ -370,6 +391,20 @@ class Backend(ABC):
             Every outcome, in order. Default: none (nothing to follow).
         """
         return []
+
+    async def relayed_dialog(self, run: RunHandle, offset: int = 0) -> AsyncIterator[bytes]:
+        """The run's dialog lines as they are relayed from where it runs, from line ``offset``,
+        until the run ends (``srez attach`` of a run whose daemon is out of reach); an empty
+        line marks a new attempt of the run. Only on backends that set :attr:`relays_dialog`.
+
+        Raises:
+            NotOwnedError: If the run is not ours.
+
+        Default: nothing.
+        """
+        empty: tuple[bytes, ...] = ()
+        for line in empty:
+            yield line
 
     async def stopped_run_folder(self, run: RunHandle) -> Path | None:
         """The folder of a stopped run on this host, where ``srez regrade`` grades it in place,

@@ -59,6 +59,9 @@ class BackendConfig(BaseModel):
 
     ENV: ClassVar[Mapping[str, str]] = {}
     """Field name -> the ``SREZ_*`` variable it is read from (an empty variable is unset)."""
+    OPTIONS: ClassVar[Mapping[str, str]] = {}
+    """Field name -> a command-line option of the run commands that sets it (``--ray-address``);
+    the option stands for the field's variable in :attr:`ENV`, and wins over it."""
 
     kind: str
     """The backend's name (a ``Literal`` in each subclass)."""

@@ -23,6 +23,7 @@ from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.docker.config import DockerConfig
 from srez_client.backends.inline.config import InlineConfig
 from srez_client.backends.local.config import LocalConfig
+from srez_client.backends.ray.config import RayConfig
 from srez_client.errors import UsageError
 
 
@@ -58,6 +59,7 @@ ENTRIES: Final = (
     BackendEntry(InlineConfig, "srez_client.backends.inline.backend:InlineBackend"),
     BackendEntry(LocalConfig, "srez_client.backends.local.backend:LocalBackend"),
     BackendEntry(DockerConfig, "srez_client.backends.docker.backend:DockerBackend"),
+    BackendEntry(RayConfig, "srez_client.backends.ray.backend:RayBackend"),
 )
 """Every backend, in the order commands try them (``srez mirror RUN`` looks for a run in this
 order)."""

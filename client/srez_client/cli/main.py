@@ -36,7 +36,7 @@ from srez_client.cli.export import add_export_command
 from srez_client.cli.managed import add_managed_command
 from srez_client.cli.mcp import add_mcp_command
 from srez_client.cli.mirror import add_mirror_command
-from srez_client.cli.options import comma_list, say
+from srez_client.cli.options import add_backend_settings, comma_list, environment_of, say
 from srez_client.cli.play import play, prompted_lines
 from srez_client.cli.run import model_for
 from srez_client.cli.runs import add_commands
@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
+    add_backend_settings(ev)
     ev.add_argument(
         "--parallel",
         type=_positive_int,
@@ -379,7 +380,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
     if not in_process:
         try:
-            done = eval_on_backend(args.backend, plan.todo, args.results, args.parallel, model)
+            done = eval_on_backend(
+                args.backend,
+                plan.todo,
+                args.results,
+                args.parallel,
+                model,
+                environ=environment_of(args, os.environ),
+            )
         except KeyboardInterrupt:  # a second signal: the runs that ended are mirrored already
             say_interrupted(None, len(plan.todo), args.results)
             return 130

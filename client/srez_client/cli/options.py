@@ -12,11 +12,17 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from srez_client.backends.base import Backend
 from srez_client.backends.config import BackendConfig, BackendSettings
-from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, config_for, make_backend
+from srez_client.backends.registry import (
+    BACKEND_NAMES,
+    DEFAULT_BACKEND,
+    ENTRIES,
+    config_for,
+    make_backend,
+)
 from srez_client.errors import UsageError
 
 
@@ -36,7 +42,28 @@ def backend_options(
         where.add_argument(
             "--any", action="store_true", help="act on runs this state did not launch"
         )
+    add_backend_settings(where)
     return where
+
+
+def add_backend_settings(parser: argparse.ArgumentParser) -> None:
+    """The options backends declare for their settings (:attr:`BackendConfig.OPTIONS`, e.g.
+    ``--ray-address``), each standing for its ``SREZ_*`` variable."""
+    for entry in ENTRIES:
+        for name, flag in entry.config.OPTIONS.items():
+            variable = entry.config.ENV[name]
+            where = f"the {entry.name} backend's {name} (${variable})"
+            parser.add_argument(flag, dest=f"setting_{variable}", metavar="VALUE", help=where)
+
+
+def environment_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with the backend settings given as options in their variables' place."""
+    given = {
+        name.removeprefix("setting_"): value
+        for name, value in vars(args).items()
+        if name.startswith("setting_") and value is not None
+    }
+    return {**environ, **given}
 
 
 def comma_list(option: str, text: str) -> list[str]:
@@ -55,7 +82,8 @@ def comma_list(option: str, text: str) -> list[str]:
 
 def config_of(args: argparse.Namespace) -> BackendConfig:
     """The config of the backend the options name, read from the environment."""
-    settings = BackendSettings.from_env(os.environ, any_owner=getattr(args, "any", False))
+    environ = environment_of(args, os.environ)
+    settings = BackendSettings.from_env(environ, any_owner=getattr(args, "any", False))
     return config_for(getattr(args, "backend", DEFAULT_BACKEND), settings)
 
 

@@ -27,7 +27,7 @@ from srez_client.cli.options import (
 )
 from srez_client.cli.run import add_run_command
 from srez_client.daemon_client.api import DaemonClient
-from srez_client.daemon_client.follow import attach_plain, render_finished
+from srez_client.daemon_client.follow import attach_plain, render_entry, render_finished
 from srez_client.daemon_client.terminal import pty_session
 from srez_client.errors import (
     AmbiguousRunError,
@@ -48,6 +48,7 @@ from srez_client.results.layout import RUN_ID_RE
 from srez_client.results.report import render_table
 from srez_client.runs import read_summary, scratch_dir
 from srez_client.sanitize import sanitize, sanitize_line
+from srez_daemon.protocol import iter_dialog
 
 
 def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
@@ -367,6 +368,12 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         try:
+            if (
+                backend.relays_dialog
+                and (handle := await backend.get(args.run)).status == "running"
+            ):
+                await _print_relayed(backend, handle, args.offset)
+                return 0
             client = await _client(backend, args.run)
         except AmbiguousRunError:
             raise
@@ -384,6 +391,20 @@ def cmd_attach(args: argparse.Namespace) -> int:
         return 0
 
     return run_async(go)
+
+
+async def _print_relayed(backend: Backend, handle: RunHandle, offset: int) -> None:
+    """Print a run's dialog as its backend relays it (``offset``: a line number), until the run
+    ends, as ``attach --plain`` prints a live one."""
+    async for line in backend.relayed_dialog(handle, offset):
+        if not line:
+            sys.stdout.write("== the run started again (a new attempt)\n")
+            continue
+        for entry in iter_dialog(line + b"\n", final=True):
+            sys.stdout.write(render_entry(entry) + "\n")
+        sys.stdout.flush()
+    sys.stdout.write("== phase: done\n")
+    sys.stdout.flush()
 
 
 def _print_finished(folder: Path, offset: int) -> int:

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
         iter_dialog,
         parse_line,
     )
-    from srez_daemon.protocol.files import RUN_FILES_SCHEMA_VERSION, RunManifest, RunSummary
+    from srez_daemon.protocol.files import (
+        RUN_FILES_SCHEMA_VERSION,
+        RunAttempt,
+        RunManifest,
+        RunSummary,
+    )
 
 _HOMES: tuple[str, ...] = ("srez_daemon.protocol.dialog", "srez_daemon.protocol.files")
 
@@ -73,6 +78,7 @@ __all__ = [
     "ErrorKind",
     "NotesDropped",
     "ProviderError",
+    "RunAttempt",
     "RunManifest",
     "RunSummary",
     "SessionCompleted",

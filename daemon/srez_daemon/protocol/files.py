@@ -32,6 +32,19 @@ class _RunFile(BaseModel):
     """Agent name as the results layout uses it."""
 
 
+class RunAttempt(BaseModel):
+    """One attempt of a run on a backend that retries runs elsewhere (``ray``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    attempt: str
+    """Attempt id (8 hex digits), new for every try."""
+    node: str
+    """Where it ran (the Ray node id)."""
+    started_at: UtcTimestamp
+    """When it started on its node."""
+
+
 class RunManifest(_RunFile):
     """``run.json``: what was launched, written before the agent starts."""
 
@@ -66,6 +79,12 @@ class RunManifest(_RunFile):
     folder and kills everything it started when its phase ends), ``none`` (a plain process of the
     launching user, which can read and write what that user can); None in a ``run.json`` written
     before this was recorded, or by a backend that does not say (``inline``)."""
+    attempt: str | None = None
+    """The attempt that wrote this folder, on a backend that may run a run again elsewhere
+    (``ray``: a run whose node was lost is retried under a new attempt id); None elsewhere."""
+    attempts: tuple[RunAttempt, ...] = ()
+    """Every attempt of the run that started, in order, the last one being :attr:`attempt`;
+    written by the launcher once the run came back (empty elsewhere)."""
 
 
 class RunSummary(_RunFile):

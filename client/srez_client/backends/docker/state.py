@@ -89,7 +89,8 @@ def plan_launch(
     Raises:
         ResultsError: If the task, model or agent cannot name a results folder.
     """
-    run_id = new_run_id(now)
+    relayed = spec.relayed  # another backend (ray) named the run and counts its attempts
+    run_id = new_run_id(now) if relayed is None else relayed.run_id
     results_root = spec.results_root.resolve()
     run_path(results_root, task_id, spec.model, agent, run_id)  # names are safe
     nonce, created = new_nonce(), utc_timestamp(now)
@@ -99,7 +100,8 @@ def plan_launch(
         agent=agent,
         agent_spec=agent_spec,
         model=spec.model,
-        backend="docker",
+        backend="docker" if relayed is None else relayed.backend,
+        attempt=None if relayed is None else relayed.attempt,
         run_seed=spec.run_seed,
         srez_version=version,
         started_at=created,

@@ -181,7 +181,8 @@ class LocalBackend(Backend):
             raise UsageError(msg)
         isolation = await asyncio.to_thread(choose_isolation, self.sandbox, os.environ)
         now = datetime.now(UTC)
-        run_id = new_run_id(now)
+        relayed = spec.relayed
+        run_id = new_run_id(now) if relayed is None else relayed.run_id
         run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
         folder = self.live / run_id
         private_dir(self.live)
@@ -193,7 +194,8 @@ class LocalBackend(Backend):
             agent_spec=agent_spec,
             agent_cmd=agent_cmd,
             model=spec.model,
-            backend=BACKEND,
+            backend=BACKEND if relayed is None else relayed.backend,
+            attempt=None if relayed is None else relayed.attempt,
             run_seed=spec.run_seed,
             srez_version=srez_version(),
             started_at=utc_timestamp(now),
