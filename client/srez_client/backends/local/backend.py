@@ -215,9 +215,9 @@ class LocalBackend(Backend):
             created_at=manifest.started_at,
         )
         await asyncio.to_thread(prepare_folder, folder, record)
-        relayed = agent_spec in LLM_SPECS and agent_cmd is None
+        through_relay = agent_spec in LLM_SPECS and agent_cmd is None
         try:
-            return await self._start(folder, spec, record, isolation, relayed=relayed)
+            return await self._start(folder, spec, record, isolation, through_relay=through_relay)
         except BaseException:
             self.models.revoke(run_id)
             raise
@@ -229,13 +229,13 @@ class LocalBackend(Backend):
         record: LocalRecord,
         isolation: Isolation,
         *,
-        relayed: bool,
+        through_relay: bool,
     ) -> RunHandle:
-        """Spawn the prepared run's daemon (with the relay's grant for a built-in LLM agent with
-        a model: ``relayed``) and wait until it is ready."""
+        """Spawn the prepared run's daemon (with the model relay's grant for a built-in LLM
+        agent with a model: ``through_relay``) and wait until it is ready."""
         run_id = record.run_id
         model_env = None
-        if relayed and spec.model not in ("", "none"):
+        if through_relay and spec.model not in ("", "none"):
             model_env = await self.models.environment(spec, run_id)
         env = daemon_environment(folder, spec, self.state_dir, isolation, model_env)
         if isolation.kind == "none":
