@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.cli import main
 from srez_client.cli.completion import completion_script
 from srez_client.cli.main import build_parser
@@ -47,7 +48,7 @@ def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("srez runs results --st", ["--status"]),
         ("srez runs results --status ", ["error", "ok", "resolved", "unresolved"]),
         ("srez runs results --json --status r", ["resolved"]),
-        ("srez -v runs list --backend ", ["docker", "inline", "local"]),
+        ("srez -v runs list --backend ", sorted(BACKEND_NAMES)),
         ("srez managed run nightly --re", ["--results", "--retry-failed"]),
         ("srez completion ", ["bash", "zsh"]),
         ("srez eval --res", ["--results", "--resume"]),

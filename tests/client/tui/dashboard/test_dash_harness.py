@@ -10,6 +10,7 @@ import orjson
 import pytest
 from dash_kit import SIZE, FakeShell, checkpoint, eventually, make_run, record
 
+from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.managed import api
 from srez_client.tui.dashboard import DashboardScreen, MonitorScreen, PickerView
 from srez_client.tui.dashboard.forms import AddTargetForm, CreateForm
@@ -62,7 +63,7 @@ async def test_create_a_run_through_the_form_and_the_picker(shell: FakeShell) ->
     shell.press("down")
     shell.write("sre-001,sre-002")
     shell.press("down", " ")  # backend: inline
-    shell.press("tab", "tab", "tab")
+    shell.press(*["tab"] * len(BACKEND_NAMES))  # past the other backends' buttons: the budget
     shell.write("7")  # budget, with no cost cap: refused by the form
     shell.press("tab", "tab", "enter")
     assert "needs a cost cap" in shell.screen()
@@ -118,7 +119,7 @@ async def test_create_refused_by_the_api_keeps_the_form_open(shell: FakeShell) -
     await shell.settle()
     shell.write("demo")
     shell.press("tab", "tab", "tab", " ")  # scripted
-    for _ in range(8):
+    for _ in range(5 + len(BACKEND_NAMES)):  # the fields and each backend's button, to Create
         shell.press("tab")
     shell.press("enter")
     await shell.settle()

@@ -14,6 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from srez_client.backends.registry import BACKEND_NAMES
+
 pytestmark = [
     pytest.mark.tmux,
 ]
@@ -144,7 +146,7 @@ def test_tui_creates_a_managed_run_with_models_from_the_picker(tui: tuple[Tmux, 
     tmux.keys("Down")  # tasks
     tmux.text("sre-001,sre-002")
     tmux.keys("Down", "Space")  # backend inline
-    for _ in range(5):  # local, docker, budget, cost cap, Create
+    for _ in range(len(BACKEND_NAMES) - 1 + 3):  # the other backends, budget, cost cap, Create
         tmux.keys("Tab")
     tmux.keys("Enter")
     tmux.wait_for("tmuxrun · inline · 2 tasks · no budget")
