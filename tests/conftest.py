@@ -22,7 +22,11 @@ def _engine_problem() -> str | None:
     try:
         import docker
 
-        docker.from_env(timeout=3).ping()
+        client = docker.from_env(timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
     except Exception as e:  # any failure means: no usable engine here
         return f"no Docker engine answers ({type(e).__name__}: {str(e)[:120]})"
     return None

@@ -39,6 +39,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from srez_daemon.agent.llm_client import close_cached_clients
+
 
 @dataclass(frozen=True, slots=True)
 class Scripted:
@@ -246,6 +248,9 @@ class FakeOpenAI:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         self._loop = self._thread = self._runner = None
+        # litellm (in this process) keeps its clients of this server, and their sockets, for
+        # reuse: they would otherwise be collected unclosed at interpreter exit
+        close_cached_clients()
 
     def __enter__(self) -> FakeOpenAI:
         return self.start()
