@@ -271,6 +271,23 @@ class ImageResult:
         return cls(tag, report is not None, base, seconds, size_mb, report)
 
 
+def tree_hashes(
+    client: Any, files: list[Path] | None = None, pins: list[str] | None = None
+) -> dict[str, str]:
+    """base reference -> the ``srez.image-hash`` an image built from this tree on that base
+    carries, for each base present and current (``SREZ_BASE`` only, when it is set). No network.
+    """
+    if files is None or pins is None:
+        files, pins = source_files(), dependency_pins(project_metadata()[1])
+    forced = os.environ.get("SREZ_BASE", "").strip()
+    hashes: dict[str, str] = {}
+    for ref in [forced] if forced else [PYTHON_SLIM, _build_base_module().TAG]:
+        base_id = _current_base_id(client, ref)
+        if base_id is not None:
+            hashes[ref] = content_hash(files, pins, base_id)
+    return hashes
+
+
 def ensure_image(client: Any | None = None, *, force: bool = False) -> ImageResult:
     """Builds ``srez-run:<version>`` unless it is up to date, then checks it for leaks.
 
@@ -286,10 +303,8 @@ def ensure_image(client: Any | None = None, *, force: bool = False) -> ImageResu
     existing = _local_image(client, tag)
     if existing is not None and not force:
         have = (existing.labels or {}).get(HASH_LABEL)
-        forced = os.environ.get("SREZ_BASE", "").strip()
-        for ref in [forced] if forced else [PYTHON_SLIM, _build_base_module().TAG]:
-            base_id = _current_base_id(client, ref)
-            if base_id is not None and have == content_hash(files, pins, base_id):
+        for ref, digest in tree_hashes(client, files, pins).items():
+            if have == digest:
                 # no network on this path; and a tagged image has passed its checks (a failing
                 # one never gets the tag)
                 return ImageResult.of(tag, existing, ref, started, report=None)

@@ -3,14 +3,22 @@ instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping th
 tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; pty-marked
 tests skip only when no pseudo-terminal opens, and fail instead when ``REQUIRE_PTY=1``; tests that
 take the ``bwrap`` fixture skip only when bubblewrap cannot make a sandbox here, and fail instead
-when ``REQUIRE_BWRAP=1``; and the ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``)."""
+when ``REQUIRE_BWRAP=1``; the ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``);
+and no resource may outlive the session: after the last test's teardown, a garbage collection
+must raise no ``ResourceWarning`` and no TCP socket may still be open (one that is would be
+collected unclosed at interpreter exit, after pytest, where no warning filter turns it into a
+failure). That teardown then fails, naming them; under xdist each worker checks its own."""
 
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shutil
-from collections.abc import Iterator
+import socket
+import sys
+import warnings
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -22,7 +30,11 @@ def _engine_problem() -> str | None:
     try:
         import docker
 
-        docker.from_env(timeout=3).ping()
+        client = docker.from_env(timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
     except Exception as e:  # any failure means: no usable engine here
         return f"no Docker engine answers ({type(e).__name__}: {str(e)[:120]})"
     return None
@@ -88,3 +100,40 @@ def fake_openai(fake_openai_server: FakeOpenAI) -> FakeOpenAI:
     """The module's fake OpenAI server with an empty script and no recorded requests."""
     fake_openai_server.reset()
     return fake_openai_server
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    """After the last test's teardown (every fixture finalised): fails it if anything leaked."""
+    yield
+    if nextitem is None:
+        leaks = session_leaks()
+        if leaks:
+            pytest.fail("resources outlive the test session:\n" + "\n".join(leaks))
+
+
+def session_leaks() -> list[str]:
+    """``ResourceWarning``s a garbage collection raises now, and the TCP sockets still open."""
+    found: list[str] = []
+
+    def capture(unraisable: sys.UnraisableHookArgs) -> None:
+        if isinstance(unraisable.exc_value, ResourceWarning):
+            found.append(f"ResourceWarning: {unraisable.exc_value}")
+        else:
+            previous(unraisable)  # pytest's own hook reports the others
+
+    previous = sys.unraisablehook
+    sys.unraisablehook = capture
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)  # a warning in __del__ is unraisable
+            gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    inet = (socket.AF_INET, socket.AF_INET6)
+    found.extend(
+        f"still open (collected unclosed at exit): {obj!r}"
+        for obj in gc.get_objects()
+        if isinstance(obj, socket.socket) and obj.fileno() != -1 and obj.family in inet
+    )
+    return found

@@ -2,9 +2,10 @@
 
 Every container a test creates carries ``srez.test-session=<uuid>`` (the backend's extra label,
 or ``SREZ_DOCKER_LABELS`` for the CLI), and the session's finaliser force-removes them with their
-volumes. The run image is ``$SREZ_DOCKER_IMAGE`` or ``srez-run:<version>`` built from this tree
-(:func:`open_engine`); without an engine, or an image, the tests skip, unless ``REQUIRE_DOCKER=1``,
-where they fail.
+volumes. The run image is ``srez-run:<version>`` built from this tree, or ``$SREZ_DOCKER_IMAGE`` if
+its label says it was built from this tree (:func:`open_engine`); without an engine, or an image,
+the tests skip, unless ``REQUIRE_DOCKER=1``, where they fail; a ``$SREZ_DOCKER_IMAGE`` of other
+sources always fails them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from docker.types import Mount
 
 import docker
-from image_kit import BuildError, image_of_this_tree
+from image_kit import BuildError, chosen_image_problem, image_of_this_tree
 from srez_client.backends.docker.backend import DockerBackend, default_image
 from srez_client.backends.docker.state import DockerRecord, container_name, new_token, write_state
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce
@@ -92,17 +93,25 @@ def open_engine(session: str) -> Engine:
     The image is the one ``make image`` makes from the tree as it is now: built here when it is
     missing or its ``srez.image-hash`` label does not match the tree (one build at a time across
     the suite's workers), so a docker test never passes on a stale image. ``SREZ_DOCKER_IMAGE``
-    names another image, used as it is.
+    names another image: never built here, and refused (a failure, with or without
+    ``REQUIRE_DOCKER``) unless its ``srez.image-hash`` label is this tree's.
     """
     strict = os.environ.get("REQUIRE_DOCKER") == "1"
     chosen = os.environ.get("SREZ_DOCKER_IMAGE", "").strip()
     image = chosen or default_image()
     try:
-        docker.from_env(timeout=3).ping()
+        probe = docker.from_env(timeout=3)
+        try:
+            probe.ping()
+        finally:
+            probe.close()
         client = docker.from_env()
         if not chosen:
             image_of_this_tree(client)
-        client.images.get(image)
+        found = client.images.get(image)
+        if chosen and (problem := chosen_image_problem(client, found)) is not None:
+            client.close()
+            pytest.fail(problem)
     except docker.errors.ImageNotFound:
         why = f"the run image {image} is not built (images/; or set SREZ_DOCKER_IMAGE)"
     except docker.errors.DockerException as e:

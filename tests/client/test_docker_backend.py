@@ -40,14 +40,13 @@ PARITY_TASKS = ("sre-003", "sre-007", "sre-014", "sre-025", "sre-031")
 # (the conformance suite runs on docker with the others: tests/client/test_backends.py)
 
 
-async def test_launch_is_healthy_quickly_and_leaks_no_token(
+async def test_launch_is_healthy_and_leaks_no_token(
     engine: Engine, backend: DockerBackend, tmp_path: Path
 ) -> None:
     started = time.monotonic()
     handle = await backend.launch(spec_for(tmp_path / "results"))
     healthy_s = time.monotonic() - started
-    figure("container create to healthy (s)", f"{healthy_s:.2f}")
-    assert healthy_s < 10  # DESIGN §11 promises 2 s; a loaded CI machine gets slack
+    figure("container create to healthy (s)", f"{healthy_s:.2f}")  # its target: make bench
     token = await backend.token(handle)
     container = engine.client.containers.get(f"srez-{handle.run_id}")
     attrs = json.dumps(container.attrs)

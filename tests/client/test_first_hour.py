@@ -193,7 +193,11 @@ def test_key_check_refuses_a_missing_key_and_an_unknown_provider(no_key: None) -
 
 def test_key_check_passes_with_the_key_set(monkeypatch: pytest.MonkeyPatch, no_key: None) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    check_provider_keys(["openai/gpt-4o-mini"], os.environ)
+    check_provider_keys(["openai/gpt-4o-mini"], os.environ)  # no UsageError
+    # the control: the same check without that one variable refuses, so the key is what passed
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
+        check_provider_keys(["openai/gpt-4o-mini"], os.environ)
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,9 @@ def make_harness(aiohttp_client: AiohttpClient, tmp_path: Path) -> MakeHarness:
 
 async def test_exec_echo(make_harness: MakeHarness) -> None:
     h = await make_harness()
+    start = time.perf_counter()
     result = await h.exec(["echo", "hi"])
+    took = time.perf_counter() - start
     assert result == {
         "exit_code": 0,
         "stdout": "hi\n",
@@ -90,7 +92,7 @@ async def test_exec_echo(make_harness: MakeHarness) -> None:
         "timed_out": False,
         "duration_s": result["duration_s"],
     }
-    assert 0 < result["duration_s"] < 5  # slack for a loaded machine; measured ~5 ms
+    assert 0 < result["duration_s"] <= took  # the command's own time, in seconds, within the call
 
 
 async def test_exec_exit_codes_and_both_streams(make_harness: MakeHarness) -> None:
@@ -179,7 +181,7 @@ async def test_exec_endless_flood_is_killed(make_harness: MakeHarness) -> None:
     assert result["truncated"] is True
     assert result["exit_code"] == -9
     assert len(result["stdout"]) == MAX_STREAM_BYTES
-    assert took < 10
+    assert result["timed_out"] is False and took < 60  # killed for its flood, not its timeout
     await wait_for(lambda: not marked("4242.33"), 6)
 
 

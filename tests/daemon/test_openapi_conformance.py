@@ -92,4 +92,3 @@ def test_schemathesis_finds_no_disagreement_with_the_document(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     summary = [line for line in done.stdout.splitlines() if "passed" in line or "cases" in line]
     print(f"schemathesis: {took:.1f} s; {' | '.join(summary[-3:])}")
-    assert took < 90

@@ -79,8 +79,17 @@ def test_openapi_paths_and_methods_are_the_route_table() -> None:
 
 def test_openapi_document_validates() -> None:
     from openapi_spec_validator import validate
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 
-    validate(openapi_document("0"))  # type: ignore[arg-type]
+    document = openapi_document("0")
+    validate(document)  # type: ignore[arg-type]
+    # the control: the validator does refuse a document of ours with one answer-less operation
+    broken = {**document, "paths": {**document["paths"]}}
+    path, operations = next(iter(document["paths"].items()))
+    method = next(iter(operations))
+    broken["paths"][path] = {**operations, method: {**operations[method], "responses": None}}
+    with pytest.raises(OpenAPIValidationError):
+        validate(broken)  # type: ignore[arg-type]
 
 
 def test_bindings_must_cover_the_table_once() -> None:

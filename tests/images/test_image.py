@@ -158,12 +158,10 @@ def _get(port: int, path: str, token: str | None = None) -> tuple[int, bytes]:
 
 
 def test_a_second_build_is_skipped(run_image: str) -> None:
-    started = time.monotonic()
     proc = run_build()
     assert proc.returncode == 0, proc.stderr
     assert "up to date, not rebuilt" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1] == run_image
-    assert time.monotonic() - started < 30  # no build, no pull, no check: hashing only
 
 
 def test_help_works(engine: Any, run_image: str, session_labels: dict[str, str]) -> None:

@@ -293,6 +293,8 @@ class ModelRelay:
         async def shutdown() -> None:
             if runner is not None:
                 await runner.cleanup()
+            if self._litellm is not None:
+                await _close_loop_clients(self._litellm)
             others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in others:  # litellm's logging worker and the like
                 task.cancel()
@@ -434,6 +436,23 @@ def _price(litellm: ModuleType, model: str, usage: Any) -> float | None:
         return float(cost_in) + float(cost_out)
     except Exception:  # ModelNotMappedError and kin: an unpriced model
         return None
+
+
+async def _close_loop_clients(litellm: ModuleType) -> None:
+    """Closes the async openai SDK clients litellm cached for the running loop, and forgets them.
+
+    litellm keeps one per loop, key and base URL, with its pooled connections to the provider:
+    the relay's loop ends at its close, but the clients would stay in litellm's cache, and their
+    sockets open, until the process exits (collected unclosed then).
+    """
+    import openai
+
+    cache = litellm.in_memory_llm_clients_cache
+    this_loop = cache.update_cache_key_with_event_loop("")  # "-<token of the running loop>"
+    for key, client in list(cache.cache_dict.items()):
+        if isinstance(client, openai.AsyncOpenAI) and key.endswith(this_loop):
+            await client.close()
+            cache.delete_cache(key)
 
 
 def _dumps(value: Any) -> bytes:

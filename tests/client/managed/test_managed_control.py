@@ -68,7 +68,8 @@ def test_managed_stop_interrupts_in_flight_task_and_its_run(kit: Kit) -> None:
     kit.srez("managed", "stop", "s")
     took = time.monotonic() - started
     assert runner.wait(10) == 143
-    assert took <= 10.0, f"stop took {took:.1f} s"
+    # before the agent's 20 s delay would end: the task was interrupted, not waited out
+    assert took < 20.0, f"stop took {took:.1f} s"
     record = kit.output("s", "scripted")["sre-001"]
     assert (record["status"], record["error_kind"]) == ("interrupted", "stopped")
     assert running_local_runs(kit.state) == []  # the backend run was stopped
