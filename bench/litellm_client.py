@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import ModuleType
@@ -145,6 +146,30 @@ class LiteLLMClient:
         if isinstance(error, litellm.exceptions.OpenAIError):
             return Failure("other", message, retryable=False)
         return None
+
+
+def close_cached_clients() -> int:
+    """Closes the synchronous openai SDK clients litellm keeps for reuse, and forgets them; the
+    number closed (0 when litellm was never imported).
+
+    litellm caches one client per key, base URL and timeout, with its pooled connections, until
+    its TTL runs out or the process ends. A process that outlives its provider (a test session
+    or a bench, against a fake server: ``srez explain`` calls litellm in process) would otherwise hold those
+    sockets until exit, where they are collected unclosed (a ``ResourceWarning`` no test sees).
+    """
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return 0
+    import openai
+
+    cache = litellm.in_memory_llm_clients_cache
+    closed = 0
+    for key, client in list(cache.cache_dict.items()):
+        if isinstance(client, openai.OpenAI):
+            client.close()
+            cache.delete_cache(key)
+            closed += 1
+    return closed
 
 
 def retry_after(error: Exception) -> float | None:

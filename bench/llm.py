@@ -98,7 +98,7 @@ class _Provider:
 
 def llm_figures(turns: int = 60) -> dict[str, Any]:
     """Per-turn cost of the LLM agent against a stand-in provider, beside the raw request."""
-    from bench.litellm_client import LiteLLMClient
+    from bench.litellm_client import LiteLLMClient, close_cached_clients
     from srez_daemon.agent.model_client import HTTPModelClient
     from srez_env.agents.llm import LLMAgent, LLMSettings
     from srez_env.env import SREEnv
@@ -151,6 +151,7 @@ def llm_figures(turns: int = 60) -> dict[str, Any]:
                 turn_ms.append(turn)
                 litellm_ms.append(heavy_turn)
         conn.close()
+        close_cached_clients()  # litellm's clients of this provider: closed before it stops
     raw_p50, turn_p50 = statistics.median(raw_ms), statistics.median(turn_ms)
     return {
         "turns": turns,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import sys
 import threading
 import time
 from collections import deque
@@ -39,6 +38,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from bench.litellm_client import close_cached_clients
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,27 +256,3 @@ class FakeOpenAI:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
-
-
-def close_cached_clients() -> int:
-    """Closes the synchronous openai SDK clients litellm keeps for reuse, and forgets them; the
-    number closed (0 when litellm was never imported).
-
-    litellm caches one client per key, base URL and timeout, with its pooled connections, until
-    its TTL runs out or the process ends. A process that outlives its provider (a test session,
-    against this fake server: ``srez explain`` calls litellm in process) would otherwise hold those
-    sockets until exit, where they are collected unclosed (a ``ResourceWarning`` no test sees).
-    """
-    litellm = sys.modules.get("litellm")
-    if litellm is None:
-        return 0
-    import openai
-
-    cache = litellm.in_memory_llm_clients_cache
-    closed = 0
-    for key, client in list(cache.cache_dict.items()):
-        if isinstance(client, openai.OpenAI):
-            client.close()
-            cache.delete_cache(key)
-            closed += 1
-    return closed
