@@ -22,11 +22,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import ModuleType
 from typing import Any
 
+from srez_daemon.agent.model_client import retry_after as header_retry_after
 from srez_env.agents.llm import LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
 from srez_env.agents.llm_retry import Failure, names_missing_credentials
@@ -173,29 +172,7 @@ def close_cached_clients() -> int:
 
 
 def retry_after(error: Exception) -> float | None:
-    """Seconds the provider asked to wait (``retry-after-ms``, ``retry-after`` in seconds or as
-    an HTTP date), or None."""
-    response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    """Seconds the provider asked to wait, read from the error's response headers as the thin
+    client reads them, or None."""
+    headers = getattr(getattr(error, "response", None), "headers", None)
+    return None if headers is None else header_retry_after(headers)
