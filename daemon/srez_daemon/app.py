@@ -34,6 +34,7 @@ from srez_daemon.settings import DaemonSettings
 from srez_daemon.wire_version import PROTOCOL_VERSION, srez_version
 
 if TYPE_CHECKING:
+    from srez_daemon.agent_start import EarlyAgent
     from srez_daemon.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -126,18 +127,26 @@ class RunHost:
         return error_response("unavailable", self.failure or STARTING)
 
     async def _load(self) -> None:
+        early: EarlyAgent | None = None
         try:
-            # the heavy imports run in a worker thread so the loop keeps answering health
+            # the heavy imports run in a worker thread so the loop keeps answering health; the
+            # agent starts first and loads beside the runtime (srez_daemon.agent_start)
+            await asyncio.to_thread(importlib.import_module, "srez_daemon.agent_start")
+            from srez_daemon.agent_start import start_agent_early
+
+            early = await start_agent_early(self.settings, self.environ)
             await asyncio.to_thread(importlib.import_module, "srez_daemon.runtime")
             from srez_daemon.runtime import Runtime
 
-            runtime = Runtime(self.settings, self.environ)
+            runtime = Runtime(self.settings, self.environ, early)
             check_bindings(ROUTES, self.served_early, runtime.handlers)
             await runtime.start()
             self.runtime = runtime
         except Exception as e:
             logger.exception("the run could not be loaded")
             self.failure = f"the run could not be loaded: {type(e).__name__}: {e}"
+            if early is not None:
+                await early.discard()
         finally:
             self.settled.set()
 

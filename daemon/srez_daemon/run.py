@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -46,6 +45,7 @@ from aiohttp import web
 
 from srez_daemon.agent_clock import AgentClock, time_left
 from srez_daemon.agent_socket import create_agent_app
+from srez_daemon.agent_start import EarlyAgent, bind_agent_socket
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
 from srez_daemon.errors import RecordError, RunSetupError
 from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
@@ -82,8 +82,11 @@ class RunController(AgentRequests):
         publish: Publish = lambda _frame: None,
         environ: dict[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        early: EarlyAgent | None = None,
     ) -> None:
         self.settings = settings
+        self._early = early
+        """The agent the host started while the run loaded (:mod:`srez_daemon.agent_start`)."""
         self.paths = settings.paths
         self.files = RunFiles(self.paths)
         self.manifest = load_manifest(self.paths.run_json)
@@ -112,7 +115,7 @@ class RunController(AgentRequests):
         )
         self.episode: Episode | None = None
         self._dialog: DialogWriter | None = None
-        self.agent: AgentProcess | None = None
+        self.agent: AgentProcess | None = early.process if early else None
         self.grade_summary: GradeFrame | None = None
         self.finished = asyncio.Event()
         self.finished_callbacks: list[Callable[[], None]] = []
@@ -178,17 +181,21 @@ class RunController(AgentRequests):
         )
         self.episode.start()
         await self._serve_agent_socket()
-        self._agent_started = self._now()
-        self._set_phase("agent", agent_started_at=_now_utc())
-        sandbox = agent_sandbox(self.settings, self.manifest, self.agent_argv, self._environ)
-        env = agent_env(self.settings, self.manifest, self._environ)
-        self.agent = AgentProcess(self.agent_argv, env, self.paths.log("agent"), sandbox=sandbox)
-        try:
-            cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
-            await self.agent.start(cwd, self._agent_user)
-        except OSError as e:
+        early = self._early
+        if early is not None:  # started while the run loaded: its clock started with it
+            self._agent_started = early.started_at
+            self._set_phase("agent", agent_started_at=early.started_utc)
+            start_error = early.start_error
+        else:
+            self._agent_started = self._now()
+            self._set_phase("agent", agent_started_at=_now_utc())
+            start_error = await self._start_agent()
+        if start_error is not None:
             await self.end_agent_phase(
-                "agent_exit", "failed", f"the agent could not start: {e}", error_kind="harness"
+                "agent_exit",
+                "failed",
+                f"the agent could not start: {start_error}",
+                error_kind="harness",
             )
             return
         spawn(self._watch_agent(), name="watch-agent")
@@ -196,15 +203,26 @@ class RunController(AgentRequests):
         if limit is not None or wall is not None:
             spawn(self._watch_time_limit(limit, wall), name="time-limit")
 
+    async def _start_agent(self) -> OSError | None:
+        """Starts the agent now (no early start); why it could not start, or None."""
+        sandbox = agent_sandbox(self.settings, self.manifest, self.agent_argv, self._environ)
+        env = agent_env(self.settings, self.manifest, self._environ)
+        self.agent = AgentProcess(self.agent_argv, env, self.paths.log("agent"), sandbox=sandbox)
+        try:
+            cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
+            await self.agent.start(cwd, self._agent_user)
+        except OSError as e:
+            return e
+        return None
+
     async def _serve_agent_socket(self) -> None:
-        path = self.settings.socket_path
-        path.unlink(missing_ok=True)
+        if self._early is not None:
+            listener = self._early.listener  # bound before the agent started; it may be waiting
+        else:
+            listener = bind_agent_socket(self.settings.socket_path, self._agent_user)
         self._agent_runner = web.AppRunner(create_agent_app(self), handle_signals=False)
         await self._agent_runner.setup()
-        await web.UnixSite(self._agent_runner, str(path)).start()
-        path.chmod(0o600)  # the agent's alone: no other local user may act for it
-        if self._agent_user is not None:
-            os.chown(path, self._agent_user.uid, self._agent_user.gid)
+        await web.SockSite(self._agent_runner, listener).start()
 
     # ------------------------------------------------------------------ ending the agent phase
     async def _watch_agent(self) -> None:

@@ -13,6 +13,7 @@ import asyncio
 import orjson
 from aiohttp import web
 
+from srez_daemon.agent_start import EarlyAgent
 from srez_daemon.http import JSON, Handler
 from srez_daemon.protocol import routes
 from srez_daemon.record.aio import spawn
@@ -30,10 +31,15 @@ from srez_daemon.wire_version import srez_version
 class Runtime:
     """Everything that serves one run, wired together."""
 
-    def __init__(self, settings: DaemonSettings, environ: dict[str, str] | None) -> None:
+    def __init__(
+        self,
+        settings: DaemonSettings,
+        environ: dict[str, str] | None,
+        early: EarlyAgent | None = None,
+    ) -> None:
         self.tail = DialogTail(settings.paths.dialog)
         self.hub = StreamHub(self.tail, heartbeat_s=settings.heartbeat_s)
-        self.run = RunController(settings, publish=self.hub.publish, environ=environ)
+        self.run = RunController(settings, publish=self.hub.publish, environ=environ, early=early)
         self.public = PublicRoutes(self.run)
         limiter = SessionLimiter(settings.max_sessions)
         self.exec = ExecService(settings, limiter)

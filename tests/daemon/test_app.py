@@ -15,18 +15,22 @@ import os
 import secrets
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from daemonkit import SLEEPER, idle_modules, prepare, reference_line
+from processkit import wait_for
 from pytest_aiohttp import AiohttpClient
 
 from srez_daemon import runtime
 from srez_daemon.app import HOST, STARTING, RunHost, create_app
 from srez_daemon.protocol.routes import ADMIN_HEADER, HEALTH, ROUTES
+from srez_daemon.record.storage import utc_timestamp
 from srez_daemon.settings import DaemonSettings
 
 Client = TestClient[web.Request, web.Application]
@@ -217,6 +221,54 @@ async def test_a_run_that_fails_to_load_says_why(
     assert status == 503 and json.loads(body)["error"]["message"] == (
         "the run could not be loaded: RuntimeError: no simulator today"
     )
+
+
+def _sleeping_agents() -> list[psutil.Process]:
+    """The sleeper agents this test process started that still run."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.cmdline() == list(SLEEPER) and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def test_the_agent_starts_while_the_run_loads_and_waits_for_its_socket(
+    serve: Serve, held_start: asyncio.Event
+) -> None:
+    served = await serve(loaded=False)
+    socket_path = served.host.settings.socket_path
+    await wait_for(lambda: bool(_sleeping_agents()), within_s=30)  # a step of the load
+    assert served.host.phase == "starting"
+    assert socket_path.stat().st_mode & 0o777 == 0o600  # bound already, the agent's alone
+    (agent,) = _sleeping_agents()
+    await asyncio.sleep(0.01)
+    released_at = utc_timestamp(datetime.now(UTC))
+    held_start.set()
+    assert await served.wait_phase("agent") == "agent"
+    run = served.host.loaded().run
+    assert run.phase == "agent" and run.agent is not None and run.agent.pid == agent.pid
+    # the agent's clock started with its process, before the episode was ready
+    assert run.state.agent_started_at is not None
+    assert run.state.agent_started_at < released_at
+
+
+async def test_a_run_that_fails_to_load_stops_the_agent_it_started(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(_self: runtime.Runtime) -> None:
+        assert _sleeping_agents(), "the agent had started before the runtime did"
+        msg = "no simulator today"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(runtime.Runtime, "start", broken)
+    served = await serve(loaded=False)
+    async with asyncio.timeout(30):
+        await served.host.settled.wait()
+    assert served.host.failure == "the run could not be loaded: RuntimeError: no simulator today"
+    assert _sleeping_agents() == []
 
 
 async def test_auth_matrix_refuses_every_bad_credential(serve: Serve) -> None:

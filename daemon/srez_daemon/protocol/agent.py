@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 EXIT_PROVIDER: Final = 75
@@ -60,3 +61,50 @@ def tool_call(action: Action) -> tuple[str, dict[str, Any]]:
 def model_variables(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables of ``environ`` an agent that calls a model receives."""
     return {k: v for k, v in environ.items() if _MODEL_PASS.fullmatch(k)}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTaskFields:
+    """``GET /task`` as the agent process reads it: the fields of
+    :class:`srez_daemon.protocol.api.AgentTask` (the daemon's pydantic model, which the schema and
+    the daemon keep), checked here without pydantic: importing the wire models costs an agent
+    process about 0.1 s of its start, which every run pays before its first model call."""
+
+    task_id: str
+    run_id: str
+    run_seed: int
+    max_steps: int
+    prompt: dict[str, Any]
+    oracle: dict[str, Any] | None = None
+
+
+_TASK_FIELDS: Final = {"task_id": str, "run_id": str, "run_seed": int, "max_steps": int}
+
+
+def parse_agent_task(answer: object) -> AgentTaskFields:
+    """Reads ``GET /task``'s answer; raises ValueError with a one-line reason for a body that is
+    not an ``AgentTask``. Fields the agent does not know are ignored (a newer daemon's)."""
+    if not isinstance(answer, Mapping):
+        msg = f"GET /task answered {type(answer).__name__}, not a JSON object"
+        raise ValueError(msg)
+    for name, kind in _TASK_FIELDS.items():
+        value = answer.get(name)
+        # bool is an int to Python, never a seed or a step budget to the daemon
+        if not isinstance(value, kind) or isinstance(value, bool):
+            msg = f"GET /task: field {name!r} must be {kind.__name__}, got {value!r:.80}"
+            raise ValueError(msg)
+    prompt, oracle = answer.get("prompt"), answer.get("oracle")
+    if not isinstance(prompt, dict):
+        msg = f"GET /task: field 'prompt' must be an object, got {prompt!r:.80}"
+        raise ValueError(msg)
+    if oracle is not None and not isinstance(oracle, dict):
+        msg = f"GET /task: field 'oracle' must be an object or null, got {oracle!r:.80}"
+        raise ValueError(msg)
+    return AgentTaskFields(
+        task_id=answer["task_id"],
+        run_id=answer["run_id"],
+        run_seed=answer["run_seed"],
+        max_steps=answer["max_steps"],
+        prompt=prompt,
+        oracle=oracle,
+    )
