@@ -32,8 +32,12 @@ from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.backends.recovery import is_mirrored
 from srez_client.backends.registry import make_backend, parse_config
 from srez_client.errors import NoDaemonError, RunNotFoundError
-from srez_daemon.protocol import RunManifest, RunSummary, SessionStarted, iter_dialog
+from srez_daemon.protocol import Provenance, RunManifest, RunSummary, SessionStarted, iter_dialog
 from srez_daemon.protocol.api import Health
+from srez_env.generator.sets import CANONICAL_SEED
+from srez_env.grade import GRADE_SCHEMA_VERSION
+from srez_env.provenance import task_digest
+from srez_env.tasks import load_tasks
 
 Settings = Callable[[pytest.FixtureRequest], Mapping[str, object]]
 
@@ -183,6 +187,16 @@ async def check_copy_out(backend: Backend, handle: RunHandle, dest: Path) -> Non
     assert manifest.run_id == handle.run_id
     summary = RunSummary.model_validate_json((dest / "summary.json").read_bytes())
     assert summary.run_id == handle.run_id
+    # where the score comes from, whoever ran it: the packaged task, this srez, this grade
+    (task,) = load_tasks([manifest.task_id])
+    assert summary.provenance == Provenance(
+        task_set="canonical",
+        generator=manifest.world_generator,
+        task_set_seed=CANONICAL_SEED,
+        task_digest=task_digest(task),
+        srez_version=manifest.srez_version,
+        grade_version=GRADE_SCHEMA_VERSION,
+    )
     entries = list(iter_dialog((dest / "archive/dialog.jsonl").read_bytes()))
     assert isinstance(entries[0], SessionStarted)
     assert entries[0].run_id == handle.run_id

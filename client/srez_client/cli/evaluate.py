@@ -21,6 +21,7 @@ from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
 from srez_client.mirror.fs import read_small_file
 from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
+from srez_client.results.provenance import Scored, check_mergeable, leaderboard_provenance
 from srez_client.results.report import (
     agent_label,
     aggregate_table,
@@ -30,7 +31,10 @@ from srez_client.results.report import (
     runs_table,
 )
 from srez_client.results.tally import run_row, tally_runs, tally_table
+from srez_daemon.protocol import Provenance, srez_version
 from srez_env.agents.llm import LLM_SPECS
+from srez_env.grade import GRADE_SCHEMA_VERSION
+from srez_env.provenance import task_digest, task_set_kind
 from srez_env.task import Task
 
 Job = tuple[str, Task, int]
@@ -73,6 +77,54 @@ def plan_eval(
         plan.left_out = len(plan.todo) - limit
         plan.todo = plan.todo[:limit]
     return plan
+
+
+def expected_provenance(task: Task) -> Provenance:
+    """The provenance a run of ``task`` made by this srez will have."""
+    world = task.world
+    return Provenance(
+        task_set=task_set_kind(task),
+        generator=world.generator if world else None,
+        task_set_seed=world.set_seed if world else None,
+        task_digest=task_digest(task),
+        srez_version=srez_version(),
+        grade_version=GRADE_SCHEMA_VERSION,
+    )
+
+
+def check_resume(plan: EvalPlan, jobs: list[Job], results: Path) -> None:
+    """Refuse a ``--resume`` whose complete runs would not compare with the new ones.
+
+    Raises:
+        IncompatibleResults: naming a kept run and a job of this srez that disagree.
+    """
+    if not plan.resumed:
+        return
+    kept = [
+        Scored(
+            f"{item.summary.task_id} {item.summary.agent} under {item.path}",
+            item.summary.task_id,
+            item.summary.provenance,
+        )
+        for item in plan.resumed
+    ]
+    tasks = {task.id: task for _spec, task, _seed in jobs}
+    new = [
+        Scored(f"a new run of {t.id} by srez {srez_version()}", t.id, expected_provenance(t))
+        for t in tasks.values()
+    ]
+    check_mergeable([*new, *kept])
+
+
+def scored_rows(runs: list[Row]) -> list[Scored]:
+    """The rows of ``srez eval`` as the provenance check reads them."""
+    out = []
+    for row in runs:
+        recorded = row.get("provenance")
+        provenance = Provenance.model_validate(recorded) if isinstance(recorded, dict) else None
+        where = f"{row.get('task_id')} {row.get('agent')} seed {row.get('run_seed')} ({row.get('run_dir')})"
+        out.append(Scored(where, str(row.get("task_id")), provenance))
+    return out
 
 
 def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
@@ -139,8 +191,12 @@ def print_eval(
 ) -> int:
     """Print the runs table, the aggregates, the leaderboard and what was done (or JSON)."""
     report = build_report(grades)
+    scored = scored_rows(runs)
+    check_mergeable(scored)
+    provenance = leaderboard_provenance(scored)
     if args.json:
-        print(json.dumps({**report_json(report), "runs": runs}, indent=2))
+        block = {**report_json(report), "provenance": provenance.as_json(), "runs": runs}
+        print(json.dumps(block, indent=2))
         return 0
     if grades:
         ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
@@ -151,6 +207,8 @@ def print_eval(
     if len(report.agents) > 1:
         print("\nleaderboard")
         print(leaderboard_table(report))
+    if runs:
+        print(provenance.describe())
     resumed = sum(1 for r in runs if r.get("resumed"))
     new = len(runs) - resumed
     line = f"\n{new} runs written under {args.results}"

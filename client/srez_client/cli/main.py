@@ -25,6 +25,7 @@ from srez_client.backends.registry import backend_class, names_where
 from srez_client.cli import generate as cli_generate
 from srez_client.cli.completion import SHELLS, completion_script
 from srez_client.cli.evaluate import (
+    check_resume,
     eval_inline,
     failed_by_label,
     plan_eval,
@@ -375,6 +376,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_provider_keys([model], os.environ)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
     plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
+    check_resume(plan, jobs, args.results)
     grades, runs = resumed_results(plan.resumed)
     if plan.resumed:
         say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")

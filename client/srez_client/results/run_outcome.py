@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from srez_daemon.protocol import (
     DialogEntry,
+    Provenance,
     RunManifest,
     RunSummary,
     SessionCompleted,
@@ -107,6 +108,7 @@ def host_summary(
         cost_usd=usage.cost_usd if usage else (old.cost_usd if old else 0.0),
         tokens=usage.tokens if usage else (old.tokens if old else TokenCount()),
         graded_by="host",
+        provenance=Provenance.of(manifest, grade.schema_version),
     )
 
 

@@ -20,7 +20,7 @@ def run_row(
 ) -> dict[str, object]:
     """The row of one run in ``srez eval``'s runs (and ``--json``), whatever ran it: one
     function, so a backend cannot leave out a column the tally counts. A run with no summary
-    counts as an error."""
+    counts as an error. ``provenance`` is the summary's (None when it has none)."""
     return {
         "task_id": task_id,
         "agent": summary.agent if summary else agent,
@@ -30,6 +30,9 @@ def run_row(
         "reward": summary.reward if summary else None,
         "resolved": summary.resolved if summary else None,
         "run_dir": str(run_dir),
+        "provenance": summary.provenance.model_dump(mode="json")
+        if summary and summary.provenance
+        else None,
     }
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     )
     from srez_daemon.protocol.files import (
         RUN_FILES_SCHEMA_VERSION,
+        Provenance,
         RunAttempt,
         RunManifest,
         RunSummary,
@@ -77,6 +78,7 @@ __all__ = [
     "ErrorEntry",
     "ErrorKind",
     "NotesDropped",
+    "Provenance",
     "ProviderError",
     "RunAttempt",
     "RunManifest",

@@ -85,6 +85,46 @@ class RunManifest(_RunFile):
     attempts: tuple[RunAttempt, ...] = ()
     """Every attempt of the run that started, in order, the last one being :attr:`attempt`;
     written by the launcher once the run came back (empty elsewhere)."""
+    task_set: Literal["canonical", "generated", "custom"] | None = None
+    """The task set of the task (``srez_env.provenance``): ``canonical`` (the packaged task of
+    its id, unchanged), ``generated`` (drawn in a generated set of ``task_set_seed``) or
+    ``custom``; None in a ``run.json`` written before this was recorded."""
+    task_digest: str | None = None
+    """16 hex digits of the SHA-256 of the task's content; None before it was recorded."""
+
+
+class Provenance(BaseModel):
+    """Where a score comes from, as ``summary.json`` names it: the task set, the project's
+    version and the grade's. Scores compare only within one task set and one grade version
+    (``srez_client.results.provenance`` says when a leaderboard may merge them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    task_set: Literal["canonical", "generated", "custom"] | None
+    """As in ``run.json`` (None when the launcher did not record it)."""
+    generator: str | None
+    """The world generator and its version (``srez-worlds/1``); None for a task of the typical
+    world."""
+    task_set_seed: int | None
+    """The seed of the generated set (the canonical set's, for the canonical tasks)."""
+    task_digest: str | None
+    """16 hex digits naming the task's content."""
+    srez_version: str
+    """Version of the ``srez`` distribution that ran and graded the run."""
+    grade_version: int | None
+    """The grade's version (``result.json``'s ``schema_version``), None when not graded."""
+
+    @classmethod
+    def of(cls, manifest: RunManifest, grade_version: int | None) -> Provenance:
+        """The provenance of a run from its manifest and its grade's version."""
+        return cls(
+            task_set=manifest.task_set,
+            generator=manifest.world_generator,
+            task_set_seed=manifest.task_set_seed,
+            task_digest=manifest.task_digest,
+            srez_version=manifest.srez_version,
+            grade_version=grade_version,
+        )
 
 
 class RunSummary(_RunFile):
@@ -135,3 +175,6 @@ class RunSummary(_RunFile):
     """``host`` when the launcher graded the run from its transcript because the run's daemon
     died before grading (``srez regrade``, :mod:`srez_client.results.regrade`); None when the run graded
     itself (its daemon, or the inline backend)."""
+    provenance: Provenance | None = None
+    """Where the score comes from (task set, project and grade versions); None in a summary
+    written before this was recorded."""

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from srez_daemon.protocol import (
+    Provenance,
     RunManifest,
     RunSummary,
     SessionCompleted,
@@ -329,4 +330,5 @@ def run_summary(
         tokens=tokens,
         notes_dropped=dropped,
         truncated=dropped > 0,
+        provenance=Provenance.of(manifest, grade.schema_version if grade is not None else None),
     )

@@ -77,6 +77,7 @@ from srez_daemon.record.storage import atomic_write_json
 from srez_env.agents import make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.agents.python_agent import import_path
+from srez_env.provenance import task_provenance
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -173,7 +174,7 @@ class DockerBackend(ContainerRuns):
             version=srez_version(),
             uid=os.getuid(),
             now=datetime.now(UTC),
-            provenance=task.provenance(),
+            provenance=task_provenance(task),
         )
         run_id = plan.run_id
         environment = dict(plan.environment)

@@ -44,6 +44,7 @@ from srez_daemon.record.folder import RunPaths
 from srez_daemon.record.storage import Clock, system_clock, utc_timestamp
 from srez_env.agents import Agent, AgentSpecError, make_agent
 from srez_env.grade import Grade
+from srez_env.provenance import task_provenance
 from srez_env.task import Task
 
 logger = logging.getLogger(__name__)
@@ -199,7 +200,7 @@ class HostedRun:
                 run_seed=who.run_seed,
                 srez_version=srez_version(),
                 started_at=utc_timestamp(started),
-            ).model_copy(update=task.provenance())
+            ).model_copy(update=task_provenance(task))
             folder.write_json("run.json", manifest)
             paths = RunPaths(folder.partial_dir)
             dialog = closing.enter_context(folder.open_dialog(clock=clock))

@@ -98,6 +98,7 @@ from srez_daemon.protocol import RunManifest, srez_version
 from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
+from srez_env.provenance import task_provenance
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ class LocalBackend(Backend):
             srez_version=srez_version(),
             started_at=utc_timestamp(now),
             isolation=isolation.kind,
-        ).model_copy(update=task.provenance())
+        ).model_copy(update=task_provenance(task))
         labels = self.ledger.claim(
             manifest,
             backend=BACKEND,

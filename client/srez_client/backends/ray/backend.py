@@ -55,6 +55,7 @@ from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_daemon.record.storage import atomic_write_bytes, atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
+from srez_env.provenance import task_provenance
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ class RayBackend(Backend):
             run_seed=spec.run_seed,
             srez_version=srez_version(),
             started_at=utc_timestamp(now),
-        ).model_copy(update=task.provenance())
+        ).model_copy(update=task_provenance(task))
         ray, actor = self._cluster()
         labels = self.ledger.claim(
             manifest,
