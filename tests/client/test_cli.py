@@ -174,9 +174,10 @@ def test_eval_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[s
     argv = ["eval", "--agent", "scripted,random", "--tasks", "sre-007", "--seeds", "3"]
     assert main([*argv, "--results", str(tmp_path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [a["agent"] for a in data["agents"]] == ["random", "scripted"]
+    # the floors not asked for are reported beside the agents, never among the runs
+    assert [a["agent"] for a in data["agents"]] == ["noop", "random", "restart-all", "scripted"]
     assert data["leaderboard"][0] == "scripted"
-    scripted = data["agents"][1]["overall"]
+    scripted = data["agents"][3]["overall"]
     assert scripted["n"] == 3
     assert scripted["mean_reward"] == 1.0
     assert scripted["pass_hat_k"] == {"1": 1.0, "3": 1.0}

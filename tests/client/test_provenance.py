@@ -136,3 +136,30 @@ def test_eval_resume_refuses_runs_of_another_version_and_runs_nothing(
     err = capsys.readouterr().err.strip()
     assert says in err and len(err.splitlines()) == 1, err
     assert sorted(tmp_path.rglob("*")) == before  # nothing ran, nothing was touched
+
+
+def test_every_eval_leaderboard_shows_the_floors_it_was_not_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = "sre-001,sre-002,sre-040"  # sre-040: a no-fault control
+    assert eval_(tmp_path / "a", "--tasks", tasks, "--seeds", "2", "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    n = {a["agent"]: a["overall"]["n"] for a in data["agents"]}
+    assert n == {"heuristic": 6, "noop": 6, "restart-all": 6}
+    assert data["floors_played_here"] == ["noop", "restart-all"]
+    assert {r["agent"] for r in data["runs"]} == {"heuristic"}
+    assert {f.summary.agent for f in find_results(tmp_path / "a")} == {"heuristic"}  # not written
+    floors = {a["agent"]: a["overall"] for a in data["agents"] if a["agent"] != "heuristic"}
+    assert all(agg["passed_at_1"] == 0.0 for agg in floors.values())
+    assert eval_(tmp_path / "b", "--tasks", tasks, "--no-floors") == 0
+    out = capsys.readouterr().out
+    assert "noop" not in out and "restart-all" not in out
+    # a floor asked for is an agent like any other: run, written, and not played twice
+    assert (
+        main(["eval", "--agent", "noop", "--tasks", tasks, "--results", str(tmp_path / "c")]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "floors: restart-all played here" in out
+    assert {f.summary.agent for f in find_results(tmp_path / "c")} == {"noop"}
+    board = out[out.index("leaderboard") : out.index("provenance:")]
+    assert board.count(" noop ") == 1 and board.count(" restart-all ") == 1

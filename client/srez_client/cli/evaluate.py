@@ -188,14 +188,25 @@ def print_eval(
     *,
     failed: dict[str, int] | None = None,
     plan: EvalPlan | None = None,
+    floors: list[Row] | None = None,
 ) -> int:
-    """Print the runs table, the aggregates, the leaderboard and what was done (or JSON)."""
-    report = build_report(grades)
+    """Print the runs table, the aggregates, the leaderboard and what was done (or JSON).
+
+    ``floors``: grades of the trivial-agent floors played beside the runs (:mod:`srez_client.floors`),
+    in the aggregates and the leaderboard, not among the runs."""
+    floors = floors or []
+    report = build_report([*grades, *floors])
     scored = scored_rows(runs)
     check_mergeable(scored)
     provenance = leaderboard_provenance(scored)
     if args.json:
-        block = {**report_json(report), "provenance": provenance.as_json(), "runs": runs}
+        played = sorted({str(g["agent"]) for g in floors})
+        block = {
+            **report_json(report),
+            "provenance": provenance.as_json(),
+            "floors_played_here": played,
+            "runs": runs,
+        }
         print(json.dumps(block, indent=2))
         return 0
     if grades:
@@ -209,6 +220,9 @@ def print_eval(
         print(leaderboard_table(report))
     if runs:
         print(provenance.describe())
+    if floors:
+        names = ", ".join(sorted({str(g["agent"]) for g in floors}))
+        print(f"floors: {names} played here on the same tasks and seeds (not written; --no-floors)")
     resumed = sum(1 for r in runs if r.get("resumed"))
     new = len(runs) - resumed
     line = f"\n{new} runs written under {args.results}"

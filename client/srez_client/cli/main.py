@@ -44,6 +44,7 @@ from srez_client.cli.runs import add_commands
 from srez_client.cli.tui import add_tui_commands
 from srez_client.errors import ClientError, UsageError
 from srez_client.evaluation import eval_on_backend
+from srez_client.floors import floor_grades, missing_floors
 from srez_client.provider_keys import check_provider_keys
 from srez_client.results.report import render_table
 from srez_daemon.protocol import PROTOCOL_VERSION, dialog_json_schema, srez_version
@@ -144,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--limit", type=_positive_int, metavar="N", help="make at most N runs (after --resume)"
+    )
+    ev.add_argument(
+        "--no-floors",
+        action="store_true",
+        help="leave the trivial-agent floors (noop, restart-all) out of the leaderboard; by"
+        " default those not asked for are played in this process on the same tasks and seeds",
     )
     ev.add_argument("--json", action="store_true", help="print the aggregates as JSON")
     ev.set_defaults(func=cmd_eval)
@@ -396,7 +403,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if done.interrupted:
             say_interrupted(len(done.rows), len(plan.todo), args.results)
         failed = failed_by_label(done.failed, model)
-        print_eval(args, grades + done.grades, runs + done.rows, failed=failed, plan=plan)
+        floors = [] if done.interrupted else floors_for(args, agents, tasks)
+        grades, runs = grades + done.grades, runs + done.rows
+        print_eval(args, grades, runs, failed=failed, plan=plan, floors=floors)
         return 130 if done.interrupted else 0
     first = len(runs)
     try:
@@ -405,7 +414,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         say_interrupted(len(runs) - first, len(plan.todo), args.results)
         print_eval(args, grades, runs, plan=plan)
         return 130
-    return print_eval(args, grades, runs, plan=plan)
+    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks))
+
+
+def floors_for(
+    args: argparse.Namespace, agents: list[str], tasks: list[Task]
+) -> list[dict[str, object]]:
+    """The grades of the floors ``--agent`` left out, unless ``--no-floors``."""
+    return [] if args.no_floors else floor_grades(missing_floors(agents), tasks, args.seeds)
 
 
 def cmd_play(args: argparse.Namespace) -> int:

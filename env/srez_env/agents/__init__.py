@@ -41,6 +41,8 @@ AGENT_KINDS = (
     "scripted",
     "heuristic",
     "random",
+    "noop",
+    "restart-all",
     "replay:FILE",
     "llm",
     "llm-json",
@@ -110,6 +112,7 @@ def build_agent(
         settings = LLMSettings.from_env(environ, spec=spec)
         return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
     from srez_env.agents.python_agent import import_path, load_python_agent
+    from srez_env.baselines.floors import NoopAgent, RestartAllAgent
     from srez_env.baselines.heuristic import HeuristicAgent
     from srez_env.baselines.random_agent import RandomAgent
     from srez_env.baselines.replay import ReplayAgent, load_replay
@@ -125,6 +128,10 @@ def build_agent(
         return HeuristicAgent()
     if spec == "random":
         return RandomAgent(derive_seed(task_id), run_seed)
+    if spec == "noop":
+        return NoopAgent()
+    if spec == "restart-all":
+        return RestartAllAgent()
     if spec.startswith("replay:"):
         if not (path := spec.removeprefix("replay:")).strip():
             msg = "replay: needs its file: replay:FILE (one JSON action per line)"

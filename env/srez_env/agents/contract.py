@@ -8,7 +8,18 @@ from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 BUILTIN_AGENT_NAMES: Final = frozenset(
-    {"scripted", "heuristic", "random", "replay", "llm", "llm-json", "memorised", "policy"}
+    {
+        "scripted",
+        "heuristic",
+        "random",
+        "noop",
+        "restart-all",
+        "replay",
+        "llm",
+        "llm-json",
+        "memorised",
+        "policy",
+    }
 )
 """Names the built-in agents file their runs under; no custom agent may take one."""
 CUSTOM_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
