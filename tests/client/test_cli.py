@@ -180,6 +180,16 @@ def test_eval_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert scripted["n"] == 3
     assert scripted["mean_reward"] == 1.0
     assert scripted["pass_hat_k"] == {"1": 1.0, "3": 1.0}
+    assert scripted["ci"] == {
+        k: [1.0, 1.0] for k in ("mean_reward", "resolved_at_1", "passed_at_1", "pass^1", "pass^3")
+    }
+    random = data["agents"][0]["overall"]
+    lo, hi = random["ci"]["mean_reward"]
+    assert lo <= random["mean_reward"] <= hi < 1.0
+    (versus,) = data["comparisons"]
+    assert (versus["a"], versus["b"], versus["tasks"]) == ("scripted", "random", 1)
+    assert versus["lo"] > 0
+    assert not versus["within_noise"]
     assert len(data["runs"]) == 6
 
 
@@ -191,6 +201,10 @@ def test_eval_several_agents_prints_a_leaderboard(
     out = capsys.readouterr().out
     assert "leaderboard" in out
     assert "aggregates: heuristic" in out
+    board = out.split("\nleaderboard\n")[1].splitlines()
+    assert board[0].split()[:5] == ["rank", "agent", "vs", "next", "n"]
+    assert board[2].split()[:2] == ["1", "scripted"]
+    assert "1.000 [1.00, 1.00]" in board[2]
 
 
 def test_eval_replay_agent_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,15 +142,15 @@ def print_eval(
     if args.json:
         print(json.dumps({**report_json(report), "runs": runs}, indent=2))
         return 0
+    ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
     if grades:
-        ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
         print(runs_table(grades, ascii_marks=ascii_marks))
     for agent in report.agents:
         print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
         print(aggregate_table(agent))
     if len(report.agents) > 1:
         print("\nleaderboard")
-        print(leaderboard_table(report))
+        print(leaderboard_table(report, ascii_marks=ascii_marks))
     resumed = sum(1 for r in runs if r.get("resumed"))
     new = len(runs) - resumed
     line = f"\n{new} runs written under {args.results}"
