@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from srez_client.managed.models import Checkpoint, ManagedFile, ManagedRun, Target
 from srez_client.managed.plan import target_state
+from srez_client.results.bootstrap import Interval, group_intervals
 
 DIFFICULTY_ORDER: Final = ("easy", "medium", "hard")
 """How difficulties are ordered in tables and charts (others follow, sorted)."""
@@ -36,6 +37,8 @@ class DifficultyScore(BaseModel):
     """Of those, resolved."""
     rate: float | None
     """resolved / completed (None when nothing completed)."""
+    ci: Interval | None = None
+    """The 95 % interval of ``rate`` (None when nothing completed)."""
 
 
 class TargetSummary(ManagedFile):
@@ -74,6 +77,12 @@ class TargetSummary(ManagedFile):
     reward_stderr: float | None
     resolved_rate: float | None
     passed_rate: float | None
+    reward_ci: Interval | None = None
+    """The 95 % interval of ``mean_reward`` (None when nothing completed)."""
+    resolved_ci: Interval | None = None
+    """The 95 % interval of ``resolved_rate``."""
+    passed_ci: Interval | None = None
+    """The 95 % interval of ``passed_rate``."""
     resolved_by_difficulty: dict[str, DifficultyScore]
     cost_usd: float
     """Spent by all attempts."""
@@ -117,6 +126,7 @@ def target_summary(
     by_diff: dict[str, list[bool]] = {}
     for r in done:
         by_diff.setdefault(difficulty.get(r.task_id, "unknown"), []).append(bool(r.resolved))
+    ci = group_intervals([[(r.reward or 0.0, bool(r.resolved), bool(r.passed))] for r in done])
     attempts = [a for r in checkpoint.tasks.values() for a in r.attempts()]
     return TargetSummary(
         target=target.name,
@@ -139,12 +149,22 @@ def target_summary(
         reward_stderr=stderr,
         resolved_rate=_rate(sum(bool(r.resolved) for r in done), len(done)),
         passed_rate=_rate(sum(bool(r.passed) for r in done), len(done)),
+        reward_ci=ci.get("mean_reward"),
+        resolved_ci=ci.get("resolved_at_1"),
+        passed_ci=ci.get("passed_at_1"),
         resolved_by_difficulty={
-            d: DifficultyScore(completed=len(v), resolved=sum(v), rate=_rate(sum(v), len(v)))
+            d: DifficultyScore(
+                completed=len(v), resolved=sum(v), rate=_rate(sum(v), len(v)), ci=_share_ci(v)
+            )
             for d, v in sorted(by_diff.items(), key=lambda kv: difficulty_rank(kv[0]))
         },
         cost_usd=round(sum(a.cost_usd for a in attempts), 6),
     )
+
+
+def _share_ci(resolved: list[bool]) -> Interval | None:
+    """The interval of the share of ``resolved`` (one entry per task) that is True."""
+    return group_intervals([[(0.0, v, v)] for v in resolved]).get("resolved_at_1")
 
 
 def difficulty_rank(name: str) -> tuple[int, str]:

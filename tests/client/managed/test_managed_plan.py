@@ -197,13 +197,19 @@ def test_managed_summary_counts_completed_only() -> None:
     assert s.reward_stderr == pytest.approx(0.25)
     assert s.resolved_by_difficulty["easy"].rate == 1.0
     assert s.resolved_by_difficulty["hard"].rate == 0.0
+    # Two tasks (rewards 1.0 and 0.5): a resample draws each, or one of them twice.
+    assert s.reward_ci == (0.5, 1.0)
+    assert s.resolved_ci == (0.0, 1.0)
+    assert s.resolved_by_difficulty["easy"].ci == (1.0, 1.0)  # one task: zero width
     assert s.cost_usd == pytest.approx(0.2)
     empty = target_summary(run, run.targets[1], Checkpoint(target=run.targets[1].name), diffs)
     combined = combine(run, [empty, s])
     assert [t.target for t in combined.targets] == ["scripted", "llm-openai__gpt-4o"]
     text = markdown(combined)
-    assert "| scripted | baseline | 2/3 | 0.750 ± 0.250 |" in text
-    assert "llm-openai__gpt-4o | model | 0/3" in text
+    assert "| scripted | baseline | 2/3 | 0.750 [0.50, 1.00] | 0.250 | 50% [0–100] |" in text
+    assert "| scripted | 100% (1/1) [100–100] | 0% (0/1) [0–0] |" in text
+    assert "llm-openai__gpt-4o | model | 0/3 | – | – | – |" in text
+    assert empty.reward_ci is None
 
 
 OLD_OUTPUT_JSON = """{
