@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from srez_client.results.bootstrap import Bootstrap, group_intervals, paired_difference
 
 
@@ -14,7 +16,7 @@ HALF = _runs([[1.0] if i % 2 else [0.0] for i in range(40)])
 
 
 def test_bootstrap_same_seed_same_interval_other_seed_other() -> None:
-    rewards = _runs([[0.1 * (i % 10)] for i in range(40)])
+    rewards = _runs([[0.5 + 0.5 * math.sin(i)] for i in range(40)])
     assert group_intervals(rewards) == group_intervals(rewards)
     other = group_intervals(rewards, spec=Bootstrap(seed=7))
     assert other != group_intervals(rewards)
@@ -93,3 +95,14 @@ def test_paired_difference_counts_common_tasks_only() -> None:
     assert found.tasks == 2
     assert found.diff == 0.0
     assert paired_difference({"x": [1.0]}, {"y": [1.0]}) is None
+
+
+def test_bootstrap_tasks_with_unequal_runs_weigh_each_run() -> None:
+    # 20 tasks of one passing run and 20 of three failing ones: 20 of 80 runs pass.
+    mixed = _runs([[1.0]] * 20 + [[0.0, 0.0, 0.0]] * 20)
+    ci = group_intervals(mixed, (1,))
+    lo, hi = ci["passed_at_1"]
+    assert lo < 0.25 < hi
+    assert hi < 0.5  # a mean over tasks would centre on 0.5
+    lo, hi = ci["pass^1"]  # pass^1 averages over tasks: half of them pass
+    assert lo < 0.5 < hi

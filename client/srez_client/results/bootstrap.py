@@ -75,34 +75,55 @@ class Difference:
         return self.lo <= 0.0 <= self.hi
 
 
-def _ragged(tasks: Sequence[Sequence[Sequence[float]]]) -> tuple[_Floats, _Ints]:
-    """Values padded to (tasks, most runs, metrics) with zeros, and each task's run count."""
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    """One group's runs, task after task: each metric's values (metrics, runs), and where each
+    task's runs start and how many it has."""
+
+    flat: _Floats
+    starts: _Ints
+    counts: _Ints
+
+
+def _runs(tasks: Sequence[Sequence[Sequence[float]]]) -> _Runs:
     counts = np.array([len(runs) for runs in tasks], dtype=np.int64)
-    width = len(tasks[0][0])
-    values = np.zeros((len(tasks), int(counts.max()), width))
-    for t, runs in enumerate(tasks):
-        values[t, : len(runs)] = runs
-    return values, counts
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    flat = np.array([v for runs in tasks for v in runs], dtype=np.float64).T
+    return _Runs(flat=flat, starts=starts, counts=counts)
 
 
-def _seed_draws(rng: np.random.Generator, counts: _Ints, task_idx: _Ints) -> tuple[_Ints, _Floats]:
-    """For each drawn task, its runs drawn again with replacement, and a 0/1 mask of the slots
-    in use (a task of n runs fills the first n slots)."""
-    n = counts[task_idx]
-    slots = int(counts.max())
+def _draw(rng: np.random.Generator, runs: _Runs, task_idx: _Ints) -> tuple[_Ints, _Floats | None]:
+    """The runs each resample draws: for each drawn task of n runs, n of its runs drawn again
+    with replacement, as indexes into ``runs.flat`` (resamples, tasks × most runs); and a 0/1
+    weight per slot (None when every task has as many runs, so every slot counts)."""
+    n = runs.counts[task_idx]
+    slots = int(runs.counts.max())
     if slots == 1:
         seed_idx = np.zeros((*task_idx.shape, 1), dtype=np.int64)
     else:
         seed_idx = (rng.random((*task_idx.shape, slots)) * n[..., None]).astype(np.int64)
-    mask = (np.arange(slots) < n[..., None]).astype(np.float64)
-    return seed_idx, mask
+    idx = (runs.starts[task_idx][..., None] + seed_idx).reshape(len(task_idx), -1)
+    if int(runs.counts.min()) == slots:
+        return idx, None
+    mask = (np.arange(slots) < n[..., None]).reshape(len(task_idx), -1).astype(np.float64)
+    return idx, mask
 
 
-def _run_means(values: _Floats, task_idx: _Ints, seed_idx: _Ints, mask: _Floats) -> _Floats:
-    """Per resample, the mean over its runs of each metric: shape (resamples, metrics)."""
-    drawn = values[task_idx[..., None], seed_idx]
-    total = (drawn * mask[..., None]).sum(axis=(1, 2))
-    result: _Floats = total / mask.sum(axis=(1, 2))[:, None]
+def _means(values: _Floats, idx: _Ints, mask: _Floats | None) -> _Floats:
+    """Per resample, the mean of ``values`` (one per run) over the runs it drew."""
+    drawn = values[idx]
+    result: _Floats = drawn.mean(axis=1) if mask is None else (drawn * mask).sum(1) / mask.sum(1)
+    return result
+
+
+def _task_share_means(values: _Floats, idx: _Ints, mask: _Floats | None, tasks: int) -> _Floats:
+    """Per resample, the mean over its drawn tasks of each one's mean over its drawn runs."""
+    drawn = values[idx].reshape(len(idx), tasks, -1)
+    if mask is None:
+        result: _Floats = drawn.mean(axis=(1, 2))
+    else:
+        weights = mask.reshape(drawn.shape)
+        result = ((drawn * weights).sum(axis=2) / weights.sum(axis=2)).mean(axis=1)
     return result
 
 
@@ -131,14 +152,12 @@ def group_intervals(
     """
     if not tasks:
         return {}
-    rows = [[(float(r), float(s), float(p)) for r, s, p in runs] for runs in tasks]
-    values, counts = _ragged(rows)
+    runs = _runs([[(float(r), float(s), float(p)) for r, s, p in one] for one in tasks])
     rng = np.random.default_rng(spec.seed)
     task_idx = rng.integers(0, len(tasks), size=(spec.resamples, len(tasks)))
-    seed_idx, mask = _seed_draws(rng, counts, task_idx)
-    out = dict(
-        zip(RUN_METRICS, _interval(_run_means(values, task_idx, seed_idx, mask)), strict=True)
-    )
+    idx, mask = _draw(rng, runs, task_idx)
+    stats = np.stack([_means(row, idx, mask) for row in runs.flat], axis=1)
+    out = dict(zip(RUN_METRICS, _interval(stats), strict=True))
     if ks:
         passes = [sum(p for _, _, p in runs) for runs in tasks]
         per_task = np.array(
@@ -149,9 +168,8 @@ def group_intervals(
         )
         resampled = per_task[task_idx].mean(axis=1)
         if 1 in ks:
-            drawn = values[task_idx[..., None], seed_idx, 2] * mask
-            per_drawn_task = drawn.sum(axis=2) / mask.sum(axis=2)
-            resampled[:, list(ks).index(1)] = per_drawn_task.mean(axis=1)
+            shares = _task_share_means(runs.flat[2], idx, mask, len(tasks))
+            resampled[:, list(ks).index(1)] = shares
         out |= {f"pass^{k}": iv for k, iv in zip(ks, _interval(resampled), strict=True)}
     return out
 
@@ -179,10 +197,9 @@ def paired_difference(
     means: list[_Floats] = []
     points: list[float] = []
     for side in (a, b):
-        values, counts = _ragged([[(float(v),) for v in side[t]] for t in common])
-        seed_idx, mask = _seed_draws(rng, counts, task_idx)
-        means.append(_run_means(values, task_idx, seed_idx, mask)[:, 0])
-        runs = [float(v) for t in common for v in side[t]]
-        points.append(sum(runs) / len(runs))
+        runs = _runs([[(float(v),) for v in side[t]] for t in common])
+        idx, mask = _draw(rng, runs, task_idx)
+        means.append(_means(runs.flat[0], idx, mask))
+        points.append(float(runs.flat[0].mean()))
     ((lo, hi),) = _interval((means[0] - means[1])[:, None])
     return Difference(diff=round(points[0] - points[1], 6), lo=lo, hi=hi, tasks=len(common))
