@@ -19,7 +19,9 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def _ci(value: float | None, ci: tuple[float, float] | None, digits: int = 3) -> str:
+def with_interval(value: float | None, ci: tuple[float, float] | None, digits: int = 3) -> str:
+    """``0.615 [0.48, 0.75]``: a value and its interval (``–`` for no value, no brackets
+    without an interval)."""
     if value is None or ci is None:
         return _num(value, digits)
     return f"{value:.{digits}f} [{ci[0]:.2f}, {ci[1]:.2f}]"
@@ -62,7 +64,7 @@ def markdown(summary: CombinedSummary) -> str:
                 s.target,
                 _kind(s),
                 f"{s.completed}/{s.tasks_total}",
-                _ci(s.mean_reward, s.reward_ci),
+                with_interval(s.mean_reward, s.reward_ci),
                 _num(s.reward_stderr),
                 _pct_ci(s.resolved_rate, s.resolved_ci),
                 _pct_ci(s.passed_rate, s.passed_ci),

@@ -175,8 +175,10 @@ def test_managed_run_ends_with_a_table_and_says_when_nothing_is_left(
     assert "nothing to run" not in err
     lines = out.splitlines()
     assert lines[0].split() == ["target", "kind", "runs", "resolved", "mean", "reward", "errors"]
-    assert lines[2].split() == ["scripted", "baseline", "2/2", "2", "1.000", "0"]
-    assert lines[3].split() == ["random", "baseline", "2/2", "0", "0.000", "0"]
+    assert lines[2].split() == ["scripted", "baseline", "2/2", "2", "1.000", "[1.00,", "1.00]", "0"]
+    random = lines[3].split()
+    assert random[:5] == ["random", "baseline", "2/2", "0", "0.000"]
+    assert random[5:7] == ["[0.00,", "0.00]"]
     assert srez("run", "q") == 0
     out, err = capsys.readouterr()
     assert err == (
