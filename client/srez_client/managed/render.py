@@ -126,8 +126,29 @@ def markdown(summary: CombinedSummary) -> str:
         "attested: a custom agent's claimed provider error is its own failure). "
         f"Re-runs, all targets: {summary.reruns}.\n\n"
         "Brackets hold 95 % intervals (a bootstrap over the completed tasks).\n\n"
-        f"## Scores\n\n{scores}\n\n## resolved@1 by difficulty\n\n{by_diff}\n\n"
+        f"## Scores\n\n{scores}\n\n{_differences(summary)}## resolved@1 by difficulty\n\n{by_diff}\n\n"
         f"## Progress and errors\n\n{progress}\n"
+    )
+
+
+def _differences(summary: CombinedSummary) -> str:
+    """The section comparing each target with the next one down (empty without comparisons)."""
+    if not summary.comparisons:
+        return ""
+    rows = [
+        [
+            f"{c.a} vs {c.b}",
+            f"{c.diff:+.3f} [{c.lo:+.2f}, {c.hi:+.2f}]",
+            str(c.tasks),
+            "≈ within noise" if c.within_noise else "> ahead",
+        ]
+        for c in summary.comparisons
+    ]
+    table = _table(["targets", "reward difference [95% CI]", "common tasks", "verdict"], rows)
+    return (
+        "## Differences\n\nEach target against the next one down by mean reward, on the tasks "
+        "both completed (a paired bootstrap): within noise when the interval contains 0.\n\n"
+        f"{table}\n\n"
     )
 
 

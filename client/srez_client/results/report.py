@@ -23,7 +23,7 @@ seeded bootstrap over tasks, and over each task's seeds where it has several
 0.60]`` and ``45.0% [30-60]``.
 
 The leaderboard compares each agent with the next one down (a paired bootstrap over the tasks
-both ran, :func:`~srez_client.results.bootstrap.paired_difference`): its ``vs next`` column is
+both ran, :func:`compare_rewards`): its ``vs next`` column is
 ``>`` when the agent's mean reward is ahead by more than noise (the 95 % interval of the
 difference excludes 0), ``≈`` when the difference is within noise (``~`` in ASCII), ``?`` when
 the two share no task. ``Report.comparisons`` holds every such pair. The floor agents
@@ -306,11 +306,16 @@ def _rewards_by_task(runs: Sequence[GradeView]) -> dict[str, list[float]]:
     return out
 
 
-def compare(
-    a: str, runs_a: Sequence[GradeView], b: str, runs_b: Sequence[GradeView], bootstrap: Bootstrap
+def compare_rewards(
+    a: str,
+    rewards_a: Mapping[str, Sequence[float]],
+    b: str,
+    rewards_b: Mapping[str, Sequence[float]],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> Comparison | None:
-    """``a`` against ``b`` on the tasks both ran (None when they share none)."""
-    found = paired_difference(_rewards_by_task(runs_a), _rewards_by_task(runs_b), bootstrap)
+    """``a`` against ``b`` (task → rewards of its runs, each) on the tasks both ran; None when
+    they share none."""
+    found = paired_difference(rewards_a, rewards_b, bootstrap)
     if found is None:
         return None
     return Comparison(
@@ -338,11 +343,11 @@ def build_report(
     comparisons: list[Comparison] = []
     if bootstrap is not None:
         for upper, lower in zip(ranked, ranked[1:], strict=False):
-            found = compare(
+            found = compare_rewards(
                 agent_label(upper.agent, upper.model),
-                groups[(upper.agent, upper.model)],
+                _rewards_by_task(groups[(upper.agent, upper.model)]),
                 agent_label(lower.agent, lower.model),
-                groups[(lower.agent, lower.model)],
+                _rewards_by_task(groups[(lower.agent, lower.model)]),
                 bootstrap,
             )
             if found is not None:
