@@ -5,7 +5,8 @@
 ``rl`` (:mod:`bench.rl`: the Gymnasium environment's steps per second against ``SREEnv.step``)
 ``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it) and
 ``thin`` (:mod:`bench.thin`: an agent process with and without litellm, and concurrent ``local``
-LLM runs through the model relay; 10 runs here, the 10/50/100 scale with ``make bench-thin``).
+LLM runs through the model relay; 10 runs here, the 10/50/100 scale with ``make bench-thin``) and
+``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -149,6 +150,7 @@ def main() -> None:
     from bench.llm import llm_figures
     from bench.managed import bench_managed
     from bench.mcp import mcp_figures
+    from bench.report import report_figures
     from bench.rl import rl_figures
     from bench.sandbox import sandbox_figures
     from bench.thin import thin_figures
@@ -166,6 +168,7 @@ def main() -> None:
         "rl": rl_figures(),
         "mcp": asyncio.run(mcp_figures()),
         "thin": thin_figures(),
+        "report": report_figures(),
     }
     print(json.dumps(figures, indent=2))
 

@@ -177,10 +177,22 @@ def test_eval_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # the floors not asked for are reported beside the agents, never among the runs
     assert [a["agent"] for a in data["agents"]] == ["noop", "random", "restart-all", "scripted"]
     assert data["leaderboard"][0] == "scripted"
-    scripted = data["agents"][3]["overall"]
+    by_agent = {a["agent"]: a["overall"] for a in data["agents"]}
+    scripted = by_agent["scripted"]
     assert scripted["n"] == 3
     assert scripted["mean_reward"] == 1.0
     assert scripted["pass_hat_k"] == {"1": 1.0, "3": 1.0}
+    assert scripted["ci"] == {
+        k: [1.0, 1.0] for k in ("mean_reward", "resolved_at_1", "passed_at_1", "pass^1", "pass^3")
+    }
+    random = by_agent["random"]
+    lo, hi = random["ci"]["mean_reward"]
+    assert lo <= random["mean_reward"] <= hi < 1.0
+    assert len(data["comparisons"]) == 3  # each agent with the next one down
+    versus = data["comparisons"][0]
+    assert (versus["a"], versus["tasks"]) == ("scripted", 1)
+    assert versus["lo"] > 0
+    assert not versus["within_noise"]
     assert len(data["runs"]) == 6
 
 
@@ -192,6 +204,10 @@ def test_eval_several_agents_prints_a_leaderboard(
     out = capsys.readouterr().out
     assert "leaderboard" in out
     assert "aggregates: heuristic" in out
+    board = out.split("\nleaderboard\n")[1].splitlines()
+    assert board[0].split()[:5] == ["rank", "agent", "vs", "next", "n"]
+    assert board[2].split()[:2] == ["1", "scripted"]
+    assert "1.000 [1.00, 1.00]" in board[2]
 
 
 def test_eval_replay_agent_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

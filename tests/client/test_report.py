@@ -207,9 +207,9 @@ def test_report_groups_agents_and_ranks_the_leaderboard() -> None:
     assert report.leaderboard == ["llm (anthropic/claude-x)", "scripted", "random"]
     table = leaderboard_table(report)
     lines = table.splitlines()
-    assert lines[0].split()[:3] == ["rank", "agent", "n"]
+    assert lines[0].split()[:5] == ["rank", "agent", "vs", "next", "n"]
     assert lines[2].split()[:2] == ["1", "llm"]
-    assert lines[4].split()[:2] == ["3", "random"]
+    assert lines[4].split()[:3] == ["3", "random", "-"]
 
 
 def test_report_json_is_plain_json() -> None:
@@ -250,7 +250,11 @@ def test_aggregate_table_rows() -> None:
     names = [line.split()[0] for line in table.splitlines()[2:]]
     assert names == ["overall", "easy", "medium", "hard", "kind", "kind"]
     overall = table.splitlines()[2].split()
-    assert overall[1:4] == ["4", "0.438", "50.0%"]
+    assert overall[1:2] == ["4"]
+    iv = agent.overall.ci["mean_reward"]
+    assert " ".join(overall[2:5]) == f"0.438 [{iv[0]:.2f}, {iv[1]:.2f}]"
+    lo, hi = agent.overall.ci["resolved_at_1"]
+    assert overall[5:7] == ["50.0%", f"[{100 * lo:.0f}-{100 * hi:.0f}]"]
 
 
 def test_tables_escape_control_characters() -> None:
@@ -263,3 +267,56 @@ def test_tables_escape_control_characters() -> None:
 def test_render_table_alignment() -> None:
     table = render_table(["name", "n"], [["a", "1"], ["long", "100"]], right=[1])
     assert table.splitlines() == ["name    n", "----  ---", "a       1", "long  100"]
+
+
+def test_report_carries_intervals_for_every_group() -> None:
+    runs = [
+        grade(f"sre-{i:03d}", seed=s, passed=(i + s) % 2 == 0) for i in range(6) for s in range(3)
+    ]
+    (agent,) = build_report(runs).agents
+    for agg in [agent.overall, *agent.by_difficulty.values(), *agent.by_fault_kind.values()]:
+        assert set(agg.ci) == {"mean_reward", "resolved_at_1", "passed_at_1", "pass^1", "pass^3"}
+        for key, (lo, hi) in agg.ci.items():
+            point = agg.pass_hat_k[int(key[5:])] if key.startswith("pass^") else getattr(agg, key)
+            assert lo <= point <= hi, key
+    lo, hi = agent.overall.ci["passed_at_1"]
+    assert lo < agent.overall.passed_at_1 < hi
+    bare = build_report(runs, bootstrap=None)
+    assert bare.agents[0].overall.ci == {}
+    assert bare.comparisons == []
+    assert "[" not in aggregate_table(bare.agents[0])
+
+
+def test_leaderboard_marks_noise_and_floors() -> None:
+    def agent(name: str, reward: float) -> list[dict[str, object]]:
+        return [grade(f"sre-{i:03d}", agent=name, reward=reward * (i % 2)) for i in range(20)]
+
+    report = build_report(agent("scripted", 1.0) + agent("twin", 1.0) + agent("noop", 0.1))
+    assert report.leaderboard == ["scripted", "twin", "noop"]
+    assert report.floors == ["noop"]
+    first, second = report.comparisons
+    assert (first.a, first.b, first.within_noise, first.tasks) == ("scripted", "twin", True, 20)
+    assert (second.a, second.b, second.within_noise) == ("twin", "noop", False)
+    assert second.diff == 0.45
+    assert second.lo > 0
+    rows = [line.split() for line in leaderboard_table(report).splitlines()[2:]]
+    assert [r[:3] for r in rows] == [
+        ["1", "scripted", "≈"],
+        ["2", "twin", ">"],
+        ["3", "noop", "(floor)"],
+    ]
+    assert rows[2][3] == "-"
+    assert leaderboard_table(report, ascii_marks=True).splitlines()[2].split()[2] == "~"
+    data = json.loads(json.dumps(report_json(report)))
+    assert data["comparisons"][1] == {
+        "a": "twin",
+        "b": "noop",
+        "diff": 0.45,
+        "lo": second.lo,
+        "hi": second.hi,
+        "within_noise": False,
+        "tasks": 20,
+    }
+    assert data["agents"][0]["overall"]["ci"]["mean_reward"] == list(
+        report.agents[0].overall.ci["mean_reward"]
+    )

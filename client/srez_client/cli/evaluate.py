@@ -209,15 +209,15 @@ def print_eval(
         }
         print(json.dumps(block, indent=2))
         return 0
+    ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
     if grades:
-        ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
         print(runs_table(grades, ascii_marks=ascii_marks))
     for agent in report.agents:
         print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
         print(aggregate_table(agent))
     if len(report.agents) > 1:
         print("\nleaderboard")
-        print(leaderboard_table(report))
+        print(leaderboard_table(report, ascii_marks=ascii_marks))
     if runs:
         print(provenance.describe())
     if floors:

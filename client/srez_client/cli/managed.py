@@ -23,6 +23,7 @@ from srez_client.cli.options import comma_list
 from srez_client.errors import UsageError
 from srez_client.managed import api
 from srez_client.managed.models import BASELINES
+from srez_client.managed.render import with_interval
 from srez_client.managed.runner import run_managed
 from srez_client.managed.store import ManagedPaths
 from srez_client.managed.summary import TargetSummary
@@ -194,7 +195,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             s.target,
             s.state,
             f"{s.completed}/{s.tasks_total}",
-            "–" if s.mean_reward is None else f"{s.mean_reward:.3f}",
+            with_interval(s.mean_reward, s.reward_ci),
             str(s.provider_errors),
             str(s.agent_errors),
             str(s.harness_errors),
@@ -246,14 +247,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def target_table(targets: list[TargetSummary]) -> str:
     """What ``managed run`` ends with: per target, tasks completed of all, resolved, mean reward
-    and errors (agent, provider and harness)."""
+    (with its 95 % interval) and errors (agent, provider and harness)."""
     rows = [
         [
             s.target,
             "baseline" if s.baseline else "model",
             f"{s.completed}/{s.tasks_total}",
             str(round((s.resolved_rate or 0.0) * s.completed)),
-            "-" if s.mean_reward is None else f"{s.mean_reward:.3f}",
+            with_interval(s.mean_reward, s.reward_ci),
             str(s.agent_errors + s.provider_errors + s.harness_errors),
         ]
         for s in targets

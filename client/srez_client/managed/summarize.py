@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from srez_client.managed.models import ManagedRun
 from srez_client.managed.render import draw_png, markdown
 from srez_client.managed.store import ManagedPaths, load_checkpoint, load_run, write_model
-from srez_client.managed.summary import CombinedSummary, combine, target_summary
+from srez_client.managed.summary import (
+    CombinedSummary,
+    combine,
+    completed_rewards,
+    target_summary,
+)
 from srez_daemon.record.storage import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
@@ -41,13 +46,16 @@ def summarize(
     run = load_run(paths)
     diffs = task_difficulties(run) if difficulty is None else difficulty
     summaries = []
+    rewards: dict[str, dict[str, list[float]]] = {}
     for target in run.targets:
-        summary = target_summary(run, target, load_checkpoint(paths, target.name), diffs)
+        checkpoint = load_checkpoint(paths, target.name)
+        rewards[target.name] = completed_rewards(run, checkpoint)
+        summary = target_summary(run, target, checkpoint, diffs)
         folder = paths.target_dir(target.name)
         folder.mkdir(parents=True, exist_ok=True)
         write_model(folder / "summary.json", summary)
         summaries.append(summary)
-    combined = combine(run, summaries)
+    combined = combine(run, summaries, rewards)
     write_model(paths.root / "summary.json", combined)
     atomic_write_bytes(paths.root / "summary.md", markdown(combined).encode())
     if png:

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from srez_client.managed.models import Checkpoint, ManagedFile, ManagedRun, Target
 from srez_client.managed.plan import target_state
+from srez_client.results.bootstrap import Interval, group_intervals
+from srez_client.results.report import Comparison, compare_rewards
 
 DIFFICULTY_ORDER: Final = ("easy", "medium", "hard")
 """How difficulties are ordered in tables and charts (others follow, sorted)."""
@@ -36,6 +38,8 @@ class DifficultyScore(BaseModel):
     """Of those, resolved."""
     rate: float | None
     """resolved / completed (None when nothing completed)."""
+    ci: Interval | None = None
+    """The 95 % interval of ``rate`` (None when nothing completed)."""
 
 
 class TargetSummary(ManagedFile):
@@ -74,6 +78,12 @@ class TargetSummary(ManagedFile):
     reward_stderr: float | None
     resolved_rate: float | None
     passed_rate: float | None
+    reward_ci: Interval | None = None
+    """The 95 % interval of ``mean_reward`` (None when nothing completed)."""
+    resolved_ci: Interval | None = None
+    """The 95 % interval of ``resolved_rate``."""
+    passed_ci: Interval | None = None
+    """The 95 % interval of ``passed_rate``."""
     resolved_by_difficulty: dict[str, DifficultyScore]
     cost_usd: float
     """Spent by all attempts."""
@@ -90,6 +100,8 @@ class CombinedSummary(ManagedFile):
     """The difficulties present, in display order."""
     reruns: int = 0
     """Re-runs over all targets (each target's ``reruns``)."""
+    comparisons: list[Comparison] = []
+    """Each target against the next one down by mean reward, on the tasks both completed."""
 
 
 def _mean_stderr(values: list[float]) -> tuple[float | None, float | None]:
@@ -117,6 +129,7 @@ def target_summary(
     by_diff: dict[str, list[bool]] = {}
     for r in done:
         by_diff.setdefault(difficulty.get(r.task_id, "unknown"), []).append(bool(r.resolved))
+    ci = group_intervals([[(r.reward or 0.0, bool(r.resolved), bool(r.passed))] for r in done])
     attempts = [a for r in checkpoint.tasks.values() for a in r.attempts()]
     return TargetSummary(
         target=target.name,
@@ -139,12 +152,31 @@ def target_summary(
         reward_stderr=stderr,
         resolved_rate=_rate(sum(bool(r.resolved) for r in done), len(done)),
         passed_rate=_rate(sum(bool(r.passed) for r in done), len(done)),
+        reward_ci=ci.get("mean_reward"),
+        resolved_ci=ci.get("resolved_at_1"),
+        passed_ci=ci.get("passed_at_1"),
         resolved_by_difficulty={
-            d: DifficultyScore(completed=len(v), resolved=sum(v), rate=_rate(sum(v), len(v)))
+            d: DifficultyScore(
+                completed=len(v), resolved=sum(v), rate=_rate(sum(v), len(v)), ci=_share_ci(v)
+            )
             for d, v in sorted(by_diff.items(), key=lambda kv: difficulty_rank(kv[0]))
         },
         cost_usd=round(sum(a.cost_usd for a in attempts), 6),
     )
+
+
+def completed_rewards(run: ManagedRun, checkpoint: Checkpoint) -> dict[str, list[float]]:
+    """Task id → the reward of its counted attempt, for the completed tasks of the run."""
+    return {
+        t: [r.reward or 0.0]
+        for t, r in checkpoint.tasks.items()
+        if t in run.tasks and r.status == "completed"
+    }
+
+
+def _share_ci(resolved: list[bool]) -> Interval | None:
+    """The interval of the share of ``resolved`` (one entry per task) that is True."""
+    return group_intervals([[(0.0, v, v)] for v in resolved]).get("resolved_at_1")
 
 
 def difficulty_rank(name: str) -> tuple[int, str]:
@@ -154,8 +186,32 @@ def difficulty_rank(name: str) -> tuple[int, str]:
     return len(DIFFICULTY_ORDER), name
 
 
-def combine(run: ManagedRun, summaries: list[TargetSummary]) -> CombinedSummary:
-    """The combined summary: baselines first, then models, each in queue order."""
+def comparisons(
+    summaries: list[TargetSummary], rewards: Mapping[str, Mapping[str, list[float]]]
+) -> list[Comparison]:
+    """Each target that completed a task against the next one down by mean reward
+    (``rewards``: target → :func:`completed_rewards`); a pair with no common task is left out."""
+    ranked = sorted(
+        (s for s in summaries if s.mean_reward is not None and rewards.get(s.target)),
+        key=lambda s: (-(s.mean_reward or 0.0), s.target),
+    )
+    out: list[Comparison] = []
+    for upper, lower in zip(ranked, ranked[1:], strict=False):
+        found = compare_rewards(
+            upper.target, rewards[upper.target], lower.target, rewards[lower.target]
+        )
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def combine(
+    run: ManagedRun,
+    summaries: list[TargetSummary],
+    rewards: Mapping[str, Mapping[str, list[float]]] | None = None,
+) -> CombinedSummary:
+    """The combined summary: baselines first, then models, each in queue order; with
+    ``rewards`` (target → :func:`completed_rewards`), the comparisons of the ranked targets."""
     ordered = [s for s in summaries if s.baseline] + [s for s in summaries if not s.baseline]
     diffs = {d for s in summaries for d in s.resolved_by_difficulty}
     return CombinedSummary(
@@ -165,4 +221,5 @@ def combine(run: ManagedRun, summaries: list[TargetSummary]) -> CombinedSummary:
         targets=ordered,
         difficulties=sorted(diffs, key=difficulty_rank),
         reruns=sum(s.reruns for s in summaries),
+        comparisons=comparisons(summaries, rewards) if rewards is not None else [],
     )

@@ -15,6 +15,20 @@ Metrics (each over the runs of a group):
 * ``mean_steps``; ``mean_ttm``: mean time to mitigate over the runs that mitigated (``n_ttm``);
 * ``pass^k`` (τ-bench) for k in {1, 3, 5} up to the fewest seeds any task has, when some task has
   more than one run: per task with n runs of which c passed, C(c, k) / C(n, k), averaged over tasks.
+
+Each aggregate carries in ``ci`` the 95 % confidence interval of its mean reward, resolved@1,
+passed@1 and each pass^k (keys ``mean_reward``, ``resolved_at_1``, ``passed_at_1``, ``pass^k``): a
+seeded bootstrap over tasks, and over each task's seeds where it has several
+(:mod:`~srez_client.results.bootstrap`). The tables write them after the value, ``0.512 [0.43,
+0.60]`` and ``45.0% [30-60]``.
+
+The leaderboard compares each agent with the next one down (a paired bootstrap over the tasks
+both ran, :func:`compare_rewards`): its ``vs next`` column is
+``>`` when the agent's mean reward is ahead by more than noise (the 95 % interval of the
+difference excludes 0), ``≈`` when the difference is within noise (``~`` in ASCII), ``?`` when
+the two share no task. ``Report.comparisons`` holds every such pair. The floor agents
+(:data:`FLOOR_AGENTS`: they do nothing, or restart everything) are marked ``(floor)``: the score
+an agent must clear to have done anything useful.
 """
 
 from __future__ import annotations
@@ -26,12 +40,22 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from srez_client.results.bootstrap import (
+    DEFAULT_BOOTSTRAP,
+    Bootstrap,
+    Interval,
+    group_intervals,
+    paired_difference,
+)
+
 CHECK_NAMES: Final = ("valid", "func", "safe", "intent", "rca")
 """The five checks, in table order."""
 DIFFICULTIES: Final = ("easy", "medium", "hard")
 """The difficulty tiers, in table order."""
 PASS_HAT_K: Final = (1, 3, 5)
 """The k of pass^k that are reported (each only when every task has at least k runs)."""
+FLOOR_AGENTS: Final = ("noop", "restart-all")
+"""Agents whose score is a floor (doing nothing; restarting everything): marked in leaderboards."""
 
 
 class _View(BaseModel):
@@ -110,6 +134,9 @@ class Aggregate(BaseModel):
     mean_ttm: float | None
     n_ttm: int
     pass_hat_k: dict[int, float] = {}
+    ci: dict[str, Interval] = {}
+    """95 % intervals: ``mean_reward``, ``resolved_at_1``, ``passed_at_1``, ``pass^k`` (see the
+    module docstring); empty when the report was built without intervals."""
 
 
 class AgentReport(BaseModel):
@@ -124,6 +151,24 @@ class AgentReport(BaseModel):
     by_fault_kind: dict[str, Aggregate]
 
 
+class Comparison(BaseModel):
+    """Agent ``a`` against ``b`` (the next one down the leaderboard) on the tasks both ran."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a: str
+    b: str
+    diff: float
+    """Mean reward of ``a`` minus that of ``b``, over their common tasks."""
+    lo: float
+    hi: float
+    """The 95 % interval of ``diff`` (paired bootstrap)."""
+    within_noise: bool
+    """Whether the interval contains 0."""
+    tasks: int
+    """Tasks both ran."""
+
+
 class Report(BaseModel):
     """Everything ``srez eval`` reports: per agent, and the leaderboard order."""
 
@@ -132,6 +177,10 @@ class Report(BaseModel):
     agents: list[AgentReport]
     leaderboard: list[str]
     """``agent`` or ``agent (model)`` labels, best mean reward first."""
+    comparisons: list[Comparison] = []
+    """Each leaderboard entry against the next (none without intervals, or with one agent)."""
+    floors: list[str] = []
+    """The leaderboard labels of floor agents (:data:`FLOOR_AGENTS`)."""
 
 
 def views(grades: Iterable[Mapping[str, object] | GradeView]) -> list[GradeView]:
@@ -176,8 +225,12 @@ def pass_hat_k(passes_by_task: Mapping[str, Sequence[bool]], k: int) -> float:
     return round(total / len(passes_by_task), 6)
 
 
-def aggregate(grades: Iterable[Mapping[str, object] | GradeView]) -> Aggregate:
-    """Aggregate one group of runs (see the module docstring for the definitions)."""
+def aggregate(
+    grades: Iterable[Mapping[str, object] | GradeView],
+    bootstrap: Bootstrap | None = DEFAULT_BOOTSTRAP,
+) -> Aggregate:
+    """Aggregate one group of runs (see the module docstring for the definitions); with
+    ``bootstrap`` None, without intervals."""
     runs = views(grades)
     steps = sum(r.steps for r in runs)
     ttms = [
@@ -192,6 +245,12 @@ def aggregate(grades: Iterable[Mapping[str, object] | GradeView]) -> Aggregate:
     if by_task and max(len(v) for v in by_task.values()) > 1:
         fewest = min(len(v) for v in by_task.values())
         pass_k = {k: pass_hat_k(by_task, k) for k in PASS_HAT_K if k <= fewest}
+    ci: dict[str, Interval] = {}
+    if bootstrap is not None:
+        per_task: dict[str, list[tuple[float, bool, bool]]] = defaultdict(list)
+        for r in runs:
+            per_task[r.task_id].append((r.reward.total, r.resolved, r.passed))
+        ci = group_intervals(list(per_task.values()), sorted(pass_k), bootstrap)
     return Aggregate(
         n=len(runs),
         resolved_at_1=_share(runs, lambda r: r.resolved),
@@ -209,6 +268,7 @@ def aggregate(grades: Iterable[Mapping[str, object] | GradeView]) -> Aggregate:
         mean_ttm=_mean(ttms) if ttms else None,
         n_ttm=len(ttms),
         pass_hat_k=pass_k,
+        ci=ci,
     )
 
 
@@ -217,30 +277,87 @@ def agent_label(agent: str, model: str) -> str:
     return agent if model == "none" else f"{agent} ({model})"
 
 
-def agent_report(runs: Sequence[GradeView]) -> AgentReport:
+def agent_report(
+    runs: Sequence[GradeView], bootstrap: Bootstrap | None = DEFAULT_BOOTSTRAP
+) -> AgentReport:
     """Aggregates of the runs of one (agent, model), overall and broken down."""
     if not runs:
         msg = "agent_report needs at least one run"
         raise ValueError(msg)
-    by_difficulty = {d: aggregate(r for r in runs if r.difficulty == d) for d in DIFFICULTIES}
+    by_difficulty = {
+        d: aggregate([r for r in runs if r.difficulty == d], bootstrap) for d in DIFFICULTIES
+    }
     kinds = sorted({r.fault_kind for r in runs})
     return AgentReport(
         agent=runs[0].agent,
         model=runs[0].model_name,
-        overall=aggregate(runs),
+        overall=aggregate(runs, bootstrap),
         by_difficulty={d: a for d, a in by_difficulty.items() if a.n},
-        by_fault_kind={k: aggregate(r for r in runs if r.fault_kind == k) for k in kinds},
+        by_fault_kind={
+            k: aggregate([r for r in runs if r.fault_kind == k], bootstrap) for k in kinds
+        },
     )
 
 
-def build_report(grades: Iterable[Mapping[str, object] | GradeView]) -> Report:
-    """Group runs by (agent, model) and aggregate each group; rank them by mean reward."""
+def _rewards_by_task(runs: Sequence[GradeView]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in runs:
+        out[r.task_id].append(r.reward.total)
+    return out
+
+
+def compare_rewards(
+    a: str,
+    rewards_a: Mapping[str, Sequence[float]],
+    b: str,
+    rewards_b: Mapping[str, Sequence[float]],
+    bootstrap: Bootstrap = DEFAULT_BOOTSTRAP,
+) -> Comparison | None:
+    """``a`` against ``b`` (task → rewards of its runs, each) on the tasks both ran; None when
+    they share none."""
+    found = paired_difference(rewards_a, rewards_b, bootstrap)
+    if found is None:
+        return None
+    return Comparison(
+        a=a,
+        b=b,
+        diff=found.diff,
+        lo=found.lo,
+        hi=found.hi,
+        within_noise=found.within_noise,
+        tasks=found.tasks,
+    )
+
+
+def build_report(
+    grades: Iterable[Mapping[str, object] | GradeView],
+    bootstrap: Bootstrap | None = DEFAULT_BOOTSTRAP,
+) -> Report:
+    """Group runs by (agent, model) and aggregate each group; rank them by mean reward, and
+    compare each with the next one down (unless ``bootstrap`` is None: no intervals)."""
     groups: dict[tuple[str, str], list[GradeView]] = defaultdict(list)
     for g in views(grades):
         groups[(g.agent, g.model_name)].append(g)
-    reports = [agent_report(runs) for _, runs in sorted(groups.items())]
+    reports = [agent_report(runs, bootstrap) for _, runs in sorted(groups.items())]
     ranked = sorted(reports, key=lambda a: (-a.overall.mean_reward, a.agent, a.model))
-    return Report(agents=reports, leaderboard=[agent_label(a.agent, a.model) for a in ranked])
+    comparisons: list[Comparison] = []
+    if bootstrap is not None:
+        for upper, lower in zip(ranked, ranked[1:], strict=False):
+            found = compare_rewards(
+                agent_label(upper.agent, upper.model),
+                _rewards_by_task(groups[(upper.agent, upper.model)]),
+                agent_label(lower.agent, lower.model),
+                _rewards_by_task(groups[(lower.agent, lower.model)]),
+                bootstrap,
+            )
+            if found is not None:
+                comparisons.append(found)
+    return Report(
+        agents=reports,
+        leaderboard=[agent_label(a.agent, a.model) for a in ranked],
+        comparisons=comparisons,
+        floors=[agent_label(a.agent, a.model) for a in ranked if a.agent in FLOOR_AGENTS],
+    )
 
 
 def report_json(report: Report) -> dict[str, object]:
@@ -325,13 +442,25 @@ def _pass_k_headers(agg: Aggregate) -> list[str]:
     return [f"pass^{k}" for k in sorted(agg.pass_hat_k)]
 
 
+def _reward_cell(agg: Aggregate) -> str:
+    iv = agg.ci.get("mean_reward")
+    text = f"{agg.mean_reward:.3f}"
+    return text if iv is None else f"{text} [{iv[0]:.2f}, {iv[1]:.2f}]"
+
+
+def _share_cell(agg: Aggregate, value: float, key: str) -> str:
+    iv = agg.ci.get(key)
+    text = _pct(value)
+    return text if iv is None else f"{text} [{100 * iv[0]:.0f}-{100 * iv[1]:.0f}]"
+
+
 def _metric_cells(agg: Aggregate, ks: Sequence[int]) -> list[str]:
     ttm = "-" if agg.mean_ttm is None else f"{agg.mean_ttm:.1f} (n={agg.n_ttm})"
     return [
         str(agg.n),
-        f"{agg.mean_reward:.3f}",
-        _pct(agg.resolved_at_1),
-        _pct(agg.passed_at_1),
+        _reward_cell(agg),
+        _share_cell(agg, agg.resolved_at_1, "resolved_at_1"),
+        _share_cell(agg, agg.passed_at_1, "passed_at_1"),
         _pct(agg.rca_service),
         _pct(agg.rca_kind),
         f"{agg.evidence:.3f}",
@@ -340,7 +469,10 @@ def _metric_cells(agg: Aggregate, ks: Sequence[int]) -> list[str]:
         _pct(agg.invalid_rate),
         f"{agg.mean_steps:.1f}",
         ttm,
-        *(_pct(agg.pass_hat_k[k]) if k in agg.pass_hat_k else "-" for k in ks),
+        *(
+            _share_cell(agg, agg.pass_hat_k[k], f"pass^{k}") if k in agg.pass_hat_k else "-"
+            for k in ks
+        ),
     ]
 
 
@@ -371,13 +503,30 @@ def aggregate_table(report: AgentReport) -> str:
     return render_table(headers, rows, right=range(1, len(headers)))
 
 
-def leaderboard_table(report: Report) -> str:
-    """Agents ranked by mean reward, with their overall aggregates."""
+def _vs_next(report: Report, label: str, below: str | None, *, ascii_marks: bool) -> str:
+    if below is None or not any(a.overall.ci for a in report.agents):
+        return "-"
+    found = next((c for c in report.comparisons if c.a == label and c.b == below), None)
+    if found is None:
+        return "?"
+    return ("~" if ascii_marks else "≈") if found.within_noise else ">"
+
+
+def leaderboard_table(report: Report, *, ascii_marks: bool = False) -> str:
+    """Agents ranked by mean reward, with their overall aggregates, and how each compares with
+    the next one down (``vs next``: ``>`` ahead beyond noise, ``≈`` within noise, ``?`` no
+    common task; ``~`` for ``≈`` with ``ascii_marks``). Floor agents are marked ``(floor)``."""
     by_label = {agent_label(a.agent, a.model): a for a in report.agents}
     ks = sorted({k for a in report.agents for k in a.overall.pass_hat_k})
-    headers = ["rank", "agent", *_METRIC_HEADERS, *(f"pass^{k}" for k in ks)]
+    headers = ["rank", "agent", "vs next", *_METRIC_HEADERS, *(f"pass^{k}" for k in ks)]
+    below = [*report.leaderboard[1:], None]
     rows = [
-        [str(i), label, *_metric_cells(by_label[label].overall, ks)]
-        for i, label in enumerate(report.leaderboard, start=1)
+        [
+            str(i),
+            f"{label} (floor)" if label in report.floors else label,
+            _vs_next(report, label, nxt, ascii_marks=ascii_marks),
+            *_metric_cells(by_label[label].overall, ks),
+        ]
+        for i, (label, nxt) in enumerate(zip(report.leaderboard, below, strict=True), start=1)
     ]
-    return render_table(headers, rows, right=[0, *range(2, len(headers))])
+    return render_table(headers, rows, right=[0, *range(3, len(headers))])

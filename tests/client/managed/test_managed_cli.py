@@ -82,6 +82,9 @@ def test_managed_cli_lifecycle_inline(root: Path, capsys: pytest.CaptureFixture[
     status = json.loads(capsys.readouterr().out)
     states = {t["target"]: t["state"] for t in status["targets"]}
     assert states == {"scripted": "pending", "heuristic": "done"}
+    heuristic = next(t for t in status["targets"] if t["target"] == "heuristic")
+    lo, hi = heuristic["reward_ci"]
+    assert lo <= heuristic["mean_reward"] <= hi
     assert srez(root, "export-queue", "m") == 0
     sh = (root / "managed" / "m" / "command.sh").read_text()
     assert "--target scripted" in sh and "--target heuristic" not in sh
@@ -89,7 +92,15 @@ def test_managed_cli_lifecycle_inline(root: Path, capsys: pytest.CaptureFixture[
     assert srez(root, "summarize", "m") == 0
     folder = root / "managed" / "m"
     assert (folder / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| scripted | baseline | 2/2 | 1.000" in (folder / "summary.md").read_text()
+    assert (
+        "| scripted | baseline | 2/2 | 1.000 [1.00, 1.00] |" in (folder / "summary.md").read_text()
+    )
+    combined = json.loads((folder / "summary.json").read_text())
+    scripted = next(t for t in combined["targets"] if t["target"] == "scripted")
+    assert (scripted["reward_ci"], scripted["resolved_ci"]) == ([1.0, 1.0], [1.0, 1.0])
+    capsys.readouterr()
+    assert srez(root, "status", "m") == 0
+    assert "1.000 [1.00, 1.00]" in capsys.readouterr().out
     assert (folder / "targets" / "scripted" / "console.log").read_text().count("completed") == 2
     capsys.readouterr()
     assert srez(root, "list") == 0

@@ -31,7 +31,7 @@ from srez_client.managed.plan import (
     started_after,
 )
 from srez_client.managed.render import markdown
-from srez_client.managed.summary import combine, target_summary
+from srez_client.managed.summary import combine, completed_rewards, target_summary
 
 T0 = "2026-01-01T10:00:00.000Z"
 
@@ -197,13 +197,63 @@ def test_managed_summary_counts_completed_only() -> None:
     assert s.reward_stderr == pytest.approx(0.25)
     assert s.resolved_by_difficulty["easy"].rate == 1.0
     assert s.resolved_by_difficulty["hard"].rate == 0.0
+    # Two tasks (rewards 1.0 and 0.5): a resample draws each, or one of them twice.
+    assert s.reward_ci == (0.5, 1.0)
+    assert s.resolved_ci == (0.0, 1.0)
+    assert s.resolved_by_difficulty["easy"].ci == (1.0, 1.0)  # one task: zero width
     assert s.cost_usd == pytest.approx(0.2)
     empty = target_summary(run, run.targets[1], Checkpoint(target=run.targets[1].name), diffs)
     combined = combine(run, [empty, s])
     assert [t.target for t in combined.targets] == ["scripted", "llm-openai__gpt-4o"]
     text = markdown(combined)
-    assert "| scripted | baseline | 2/3 | 0.750 ± 0.250 |" in text
-    assert "llm-openai__gpt-4o | model | 0/3" in text
+    assert "| scripted | baseline | 2/3 | 0.750 [0.50, 1.00] | 0.250 | 50% [0–100] |" in text
+    assert "| scripted | 100% (1/1) [100–100] | 0% (0/1) [0–0] |" in text
+    assert "llm-openai__gpt-4o | model | 0/3 | – | – | – |" in text
+    assert empty.reward_ci is None
+
+
+def test_managed_combined_summary_compares_ranked_targets() -> None:
+    tasks = [f"sre-{i:03d}" for i in range(1, 21)]
+    run = _run(
+        tasks=tasks,
+        targets=[make_target("scripted"), make_target("heuristic"), make_target("random")],
+    )
+
+    def checkpoint(name: str, reward: float) -> Checkpoint:
+        cp = Checkpoint(target=name)
+        for i, t in enumerate(tasks):
+            r = reward * (i % 2)
+            cp = cp.with_record(_rec(t, "completed", reward=r, resolved=r > 0, passed=r > 0))
+        return cp
+
+    cps = {
+        "scripted": checkpoint("scripted", 1.0),
+        "heuristic": checkpoint("heuristic", 1.0),  # the same rewards: within noise
+        "random": checkpoint("random", 0.1).with_record(_rec("sre-001", "provider_error")),
+    }
+    summaries = [target_summary(run, t, cps[t.name], {}) for t in run.targets]
+    rewards = {name: completed_rewards(run, cp) for name, cp in cps.items()}
+    assert len(rewards["random"]) == 19  # sre-001 has no completed attempt
+    combined = combine(run, summaries, rewards)
+    first, second = combined.comparisons
+    assert (first.a, first.b, first.diff, first.within_noise) == (
+        "heuristic",
+        "scripted",
+        0.0,
+        True,
+    )
+    assert (second.a, second.b, second.tasks, second.within_noise) == (
+        "scripted",
+        "random",
+        19,
+        False,
+    )
+    assert second.lo > 0
+    text = markdown(combined)
+    assert "| heuristic vs scripted | +0.000 [+0.00, +0.00] | 20 | ≈ within noise |" in text
+    assert "| scripted vs random | " in text and "| 19 | > ahead |" in text
+    assert combine(run, summaries).comparisons == []
+    assert "## Differences" not in markdown(combine(run, summaries))
 
 
 OLD_OUTPUT_JSON = """{

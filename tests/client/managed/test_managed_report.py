@@ -14,9 +14,16 @@ from srez_client.managed.summary import CombinedSummary, DifficultyScore, Target
 
 
 def _target(
-    name: str, *, baseline: bool, reward: float | None, easy: float | None
+    name: str,
+    *,
+    baseline: bool,
+    reward: float | None,
+    easy: float | None,
+    spread: float | None = None,
 ) -> TargetSummary:
     done = 0 if reward is None else 2
+    reward_ci = None if reward is None or spread is None else (reward - spread, reward + spread)
+    easy_ci = None if easy is None or spread is None else (max(0.0, easy - spread), easy)
     return TargetSummary(
         target=name,
         agent=name if baseline else "llm",
@@ -36,9 +43,14 @@ def _target(
         reward_stderr=0.1 if done else None,
         resolved_rate=easy,
         passed_rate=easy,
+        reward_ci=reward_ci,
+        resolved_ci=easy_ci,
+        passed_ci=easy_ci,
         resolved_by_difficulty={}
         if easy is None
-        else {"easy": DifficultyScore(completed=2, resolved=round(2 * easy), rate=easy)},
+        else {
+            "easy": DifficultyScore(completed=2, resolved=round(2 * easy), rate=easy, ci=easy_ci)
+        },
         cost_usd=0.0,
     )
 
@@ -48,9 +60,9 @@ SUMMARY = CombinedSummary(
     backend="local",
     tasks=2,
     targets=[
-        _target("scripted", baseline=True, reward=1.0, easy=1.0),
-        _target("random", baseline=True, reward=0.0, easy=0.0),
-        _target("llm-openai__gpt-5-mini", baseline=False, reward=0.55, easy=0.5),
+        _target("scripted", baseline=True, reward=1.0, easy=1.0, spread=0.0),
+        _target("random", baseline=True, reward=0.0, easy=0.0, spread=0.0),
+        _target("llm-openai__gpt-5-mini", baseline=False, reward=0.55, easy=0.5, spread=0.25),
         _target("llm-x__y", baseline=False, reward=None, easy=None),
     ],
     difficulties=["easy"],
@@ -84,6 +96,65 @@ def test_summary_png_has_title_values_visible_zero_bars_and_kind_colours() -> No
     assert draw_png(SUMMARY)[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _error_spans(ax: object) -> list[tuple[float, float, float]]:
+    """(x, low, high) of each error bar on ``ax``."""
+    from matplotlib.container import ErrorbarContainer
+
+    (bars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]  # type: ignore[attr-defined]
+    (lines,) = bars.lines[2]
+    return [(float(seg[0][0]), float(seg[0][1]), float(seg[1][1])) for seg in lines.get_segments()]
+
+
+def test_summary_png_draws_each_interval_as_an_error_bar() -> None:
+    import matplotlib.pyplot as plt
+
+    fig = chart(SUMMARY)
+    try:
+        left, right = fig.axes
+        # The three targets that completed tasks; none for the one that completed nothing.
+        assert [(x, round(lo, 6), round(hi, 6)) for x, lo, hi in _error_spans(left)] == [
+            (0.0, 1.0, 1.0),
+            (1.0, 0.0, 0.0),
+            (2.0, 0.3, 0.8),
+        ]
+        assert [(round(lo, 6), round(hi, 6)) for _, lo, hi in _error_spans(right)] == [
+            (1.0, 1.0),
+            (0.0, 0.0),
+            (0.25, 0.5),
+        ]
+        label = next(t for t in left.texts if t.get_text() == "0.55")
+        assert label.get_position()[1] > 0.8, "the value sits above its interval"
+        assert left.get_ylabel() == "mean reward (95% CI)"
+    finally:
+        plt.close(fig)
+    bare = SUMMARY.model_copy(
+        update={
+            "targets": [
+                t.model_copy(
+                    update={
+                        "reward_ci": None,
+                        "resolved_by_difficulty": {
+                            d: v.model_copy(update={"ci": None})
+                            for d, v in t.resolved_by_difficulty.items()
+                        },
+                    }
+                )
+                for t in SUMMARY.targets
+            ]
+        }
+    )
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    fig = chart(bare)
+    try:
+        kinds = {type(c) for ax in fig.axes for c in ax.containers}
+        assert kinds == {BarContainer}, "no interval, no error bar (ErrorbarContainer)"
+        assert ErrorbarContainer not in kinds
+    finally:
+        plt.close(fig)
+    assert draw_png(bare) != draw_png(SUMMARY)
+
+
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SREZ_STATE", str(tmp_path / "state"))
@@ -104,8 +175,10 @@ def test_managed_run_ends_with_a_table_and_says_when_nothing_is_left(
     assert "nothing to run" not in err
     lines = out.splitlines()
     assert lines[0].split() == ["target", "kind", "runs", "resolved", "mean", "reward", "errors"]
-    assert lines[2].split() == ["scripted", "baseline", "2/2", "2", "1.000", "0"]
-    assert lines[3].split() == ["random", "baseline", "2/2", "0", "0.000", "0"]
+    assert lines[2].split() == ["scripted", "baseline", "2/2", "2", "1.000", "[1.00,", "1.00]", "0"]
+    random = lines[3].split()
+    assert random[:5] == ["random", "baseline", "2/2", "0", "0.000"]
+    assert random[5:7] == ["[0.00,", "0.00]"]
     assert srez("run", "q") == 0
     out, err = capsys.readouterr()
     assert err == (
