@@ -125,7 +125,8 @@ def markdown(summary: CombinedSummary) -> str:
         "tasks only; provider errors are retried, never scored (only those the harness "
         "attested: a custom agent's claimed provider error is its own failure). "
         f"Re-runs, all targets: {summary.reruns}.\n\n"
-        "Brackets hold 95 % intervals (a bootstrap over the completed tasks).\n\n"
+        + (f"{summary.provenance_note}\n\n" if summary.provenance_note else "")
+        + "Brackets hold 95 % intervals (a bootstrap over the completed tasks).\n\n"
         f"## Scores\n\n{scores}\n\n{_differences(summary)}## resolved@1 by difficulty\n\n{by_diff}\n\n"
         f"## Progress and errors\n\n{progress}\n"
     )

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 
-from srez_client.managed.models import ManagedRun
+from srez_client.managed.models import Checkpoint, ManagedRun
 from srez_client.managed.render import draw_png, markdown
 from srez_client.managed.store import ManagedPaths, load_checkpoint, load_run, write_model
 from srez_client.managed.summary import (
@@ -19,6 +20,13 @@ from srez_client.managed.summary import (
     completed_rewards,
     target_summary,
 )
+from srez_client.results.provenance import (
+    IncompatibleResults,
+    Scored,
+    check_mergeable,
+    leaderboard_provenance,
+)
+from srez_daemon.protocol import RunSummary
 from srez_daemon.record.storage import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
@@ -36,6 +44,33 @@ def task_difficulties(run: ManagedRun) -> Mapping[str, str]:
         return {}
 
 
+def scored_runs(run: ManagedRun, target: str, checkpoint: Checkpoint) -> list[Scored]:
+    """The completed tasks of a target with their runs' provenance (None where the run's
+    ``summary.json`` cannot be read or predates provenance)."""
+    out = []
+    for task_id, record in sorted(checkpoint.tasks.items()):
+        if task_id not in run.tasks or record.status != "completed":
+            continue
+        provenance = None
+        if record.results_dir:
+            try:
+                path = Path(record.results_dir) / "summary.json"
+                provenance = RunSummary.model_validate_json(path.read_bytes()).provenance
+            except (OSError, ValueError) as e:
+                logger.warning("%s %s: no provenance: %s", target, task_id, e)
+        out.append(Scored(f"{target} {task_id} ({record.results_dir})", task_id, provenance))
+    return out
+
+
+def provenance_note(scored: list[Scored]) -> str:
+    """The provenance line of a set of runs, or why they do not compare."""
+    try:
+        check_mergeable(scored)
+    except IncompatibleResults as e:
+        return f"these scores do not compare: {e}"
+    return leaderboard_provenance(scored).describe()
+
+
 def summarize(
     paths: ManagedPaths,
     *,
@@ -47,15 +82,25 @@ def summarize(
     diffs = task_difficulties(run) if difficulty is None else difficulty
     summaries = []
     rewards: dict[str, dict[str, list[float]]] = {}
+    everything: list[Scored] = []
     for target in run.targets:
         checkpoint = load_checkpoint(paths, target.name)
         rewards[target.name] = completed_rewards(run, checkpoint)
-        summary = target_summary(run, target, checkpoint, diffs)
+        scored = scored_runs(run, target.name, checkpoint)
+        everything += scored
+        summary = target_summary(run, target, checkpoint, diffs).model_copy(
+            update={"provenance": leaderboard_provenance(scored).as_json()}
+        )
         folder = paths.target_dir(target.name)
         folder.mkdir(parents=True, exist_ok=True)
         write_model(folder / "summary.json", summary)
         summaries.append(summary)
-    combined = combine(run, summaries, rewards)
+    combined = combine(run, summaries, rewards).model_copy(
+        update={
+            "provenance": leaderboard_provenance(everything).as_json(),
+            "provenance_note": provenance_note(everything),
+        }
+    )
     write_model(paths.root / "summary.json", combined)
     atomic_write_bytes(paths.root / "summary.md", markdown(combined).encode())
     if png:

@@ -87,6 +87,10 @@ class TargetSummary(ManagedFile):
     resolved_by_difficulty: dict[str, DifficultyScore]
     cost_usd: float
     """Spent by all attempts."""
+    provenance: dict[str, object] | None = None
+    """What the completed tasks were scored on (``srez_client.results.provenance``: task sets,
+    srez versions, grade version, tasks digest), from their runs' ``summary.json``; None in a
+    summary written before this was recorded."""
 
 
 class CombinedSummary(ManagedFile):
@@ -102,6 +106,11 @@ class CombinedSummary(ManagedFile):
     """Re-runs over all targets (each target's ``reruns``)."""
     comparisons: list[Comparison] = []
     """Each target against the next one down by mean reward, on the tasks both completed."""
+    provenance: dict[str, object] | None = None
+    """What every target's completed tasks were scored on, together (as a target's)."""
+    provenance_note: str | None = None
+    """One line: the provenance, or why the targets' scores do not compare (another release,
+    grade version or task content): then the comparisons are not to be trusted."""
 
 
 def _mean_stderr(values: list[float]) -> tuple[float | None, float | None]:

@@ -3,6 +3,7 @@ the line of a runner with nothing to run, and the table ``managed run`` ends wit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from managed_kit import baseline_queue
 from srez_client.cli import main
 from srez_client.managed.render import KIND_COLOURS, chart, draw_png
 from srez_client.managed.summary import CombinedSummary, DifficultyScore, TargetSummary
+from srez_env.grade import GRADE_SCHEMA_VERSION
 
 
 def _target(
@@ -190,3 +192,40 @@ def test_managed_run_ends_with_a_table_and_says_when_nothing_is_left(
     out, err = capsys.readouterr()
     assert "all 2 tasks of target random are done" in err
     assert "scripted" not in out and "random" in out
+
+
+def test_managed_summaries_name_their_provenance_and_flag_scores_that_do_not_compare(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def srez(*args: str) -> int:
+        return main(["managed", *args, "--results", str(root)])
+
+    assert srez(*baseline_queue("p", "sre-001,sre-002", "inline", "scripted,random")) == 0
+    assert srez("run", "p") == 0
+    capsys.readouterr()
+    folder = root / "managed" / "p"
+    combined = json.loads((folder / "summary.json").read_text())
+    assert combined["provenance"]["task_sets"] == [
+        {"task_set": "canonical", "generator": "srez-worlds/1", "seed": 20250314, "tasks": 2}
+    ]
+    assert combined["provenance"]["grade_version"] == GRADE_SCHEMA_VERSION
+    assert combined["provenance_note"].startswith("provenance: canonical (srez-worlds/1")
+    for target in ("scripted", "random"):
+        summary = json.loads((folder / "targets" / target / "summary.json").read_text())
+        assert summary["provenance"]["tasks_digest"] == combined["provenance"]["tasks_digest"]
+    assert combined["provenance_note"] in (folder / "summary.md").read_text()
+    # one run rescored by another grade version: the summary says the scores do not compare
+    (run_dir,) = [
+        Path(r["results_dir"])
+        for r in json.loads((folder / "targets" / "random" / "output.json").read_text())[
+            "tasks"
+        ].values()
+        if r["task_id"] == "sre-002"
+    ]
+    run_summary = json.loads((run_dir / "summary.json").read_text())
+    run_summary["provenance"]["grade_version"] = GRADE_SCHEMA_VERSION + 1
+    (run_dir / "summary.json").write_text(json.dumps(run_summary))
+    assert srez("summarize", "p") == 0
+    combined = json.loads((folder / "summary.json").read_text())
+    assert combined["provenance_note"].startswith("these scores do not compare:")
+    assert "scored by different versions" in (folder / "summary.md").read_text()
