@@ -1,0 +1,178 @@
+"""``make card``: the figures of ``docs/benchmark-card.md``, from a fresh evaluation.
+
+The card quotes numbers (the baselines' and the floors' scores with their intervals, the task
+counts, the calibrators' outcomes). Each sits between two markers of its name::
+
+    <!-- figure baselines-canonical -->
+    ...
+    <!-- /figure -->
+
+and this module computes every one of them in this process: the baselines and the trivial-agent
+floors played inline on the canonical 40 tasks and on a generated set of :data:`GENERATED_SEED`,
+graded, and aggregated by the same report ``srez eval`` prints. ``python -m bench.card`` rewrites
+the card's figures in place (the prose is the card's own); ``--check`` exits 1, naming the
+figures, when the card differs from what a fresh evaluation gives (the test of the card runs
+the same function).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from srez_client.results.report import Report, build_report, leaderboard_table
+from srez_env.agents import make_agent
+from srez_env.baselines import memorised
+from srez_env.baselines.loudest import loudest
+from srez_env.generator.sets import CANONICAL_SEED, generate
+from srez_env.generator.worlds import GENERATOR
+from srez_env.grade import GRADE_SCHEMA_VERSION, Grade, grade_episode
+from srez_env.play import play_episode
+from srez_env.task import Task
+from srez_env.tasks import load_tasks
+
+CARD: Final = Path(__file__).resolve().parent.parent / "docs" / "benchmark-card.md"
+AGENTS: Final = ("scripted", "heuristic", "random", "noop", "restart-all")
+"""The baselines and the floors, as the card's tables list them."""
+FLOORS: Final = ("noop", "restart-all")
+GENERATED_SEED: Final = 4242
+"""The generated set the card quotes beside the canonical one (a public seed)."""
+MARKER: Final = re.compile(
+    r"(<!-- figure (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(\n?<!-- /figure -->)", re.DOTALL
+)
+
+
+def play_all(tasks: Sequence[Task], agents: Sequence[str]) -> list[Grade]:
+    """Every agent on every task (seed 0), graded."""
+    grades = []
+    for spec in agents:
+        for task in tasks:
+            env = play_episode(task, make_agent(spec, task, 0), name=spec)
+            grades.append(grade_episode(env.record()))
+    return grades
+
+
+def _dumps(grades: Sequence[Grade]) -> list[dict[str, object]]:
+    return [g.model_dump(mode="json", by_alias=True) for g in grades]
+
+
+def _floors_line(tasks: Sequence[Task], grades: Sequence[Grade]) -> str:
+    kinds = {t.id: t.fault_kind for t in tasks}
+    parts = []
+    for floor in FLOORS:
+        mine = [g for g in grades if g.agent == floor]
+        faults = [g for g in mine if kinds[g.task_id] != "none"]
+        controls = [g for g in mine if kinds[g.task_id] == "none"]
+        passed = sum(g.passed for g in faults)
+        best = max((g.reward.total for g in faults), default=0.0)
+        control = (
+            sum(g.reward.total for g in controls) / len(controls) if controls else float("nan")
+        )
+        parts.append(
+            f"`{floor}` passes {passed} of {len(faults)} fault tasks (best reward {best:.3f}) and"
+            f" scores {control:.3f} on the {len(controls)} controls"
+        )
+    return "; ".join(parts) + "."
+
+
+def _tasks_line(tasks: Sequence[Task]) -> str:
+    tiers = {d: sum(t.difficulty == d for t in tasks) for d in ("easy", "medium", "hard")}
+    kinds = {t.fault_kind for t in tasks} - {"none"}
+    controls = sum(t.fault_kind == "none" for t in tasks)
+    return (
+        f"{len(tasks)} tasks: {tiers['easy']} easy, {tiers['medium']} medium, {tiers['hard']} hard;"
+        f" {len(kinds)} fault kinds and {controls} no-fault controls."
+    )
+
+
+def _calibration_line(tasks: Sequence[Task]) -> str:
+    hard = [t for t in tasks if t.difficulty == "hard"]
+    fooled = sum(loudest(t).blame != t.ground_truth.root_cause.service for t in hard)
+    memory = memorised.learn(load_tasks())
+    solved = memorised.run(hard, memory)
+    passed = sum(g.passed for g in solved.values())
+    return (
+        f"the loudest-anomaly calibrator blames the wrong service on {fooled} of {len(hard)} hard"
+        f" tasks; the memorised baseline (the canonical set's typical values, learnt) passes"
+        f" {passed} of {len(hard)}."
+    )
+
+
+def _board(report: Report) -> str:
+    return "```\n" + leaderboard_table(report) + "\n```"
+
+
+def figures() -> dict[str, str]:
+    """Every figure of the card, by name, from a fresh evaluation (about a minute)."""
+    canonical = load_tasks()
+    fresh = generate(GENERATED_SEED, len(canonical))
+    out: dict[str, str] = {}
+    for name, tasks in (("canonical", canonical), ("generated", fresh)):
+        grades = play_all(tasks, AGENTS)
+        out[f"baselines-{name}"] = _board(build_report(_dumps(grades)))
+        out[f"floors-{name}"] = _floors_line(tasks, grades)
+        out[f"tasks-{name}"] = _tasks_line(tasks)
+        out[f"calibration-{name}"] = _calibration_line(tasks)
+    out["versions"] = (
+        f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"
+        f" {CANONICAL_SEED}; generated set quoted here: seed {GENERATED_SEED}."
+    )
+    return out
+
+
+def rewrite(text: str, values: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
+    """The card with every figure replaced; (text, figures that changed, unknown markers)."""
+    changed: list[str] = []
+    unknown: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in values:
+            unknown.append(name)
+            return match.group(0)
+        if match.group("body").strip() != values[name].strip():
+            changed.append(name)
+        return f"{match.group(1)}{values[name].strip()}\n<!-- /figure -->"
+
+    return MARKER.sub(one, text), changed, unknown
+
+
+def cited_figures(text: str) -> set[str]:
+    """The names of the figures the card has markers for."""
+    return {m.group("name") for m in MARKER.finditer(text)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite the card's figures (or, with ``--check``, say which are stale)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.card", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    parser.add_argument("--card", type=Path, default=CARD)
+    args = parser.parse_args(argv)
+    values = figures()
+    text = args.card.read_text()
+    new, changed, unknown = rewrite(text, values)
+    missing = sorted(set(values) - cited_figures(text))
+    if unknown or missing:
+        print(
+            f"card: unknown figures {unknown}, figures not in the card {missing}", file=sys.stderr
+        )
+        return 2
+    if args.check:
+        if changed:
+            print(f"card: stale figures: {', '.join(changed)} (run make card)", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        tmp = args.card.with_suffix(".md.tmp")
+        tmp.write_text(new)
+        tmp.replace(args.card)
+    print(f"card: {len(values)} figures, {len(changed)} rewritten: {', '.join(changed) or '-'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
