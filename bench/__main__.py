@@ -5,7 +5,7 @@
 ``rl`` (:mod:`bench.rl`: the Gymnasium environment's steps per second against ``SREEnv.step``)
 ``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it) and
 ``thin`` (:mod:`bench.thin`: an agent process with and without litellm, and concurrent ``local``
-LLM runs through the model relay; 10 runs here, the 10/50/100 scale with ``make bench-thin``) and
+LLM runs through the model relay; 1 and 10 runs here, the 10/50/100 scale with ``make bench-thin``) and
 ``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against

@@ -25,7 +25,9 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
   the cost the old agent paid at its first call); it is skipped at a scale whose estimated
   memory does not fit in what the machine has free, and says so.
 
-``make bench`` runs ``agent_start`` and ``concurrent`` at 10 runs after only; the scale figures
+``make bench`` runs ``agent_start`` and ``concurrent`` at 1 and 10 runs after only (one run alone
+is the start-to-first-call of a run that does not share the machine's two cores with nine
+others starting at the same instant); the scale figures
 (after at 10, 50 and 100, before at 10 and 50) are ``make bench-thin``
 (``python -m bench.thin --scales 10,50,100 --before 10,50``), a few minutes on two cores.
 Figures only: nothing here is asserted.
@@ -396,7 +398,7 @@ def concurrent_figures(
     return out
 
 
-def thin_figures(scales: tuple[int, ...] = (10,), before: tuple[int, ...] = ()) -> dict[str, Any]:
+def thin_figures(scales: tuple[int, ...] = (1, 10), before: tuple[int, ...] = ()) -> dict[str, Any]:
     """Both figures (``make bench`` runs the light default)."""
     return {"agent_start": agent_start_figures(), "concurrent": concurrent_figures(scales, before)}
 
