@@ -157,11 +157,13 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
         (Step("srez tasks show sre-007 --private", r"(?i)root.cause"),),
     ),
     (
-        "srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline",
+        "srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1"
+        " --backend inline",
         (
             Step(
-                "srez eval --agent scripted,heuristic,random --tasks all --seeds 1 --backend inline",
-                r"^scripted +40 +40 +1\.000 +0$",
+                "srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1"
+                " --backend inline",
+                r"(?s)^ +\d +noop \(floor\) .*^scripted +40 +40 +1\.000 +0$",
             ),
         ),
     ),
@@ -414,7 +416,7 @@ LLM_AND_MANAGED: list[tuple[str, tuple[Step, ...]]] = [
         (
             Step(
                 "OPENAI_API_KEY=sk-walk srez managed run nightly",
-                r"^llm-openai__gpt-4o-mini +model +2/2 +2 +1\.000 +0$",
+                r"^llm-openai__gpt-4o-mini +model +2/2 +2 +1\.000 \[1\.00, 1\.00\] +0$",
             ),
         ),
     ),
