@@ -80,6 +80,19 @@ class TuiApp:
             return
         self._show()
 
+    def close(self, widget: Any) -> None:
+        def shows(entry: urwid.Widget) -> bool:
+            return entry is widget or (isinstance(entry, urwid.Overlay) and entry.top_w is widget)
+
+        on_top = bool(self.stack) and shows(self.stack[-1][0])
+        self.stack = [entry for entry in self.stack if not shows(entry[0])]
+        if widget is self.host:
+            self.host = None
+        if not self.stack:
+            self.quit()
+        elif on_top:
+            self._show()
+
     def open_run(self, run_ref: str) -> None:
         self.spawn(self._open(run_ref), f"open-{run_ref[:40]}")
 

@@ -32,6 +32,12 @@ class Shell(Protocol):
         """Closes the top screen; closing the last one quits the application."""
         ...
 
+    def close(self, widget: Any) -> None:
+        """Closes ``widget``'s screen wherever it is in the stack. Asynchronous work (a stop that
+        answered after a while) closes its own screen with this, never :meth:`pop`, which would
+        close whatever the user opened meanwhile; closing the last screen quits."""
+        ...
+
     def open_run(self, run_ref: str) -> None:
         """Opens the run viewer on a run: a run id (live or finished) or a results folder."""
         ...

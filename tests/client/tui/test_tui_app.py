@@ -254,6 +254,28 @@ async def test_live_detach_stops_or_removes_through_the_backend(
     await until(lambda: app.host is None)
 
 
+async def test_a_slow_stop_closes_the_viewer_not_the_screen_opened_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """The stop answers after the user pressed ``ctrl r``: the attach list stays on top (the
+    viewer closing used to pop whatever screen was on top, the list, and leave the viewer)."""
+    backend = MemoryBackend(tmp_path / "results")
+    backend.add(status="running")
+    backend.stop_gate = asyncio.Event()
+    app = make_app(tmp_path, [backend])
+    app.open_run(RUN_ID)
+    await until(lambda: "Starting…" in app.screen_text(SIZE))
+    app.feed_keys(["q"], SIZE)
+    await until(lambda: "Detach + Stop" in app.screen_text(SIZE))
+    app.feed_keys(["down", "enter"], SIZE)
+    await until(lambda: backend.calls == [("stop", RUN_ID)])
+    app.show_runs()  # what ctrl r does, while the stop is still out
+    backend.stop_gate.set()
+    await until(lambda: app.host is None)
+    assert [title for _, title in app.stack][-1] == "Runs"
+    await until(lambda: "Exited (1)" in app.screen_text(SIZE))
+
+
 async def test_the_run_list_counts_a_run_stopped_from_the_viewer(tmp_path: Path) -> None:
     """The list under the viewer is current again when the viewer closes: no stale Running."""
     backend = MemoryBackend(tmp_path / "results")

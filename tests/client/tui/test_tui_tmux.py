@@ -1,7 +1,9 @@
 """The real program in a real terminal (tmux): ``srez attach`` on a live ``local`` run.
 
 The run's agent is the heuristic expert slowed to one action per 0.4 s (a wrapper run as the
-custom agent ``cmd:slow-heuristic``), launched with ``keep`` so its daemon serves after the run. The test watches
+custom agent ``cmd:slow-heuristic``), launched with ``keep`` so its daemon serves after the run.
+Its first action waits for the test's go-ahead (:func:`release`, once the viewer shows the run
+live): on a loaded machine the terminal program can take longer to start than the whole episode. The test watches
 entries arrive live, opens Changes (the reference appears by itself) and Evaluation Result once
 the run ends, then detaches with "Detach + Stop" and checks the run stopped.
 """
@@ -27,15 +29,22 @@ pytestmark = [
 ]
 SREZ = Path(sys.executable).parent / "srez"
 SLOW_AGENT = """
+import pathlib
 import time
 import srez_daemon.agent.__main__ as main
 
 build = main.build_agent
 
+import sys
+GATE = pathlib.Path(sys.argv[1])  # named on the command line: the sandbox shows it, read-only
+
 class Slow:
     def __init__(self, agent):
         self.agent = agent
     def act(self, observation):
+        deadline = time.monotonic() + 60  # a test that never releases still ends
+        while not GATE.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
         time.sleep(0.4)
         return self.agent.act(observation)
 
@@ -78,16 +87,22 @@ async def launch_slow_run(
     its state in ``tmp_path/state`` (also ``$SREZ_STATE``), kept serving after it finishes."""
     agent = tmp_path / "slow_agent.py"
     agent.write_text(SLOW_AGENT)
+    (tmp_path / "gate").write_text("")
     monkeypatch.setenv("SREZ_STATE", str(tmp_path / "state"))
     backend = LocalBackend(tmp_path / "state")
     spec = LaunchSpec(
         task_id=task_id,
         agent_spec="cmd:slow-heuristic",
-        agent_cmd=(sys.executable, str(agent)),
+        agent_cmd=(sys.executable, str(agent), str(tmp_path / "gate")),
         keep=True,
         results_root=tmp_path / "results",
     )
     return backend, await backend.launch(spec)
+
+
+def release(tmp_path: Path) -> None:
+    """Lets the slow agent start acting (written in place: the sandbox binds the file itself)."""
+    (tmp_path / "gate").write_text("go")
 
 
 @contextlib.asynccontextmanager
@@ -122,6 +137,7 @@ async def test_attach_watches_a_live_run_then_detach_and_stop(
     command = f"SREZ_STATE={state} SREZ_TERMINAL=0 {SREZ} attach {handle.run_id} --backend local"
     async with tui_running(command, backend, handle) as tmux:
         first = await tmux.wait(r"Live · entry #\d+")
+        release(tmp_path)
         seen = int(re.search(r"Live · entry #(\d+)", first).group(1))  # type: ignore[union-attr]
         later = await tmux.wait(r"Tool call: get_\w+")
         assert "sre-001 (easy)" in later and "agent slow-heuristic" in later
@@ -152,6 +168,7 @@ async def test_srez_tui_attaches_the_running_run_then_changes_evaluation_detach_
         await tmux.wait(r"ctrl r runs")
         tmux("send-keys", "-t", "tui", "C-v")  # the run attached at start, behind the dashboard
         first = await tmux.wait(r"Live · entry #\d+")
+        release(tmp_path)
         assert "sre-002" in first and "agent slow-heuristic" in first and "Run viewer" in first
         await tmux.wait(r"Session complete", limit_s=20)
         tmux("send-keys", "-t", "tui", "1")
@@ -178,6 +195,7 @@ async def test_a_kept_run_reads_finished_everywhere_once_its_episode_ends(
     label = re.compile(r"^│ (running|finished|exited)\s+│", re.MULTILINE)
     async with tui_running(command, backend, handle) as tmux:
         await tmux.wait(r"Live · entry #\d+")
+        release(tmp_path)
         seen: list[str] = []
         loop = asyncio.get_running_loop()
         settled: float | None = None

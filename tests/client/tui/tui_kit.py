@@ -182,6 +182,9 @@ class FakeShell:
         if self.pushed:
             self.pushed.pop()
 
+    def close(self, widget: Any) -> None:
+        self.pushed = [entry for entry in self.pushed if entry[0] is not widget]
+
     def open_run(self, run_ref: str) -> None:
         self.opened.append(run_ref)
 
@@ -285,6 +288,7 @@ class MemoryBackend(Backend):
         self.runs: dict[str, RunHandle] = {}
         self.results = results
         self.calls: list[tuple[str, str]] = []
+        self.stop_gate: asyncio.Event | None = None  # set: a stop that answers only when released
 
     def add(self, run_id: str = RUN_ID, status: RunStatus = "running") -> RunHandle:
         handle = RunHandle(
@@ -316,6 +320,8 @@ class MemoryBackend(Backend):
 
     async def stop(self, run: RunHandle) -> None:
         self.calls.append(("stop", run.run_id))
+        if self.stop_gate is not None:
+            await self.stop_gate.wait()
         self.runs[run.run_id] = run.model_copy(update={"status": "exited"})
 
     async def remove(self, run: RunHandle) -> None:

@@ -203,7 +203,7 @@ class DashboardScreen(PolledScreen[DashboardModel]):
         create = functools.partial(self.source.create, request)
         problem = await self._call(f"created {request.name}", create)
         if problem is None:
-            self.shell.pop()
+            self.shell.close(form)  # the creation took a while: the user may be elsewhere
         else:
             form.say(problem)
         self.shell.redraw()

@@ -161,7 +161,7 @@ class ViewerHost(urwid.WidgetWrap[urwid.Widget]):
             f"detached from {source.run_id}" + (f" ({option})" if option in (STOP, REMOVE) else "")
         )
         if not self.viewers:
-            self.shell.pop()
+            self.shell.close(self)  # not pop(): the user may have opened a screen over us
             return
         self.select(min(index, len(self.viewers) - 1))
         self.shell.redraw()

@@ -41,6 +41,11 @@ class FakeShell:
         if not self.stack:
             self.quit()
 
+    def close(self, widget: Any) -> None:
+        self.stack = [entry for entry in self.stack if entry[0] is not widget]
+        if not self.stack:
+            self.quit()
+
     def open_run(self, run_ref: str) -> None:
         self.opened.append(run_ref)
 
@@ -89,7 +94,7 @@ class FakeShell:
                 self.redraw()
                 await asyncio.sleep(0.05)
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

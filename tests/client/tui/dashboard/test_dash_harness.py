@@ -37,7 +37,7 @@ async def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
     try:
         yield fake
     finally:
-        await fake.close()
+        await fake.shutdown()
 
 
 def run_json(shell: FakeShell, name: str = "demo") -> dict[str, object]:

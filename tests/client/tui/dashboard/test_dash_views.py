@@ -99,7 +99,7 @@ async def test_dashboard_screen_renders_empty_then_runs(tmp_path: Path) -> None:
         assert "llm-openai__gpt-4o" in shell.screen()
         assert shell.press("ctrl q") == ["ctrl q"]
     finally:
-        await shell.close()
+        await shell.shutdown()
 
 
 async def test_monitor_screen_renders_sanitised_logs_and_tasks(tmp_path: Path) -> None:
@@ -120,4 +120,4 @@ async def test_monitor_screen_renders_sanitised_logs_and_tasks(tmp_path: Path) -
         assert "bad\\x1b[2Jthing" in text
         assert "no daily budget" in text and "p pause after this task" in text
     finally:
-        await shell.close()
+        await shell.shutdown()
