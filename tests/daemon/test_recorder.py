@@ -361,8 +361,7 @@ async def test_a_full_disk_ends_the_run_as_a_harness_error_with_whole_lines(
                     for _ in range(5)
                 ]
                 calls = [
-                    post_until_closed(http, "/tools/get_logs", {"service": "db"})
-                    for _ in range(5)
+                    post_until_closed(http, "/tools/get_logs", {"service": "db"}) for _ in range(5)
                 ]
                 answers = list(await asyncio.gather(*notes, *calls))
             await asyncio.to_thread(proc.wait, 20)
