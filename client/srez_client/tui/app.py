@@ -72,13 +72,9 @@ class TuiApp:
 
     def pop(self) -> None:
         if self.stack:
-            widget, _ = self.stack.pop()
-            if widget is self.host:
-                self.host = None
-        if not self.stack:
+            self.close(self.stack[-1][0])
+        else:
             self.quit()
-            return
-        self._show()
 
     def close(self, widget: Any) -> None:
         def shows(entry: urwid.Widget) -> bool:
