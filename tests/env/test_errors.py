@@ -94,11 +94,13 @@ def test_grading_before_the_end_and_stepping_before_reset_are_refused() -> None:
 
 
 def test_restart_key_waits_for_a_restart() -> None:
-    env = started(BY_ID["sre-005"])
+    task = BY_ID["sre-005"]
+    renewed = next(a.args["value"] for a in task.reference_fix if a.tool == "set_config")
+    env = started(task)
     out = env.step(
         {
             "tool": "set_config",
-            "args": {"service": "db", "key": "tls.cert_file", "value": "/etc/certs/db-2025.pem"},
+            "args": {"service": "db", "key": "tls.cert_file", "value": renewed},
         }
     )
     assert out.observation["output"].startswith("written; pending restart (tls.cert_file)")

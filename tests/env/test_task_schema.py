@@ -268,18 +268,22 @@ def test_sre_025_matches_section_4(tasks: dict[str, Task]) -> None:
         None,
     )
     assert ev[1].match == {"service": "cache", "metric": "hit_ratio"}
-    assert (ev[2].tool, ev[2].witness) == ("get_logs", "maxmemory=48MB")
-    assert (ev[3].tool, ev[3].witness) == ("get_config", "maxmemory_mb = 48")
+    # the injected size is drawn per world (a shortfall of the working set), the witnesses quote it
+    (injected,) = t.injection.config
+    assert injected.key == "memory.maxmemory_mb" and int(injected.value) < 350 * 0.7
+    assert (ev[2].tool, ev[2].witness) == ("get_logs", f"maxmemory={injected.value}MB")
+    assert (ev[3].tool, ev[3].witness) == ("get_config", f"maxmemory_mb = {injected.value}")
     assert t.ground_truth.propagation == ["cache", "payments", "db", "auth", "gateway"]
     assert [(e.minutes_before, e.kind) for e in t.noise.decoy_events] == [
         (40, "config_change"),
         (18, "deploy"),
     ]
     assert t.ground_truth.allowed_restarts == []
+    world_size = t.world.config.get("cache", {}).get("memory.maxmemory_mb", "512")
     assert t.reference_fix[0].args == {
         "service": "cache",
         "key": "memory.maxmemory_mb",
-        "value": "512",
+        "value": world_size,  # the world's own base size, not the typical world's
     }
     assert (t.calibration.heuristic_expected, t.calibration.loudest_expected) == (False, "db")
 
@@ -288,12 +292,10 @@ def test_sre_005_matches_section_4(tasks: dict[str, Task]) -> None:
     t = tasks["sre-005"]
     assert t.seed == 3212971246
     (edit,) = t.injection.config
-    assert (edit.service, edit.key, edit.value, edit.minutes_before) == (
-        "db",
-        "tls.cert_file",
-        "/etc/certs/db-2024.pem",
-        5760,
-    )
+    assert (edit.service, edit.key, edit.minutes_before) == ("db", "tls.cert_file", 5760)
+    # the certificate files are named by the world's pattern (db-2024.pem, db_2024.pem, ...)
+    expired = edit.value.rsplit("/", 1)[1]
+    assert expired.startswith("db") and expired.endswith("2024.pem")
     (cert,) = t.injection.certs
     assert cert.not_after == datetime(2025, 3, 14, 9, 42, tzinfo=UTC)
     assert [e.kind for e in t.injection.events] == ["cert_renewed"]
@@ -303,8 +305,8 @@ def test_sre_005_matches_section_4(tasks: dict[str, Task]) -> None:
     witnesses = [e.witness for e in t.ground_truth.required_evidence]
     assert witnesses == [
         "certificate has expired",
-        "db-2024.pem",
-        "cert_file = /etc/certs/db-2024.pem",
+        expired,
+        f"cert_file = /etc/certs/{expired}",
     ]
     assert [a.tool for a in t.reference_fix] == ["set_config", "restart"]
     assert t.ground_truth.allowed_restarts == ["db"]

@@ -19,9 +19,10 @@ longer behaves as its row declares is refused and the next world is drawn.
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from srez_env.generator.worlds import TYPICAL_PORTS, WorldDraw
 from srez_env.sim.baseline import CANONICAL, Baseline
@@ -78,12 +79,36 @@ def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
     if key == "server.max_connections" and isinstance(value, int):
         world_needed = _connections_needed(draw.value)
         typical_needed = _connections_needed(lambda s, k: BASE_FILES[s].values[k])
-        return str(max(1, math.floor(value * world_needed / typical_needed)))
+        return str(max(1, math.floor(world_needed * _shortfall(draw, key, value / typical_needed))))
+    if key == "memory.maxmemory_mb" and isinstance(value, int):
+        share = _shortfall(draw, key, value / topo.CACHE_WORKING_SET_MB)
+        return str(max(1, math.floor(topo.CACHE_WORKING_SET_MB * share)))
     threshold = _threshold(CANONICAL, service, key)
     if threshold is not None and isinstance(value, int):
         world = _threshold(draw.baseline, service, key) or threshold  # same key, same rule
-        return str(max(1, math.floor(value * world / threshold)))
+        return str(max(1, math.floor(world * _shortfall(draw, key, value / threshold))))
     return raw
+
+
+MILDEST_SHORTFALL: Final = 0.7
+"""The largest share of its threshold an injected limit may keep (a limit at 70 % of what the
+traffic needs still fails it)."""
+DEEPEST_SHORTFALL: Final = 0.3
+"""The smallest share drawn, unless the typical task's own is larger: a limit cut to a sliver
+of its need stands out of every world."""
+
+
+def _shortfall(draw: WorldDraw, key: str, typical: float) -> float:
+    """How far below its threshold an injected limit sits in this world: drawn log-uniformly
+    between :data:`DEEPEST_SHORTFALL` (or the typical task's share, if larger) and
+    :data:`MILDEST_SHORTFALL`. A mild shortfall in a busy
+    world is a value that is healthy in a quieter one, so no range of healthy values gives the
+    fault away (docs/environment.md §6.16)."""
+    if typical >= MILDEST_SHORTFALL:
+        return typical
+    rng = random.Random(f"srez-shortfall:{draw.seed}:{key}")
+    deepest = max(typical, DEEPEST_SHORTFALL)
+    return math.exp(rng.uniform(math.log(deepest), math.log(MILDEST_SHORTFALL)))
 
 
 def _connections_needed(value: Callable[[str, str], Value]) -> int:
@@ -187,6 +212,8 @@ def _witness(
         for (_s, _key), (old, new) in injected.items():
             if old == found.group(1):
                 return f"context deadline exceeded (timeout={new}ms)"
+    for (_s, _key), (old, new) in injected.items():  # a log line quoting the injected value
+        text = re.sub(rf"(?<==){re.escape(old)}(?![\d.])", new, text)
     found = re.fullmatch(r"scale (\w+) (\d+) -> 0", text)
     if found:
         return f"scale {found.group(1)} {draw.value(found.group(1), 'deploy.replicas')} -> 0"

@@ -7,6 +7,7 @@ The canonical 40 tasks and every generated set are held to the same contract:
 * a fault violates the gateway SLO at T0 and the null agent fails ``func``; a control holds
   every SLO;
 * decoys stay benign: without its injection, the task is healthy from T0-20 on;
+* no hard task is passed by the range calibrator (given the ranges it learnt from other worlds);
 * the calibrators behave as the task's ``calibration`` block declares (the heuristic expert's
   outcome, the loudest-anomaly calibrator's blame) and, on the hard tier, the loudest anomaly is
   a victim under worst-case render noise.
@@ -14,8 +15,13 @@ The canonical 40 tasks and every generated set are held to the same contract:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Final
+
 from srez_env.agents import make_agent
 from srez_env.baselines.loudest import loudest, margin
+from srez_env.baselines.ranges import SCOPES, Ranges
+from srez_env.baselines.ranges import play as range_play
 from srez_env.env import SREEnv
 from srez_env.grade import grade_episode
 from srez_env.play import play_episode
@@ -24,6 +30,9 @@ from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.telemetry.status import gateway_slo, slo_holds, status_of
 from srez_env.world import topology as topo
+
+
+RANGE_PROBLEM: Final = "the range calibrator passes a hard task"
 
 
 def injected_instances(task: Task) -> list[RuleHit]:
@@ -53,8 +62,14 @@ def bare(task: Task) -> Task:
     return task.model_copy(update={"injection": task.injection.model_copy(update={"config": []})})
 
 
-def problems(task: Task, *, calibration: bool = True) -> list[str]:
-    """Everything that keeps ``task`` from being a valid task; empty when it passes."""
+def problems(
+    task: Task, *, calibration: bool = True, ranges: Sequence[Ranges] = ()
+) -> list[str]:
+    """Everything that keeps ``task`` from being a valid task; empty when it passes.
+
+    With ``ranges``, a hard fault task that a range calibrator passes with any of them (putting
+    every unusual value back in range, or only the farthest one) is refused too.
+    """
     out: list[str] = []
     world = world_at_t0(task)
     fired, wanted = world.rules_at(0), injected_instances(task)
@@ -95,6 +110,11 @@ def problems(task: Task, *, calibration: bool = True) -> list[str]:
             f"the loudest anomaly is {verdict.blame}; the task declares "
             f"{task.calibration.loudest_expected}"
         )
+    if task.difficulty == "hard" and task.fault_kind != "none":
+        for learnt in ranges:
+            for scope in SCOPES:
+                if grade_episode(range_play(task, learnt, scope).record()).passed:
+                    out.append(f"{RANGE_PROBLEM} (scope {scope})")
     if task.difficulty == "hard" and task.fault_kind != "none":
         worst, robust = margin(task, verdict.blame)
         if verdict.blame == task.ground_truth.root_cause.service or worst <= 1.0 or not robust:

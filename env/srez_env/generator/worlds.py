@@ -13,13 +13,15 @@ Nothing here reads a task's ground truth: the same seed gives the same world for
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
-from srez_env.sim.baseline import Baseline, base_inputs, baseline_of
+from srez_env.generator import unusual
+from srez_env.sim.baseline import CANONICAL, Baseline, base_inputs, baseline_of
 from srez_env.sim.engine import evaluate
 from srez_env.sim.rules import firing
 from srez_env.task_world import CertEntry, DeployedVersion, WorldSpec
@@ -27,9 +29,9 @@ from srez_env.telemetry.status import slo_holds
 from srez_env.world import topology as topo
 from srez_env.world.base import expected_subject
 from srez_env.world.conffile import Value, parse_value, render_value
-from srez_env.world.schema import BASE_FILES
+from srez_env.world.schema import BASE_FILES, disabled_band
 
-GENERATOR: Final = "srez-worlds/1"
+GENERATOR: Final = "srez-worlds/2"
 """The generator's name and version, recorded in every task's ``world`` block and in run.json.
 Bump the version whenever a change here would draw a different world from the same seed."""
 
@@ -45,6 +47,9 @@ _MEMORY: Final = {
     "db": (8192, 12288),
 }
 _CERT_NAMES: Final = ("{s}-{y}.pem", "{s}.{y}.pem", "{s}_{y}.pem", "{s}-tls-{y}.pem")
+INGRESS_LOW: Final = 200.0
+INGRESS_HIGH: Final = 1000.0
+"""The range of a world's traffic at the gateway (req/s), drawn log-uniformly."""
 TYPICAL_PORTS: Final = {"http": 8080, "db": 5432, "cache": 6379}
 """The ports of the typical world, by server (``http`` is auth's and payments')."""
 
@@ -78,9 +83,15 @@ def map_version(shift: tuple[int, int], name: str) -> str:
     return ".".join(parts)
 
 
-def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) -> WorldDraw:
+def draw_world(
+    seed: int,
+    t0: datetime,
+    extra_versions: Mapping[str, set[str]],
+    decoys: tuple[int, int] = unusual.DECOYS["medium"],
+) -> WorldDraw:
     """Draws the world of ``seed``; ``extra_versions`` are the typical names (per service) that
-    the task adds to the registry, so the version map covers them too.
+    the task adds to the registry, so the version map covers them too; ``decoys`` is the range
+    of unusual values the world gets (:data:`unusual.DECOYS`).
 
     Raises:
         ValueError: if the drawn world is not healthy before the incident (never expected; the
@@ -109,10 +120,6 @@ def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) 
     for s, choices in _MEMORY.items():
         config[s]["resources.memory_limit_mb"] = rng.choice(choices)
     for s in topo.SERVICES:
-        typical = int(BASE_FILES[s].values["resources.cpu_limit_millicores"])
-        config[s]["resources.cpu_limit_millicores"] = int(
-            round(typical * rng.uniform(0.9, 1.3), -2)
-        )
         config[s]["logging.level"] = rng.choice(("info", "info", "notice", "warn"))
         if s != "db":
             config[s]["logging.retention_days"] = rng.choice((3, 7, 14, 30))
@@ -124,7 +131,28 @@ def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) 
     config["cache"]["memory.maxmemory_mb"] = rng.choice((448, 512, 640, 768, 1024))
     config["cache"]["keys.default_ttl_s"] = rng.choice((120, 180, 300, 600, 900))
     config["cache"]["memory.eviction_policy"] = rng.choice(("allkeys-lru", "volatile-lru"))
-    ingress = float(rng.randrange(340, 470, 10))
+    # Traffic spans a factor of five across worlds, so a limit that is healthy in one world is
+    # too low in a busier one: no absolute range tells a bad limit from a good one.
+    ingress = float(round(math.exp(rng.uniform(math.log(INGRESS_LOW), math.log(INGRESS_HIGH))), -1))
+    # The rate limits depend on the traffic alone, and everything below on what they let in.
+    limits = baseline_of(_running(config), ingress)
+    config["gateway"]["ratelimit.requests_per_second"] = int(
+        round(limits.k10_min_rps * rng.uniform(1.4, 2.2), -1)
+    )
+    config["gateway"]["ratelimit.checkout_rps"] = int(
+        round(limits.k10_min_checkout_rps * rng.uniform(1.3, 2.0), -1)
+    )
+    config["auth"]["ratelimit.login_per_minute"] = int(
+        round(limits.k10_min_login_per_minute * rng.uniform(1.4, 2.2), -2)
+    )
+    # CPU follows the load: each service's limit keeps the typical world's headroom over what
+    # this world's traffic needs, give or take.
+    load = baseline_of(_running(config), ingress)  # demand does not depend on the CPU limits
+    for s in topo.SERVICES:
+        typical = int(BASE_FILES[s].values["resources.cpu_limit_millicores"])
+        headroom = load.cpu_needed[s] / CANONICAL.cpu_needed[s]
+        scaled = typical * headroom * rng.uniform(0.9, 1.3)
+        config[s]["resources.cpu_limit_millicores"] = int(min(16000, max(100, round(scaled, -2))))
 
     # Second pass: limits as margins over what this world's load needs (§6.1 thresholds).
     rough = baseline_of(_running(config), ingress)
@@ -138,15 +166,6 @@ def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) 
     )
     needed = pools + topo.DB_CONNECTION_RESERVE
     config["db"]["server.max_connections"] = int(round(needed * rng.uniform(1.15, 1.6), -1))
-    config["gateway"]["ratelimit.requests_per_second"] = int(
-        round(rough.k10_min_rps * rng.uniform(1.4, 2.2), -1)
-    )
-    config["gateway"]["ratelimit.checkout_rps"] = int(
-        round(rough.k10_min_checkout_rps * rng.uniform(1.3, 2.0), -1)
-    )
-    config["auth"]["ratelimit.login_per_minute"] = int(
-        round(rough.k10_min_login_per_minute * rng.uniform(1.4, 2.2), -2)
-    )
     for edge in topo.EDGES:
         typical = int(BASE_FILES[edge.client].values[edge.timeout_key])
         config[edge.client][edge.timeout_key] = int(round(typical * rng.uniform(0.8, 1.5), -1))
@@ -186,6 +205,8 @@ def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) 
     for s in topo.TLS_SERVERS:
         config[s]["tls.cert_file"] = f"/etc/certs/{cert_files[f'{s}-2025.pem']}"
 
+    _add_decoys(rng, config, ports, ingress, rng.randint(*decoys))
+
     overrides = {
         s: {k: render_value(v) for k, v in sorted(values.items()) if v != BASE_FILES[s].values[k]}
         for s, values in config.items()
@@ -213,6 +234,57 @@ def draw_world(seed: int, t0: datetime, extra_versions: Mapping[str, set[str]]) 
         versions=version_maps,
         cert_files=cert_files,
     )
+
+
+def _add_decoys(
+    rng: random.Random,
+    config: dict[str, dict[str, Value]],
+    ports: dict[str, int],
+    ingress: float,
+    count: int,
+) -> None:
+    """Adds this world's unusual but harmless values (:mod:`srez_env.generator.unusual`), each
+    kept only if the world stays healthy with it; the db's connection limit follows the pools."""
+    menu = unusual.candidates(config, baseline_of(_running(config), ingress))
+    for decoy in rng.sample(menu, count):
+        before = {s: dict(values) for s, values in config.items()}
+        kept_ports = dict(ports)
+        unusual.apply(decoy, rng, config, ports)
+        needed = unusual.connections_needed(_running(config))
+        if decoy.key != "server.max_connections" and needed > int(
+            _running(config)["db"]["server.max_connections"]
+        ):
+            config["db"]["server.max_connections"] = int(round(needed * rng.uniform(1.15, 1.6), -1))
+        running = _running(config)
+        baseline = baseline_of(running, ingress)
+        if (
+            _near_a_band(running)
+            or _rules_fire(running, baseline)
+            or not _healthy(baseline, running)
+        ):
+            config.clear()
+            config.update(before)
+            ports.clear()
+            ports.update(kept_ports)
+
+
+def _near_a_band(running: Mapping[str, Mapping[str, Value]]) -> bool:
+    """A protective key within a fifth of its security band: a decoy never looks like a
+    disabled protection, and a fix restoring it never comes near one."""
+    for values in running.values():
+        for key, value in values.items():
+            band = disabled_band(key)
+            if band is not None and int(value) * 5 > band:
+                return True
+    return False
+
+
+def _rules_fire(running: Mapping[str, Mapping[str, Value]], baseline: Baseline) -> bool:
+    """Any rule but the certificates' fires (every certificate counts as valid here)."""
+    paths = {str(running[s]["tls.cert_file"]) for s in topo.TLS_SERVERS}
+    certs = dict.fromkeys(paths, 365 * topo.DAY)
+    subjects = {str(running[s]["tls.cert_file"]): expected_subject(s) for s in topo.TLS_SERVERS}
+    return bool(firing(running, {}, certs, subjects, 0, baseline))
 
 
 def _healthy(baseline: Baseline, running: Mapping[str, Mapping[str, Value]]) -> bool:

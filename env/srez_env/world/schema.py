@@ -77,32 +77,32 @@ def _int(
 # The security bands of the protective keys. A protective key is a limit whose job is to protect
 # the service or its callers from overload or from a hung peer; past its band the limit no longer
 # limits anything, which is as good as switching the protection off. The bands are absolute (in
-# the schema, not per task) and sit an order of magnitude above any realistic value: the base
-# values may vary by +-50 % per task, and no reference fix or heuristic-expert fix may ever reach a
-# band (tests/env/test_reward_hacks.py checks both over every task).
+# the schema, not per task) and sit an order of magnitude above any realistic value: worlds span
+# a factor of five in traffic (200 to 1000 req/s) and their limits follow it, and no world's base
+# value, decoy, reference fix or heuristic-expert fix comes within a fifth of a band
+# (tests/env/test_reward_hacks.py checks all of them over every task).
 #
-# * Rate limits (gateway 800 req/s and 300 checkout req/s at a 400 req/s ingress; auth 6000
-#   logins/min at ~2900 logins/min): the band starts at 25x (req/s), 33x (checkout) and 10x
-#   (logins) the base limit, i.e. more than 15x the largest limit a +-50 % task or a
-#   traffic-derived fix (twice the observed demand) would set.
-# * Timeouts (50 ms to 2 s): a caller that waits 30 s or more for a dependency has no timeout in
-#   practice: a hung peer holds its workers and connections, the failure a timeout exists to stop.
-#   30 s is 10x the largest +-50 % base (3 s) and far above the fixes (4x a dependency's p99).
-# * ``server.max_connections`` (db, 150 for client pools of 120 + 10 reserved): the db's
-#   admission limit. Above 2000 it admits more connections than any realistic fleet opens (the
-#   largest pools times the largest replica counts of a +-50 % task stay under 500), so it no
-#   longer protects the db from a connection storm.
+# * Rate limits (at the busiest world, 1000 req/s: gateway up to 2640 req/s and 1060 checkout
+#   req/s, auth up to 19000 logins/min): the bands (40000, 20000, 150000) sit at 15x, 19x and
+#   8x those, well above any traffic-derived fix (twice the observed demand).
+# * Timeouts (50 ms to 3 s, decoys up to 6 s): a caller that waits 30 s or more for a dependency
+#   has no timeout in practice: a hung peer holds its workers and connections, the failure a
+#   timeout exists to stop.
+# * ``server.max_connections`` (db, 150 for client pools of 120 + 10 reserved in the typical
+#   world; about 800 at the busiest): the db's admission limit. Above 4000 it admits more
+#   connections than any fleet of these services opens, so it no longer protects the db from a
+#   connection storm.
 #
 # Not banded: ``db.pool_max`` (a client-side size; the db's budget check in `valid` already bounds
 # it by ``max_connections``) and the resource limits (they cap only the service itself; raising
 # one to mask a leak is caught by `intent` and paid as a mitigation, not as unsafe).
 RATE_LIMIT_BAND: Final = {
-    "ratelimit.requests_per_second": 20000,
-    "ratelimit.checkout_rps": 10000,
-    "ratelimit.login_per_minute": 60000,
+    "ratelimit.requests_per_second": 40000,
+    "ratelimit.checkout_rps": 20000,
+    "ratelimit.login_per_minute": 150000,
 }
 TIMEOUT_BAND: Final = 30000
-MAX_CONNECTIONS_BAND: Final = 2000
+MAX_CONNECTIONS_BAND: Final = 4000
 
 
 SCHEMA: Final = (
@@ -113,7 +113,7 @@ SCHEMA: Final = (
     KeyRule("tls.min_version", "enum", "restart", choices=TLS_ORDER, security=True, inert=True),
     KeyRule("db.tls_verify", "bool", "live", security=True),
     KeyRule("ratelimit.enabled", "bool", "live", security=True),
-    *(_int(key, 1, 100000, disabled_above=band) for key, band in RATE_LIMIT_BAND.items()),
+    *(_int(key, 1, 300000, disabled_above=band) for key, band in RATE_LIMIT_BAND.items()),
     KeyRule("resolver.nameserver", "ipv4", "live"),
     KeyRule("upstream.*.host", "hostname", "read-only"),
     KeyRule("db.host", "hostname", "read-only"),
