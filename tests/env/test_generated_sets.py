@@ -1,7 +1,7 @@
 """Generated task sets: fresh worlds hold the canonical contract, the reward's ordering
 invariants and the baselines' bounds; sets are reproducible from (generator, seed).
 
-The 200-task set is generated once per module (about half a minute on one core): every task in
+The 200-task set is generated once per module (about a minute and a half on one core): every task in
 it has already passed :func:`srez_env.generator.verify.problems` (oracle 1.000, T0 fires exactly
 its injection, the reference clears it, the calibrators behave as declared).
 """
@@ -17,11 +17,11 @@ import pytest
 import rewardkit as rk
 from envkit import run_agent
 
-from srez_env.baselines import memorised
+from srez_env.baselines import memorised, ranges
 from srez_env.baselines.loudest import loudest
 from srez_env.generator import sets
 from srez_env.generator.taskfiles import render_all
-from srez_env.grade import grade_episode
+from srez_env.grade import Grade, grade_episode
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -78,6 +78,40 @@ def test_baselines_on_the_generated_set(generated: list[Task]) -> None:
         grade_episode(run_agent(t, "random").record()).reward.total for t in generated[:40]
     ]
     assert sum(random_rewards) / len(random_rewards) < 0.1
+
+
+def _mean(grades: dict[str, Grade]) -> float:
+    return sum(g.reward.total for g in grades.values()) / len(grades)
+
+
+def _heuristic_mean(tasks: list[Task]) -> float:
+    return _mean({t.id: grade_episode(run_agent(t, "heuristic").record()) for t in tasks})
+
+
+@pytest.mark.parametrize("scope", ranges.SCOPES)
+def test_range_calibrator_learnt_on_the_canonical_set_fails_a_generated_hard_tier(
+    generated: list[Task], scope: ranges.Scope
+) -> None:
+    """The calibrator learns every key's healthy range from the public canonical set, then puts
+    back whatever stands out on a fresh set: it passes at most 30 % of the hard tier and scores
+    below the heuristic expert, which diagnoses."""
+    learnt = ranges.learn(load_tasks())
+    grades = ranges.run(generated, learnt, scope)
+    assert _share(generated, "hard", lambda t: grades[t.id].passed) <= 0.30, ranges.summary(grades)
+    assert _mean(grades) < _heuristic_mean(generated), ranges.summary(grades)
+
+
+@pytest.mark.parametrize("scope", ranges.SCOPES)
+def test_range_calibrator_learnt_on_generated_sets_fails_the_canonical_hard_tier(
+    generated: list[Task], scope: ranges.Scope
+) -> None:
+    """The same calibrator on the canonical set, learnt from a generated set of as many tasks
+    (one world per row of the matrix, another seed). A learner that sees five times as many
+    worlds does better (docs/benchmark-card.md says how much)."""
+    tasks = load_tasks()
+    grades = ranges.run(tasks, ranges.learn(generated[: len(tasks)]), scope)
+    assert _share(tasks, "hard", lambda t: grades[t.id].passed) <= 0.30, ranges.summary(grades)
+    assert _mean(grades) < _heuristic_mean(tasks), ranges.summary(grades)
 
 
 def test_memorised_baseline_on_the_canonical_set_stays_under_30_percent_hard() -> None:

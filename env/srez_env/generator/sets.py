@@ -30,7 +30,7 @@ CANONICAL_SEED: Final = 20250314
 """The seed of the public set (the 40 task files shipped in ``srez_env/tasks``)."""
 MAX_ATTEMPTS: Final = 40
 """Worlds drawn for one task before the generator gives up on it."""
-RANGE_ATTEMPTS: Final = 20
+RANGE_ATTEMPTS: Final = 10
 """Valid worlds refused only because range calibrators pass them, before the generator keeps
 the one the fewest of them pass. Some faults cannot hide among healthy values (a retention that fills
 the disk, a timeout far below any dependency's latency): their hard tasks stay exposed, and the
@@ -99,12 +99,11 @@ def reference_ranges() -> tuple[Ranges, ...]:
     each row's first world, observed at T0 before its incident (what a published set's
     configurations show, with the injected keys left out). The generator refuses a hard task any
     of them passes, so no hard task is solved by putting unusual values back in range. Several
-    learners (one per set, one per two sets, and one over all of them), because each learns other extremes; learning from worlds rather than from verified
+    learners (one per set, and one over all of them), because each learns other extremes; learning from worlds rather than from verified
     tasks keeps the references free of the check they feed."""
     per_set = [_observed_worlds(seed) for seed in REFERENCE_SEEDS]
-    pairs_of_sets = [a + b for i, a in enumerate(per_set) for b in per_set[i + 1 :]]
     union = [pair for pairs in per_set for pair in pairs]
-    return tuple(summarise(pairs) for pairs in (*per_set, *pairs_of_sets, union))
+    return tuple(summarise(pairs) for pairs in (*per_set, union))
 
 
 @functools.cache

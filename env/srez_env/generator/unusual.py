@@ -100,9 +100,12 @@ def candidates(config: Config, load: Baseline) -> list[Decoy]:
     out.append(Decoy("cache", "memory.maxmemory_mb", lambda r: _up(topo.CACHE_WORKING_SET_MB * r.uniform(1.03, 1.2), 8)))
     out.append(Decoy("cache", "keys.default_ttl_s", lambda r: _up(_spread(r, 1800, 86400), 60)))
     out.append(Decoy("cache", "keys.default_ttl_s", lambda r: r.randrange(60, 100, 5)))
-    out.append(Decoy("db", "logging.retention_days", lambda r: r.choice((1, 2, 3, _up(_spread(r, 60, 300), 1)))))
+    # db logs fill its disk at 393 days (the rule warns from 322): a long retention short of that
+    out.append(Decoy("db", "logging.retention_days", lambda r: r.choice((1, 2, 3, r.randint(150, 320)))))
     out.append(Decoy("db", "logging.slow_query_ms", lambda r: _up(r.choice((_spread(r, 1, 60), _spread(r, 3000, 60000))), 1)))
     out.append(Decoy("db", "server.max_connections", lambda r: 0))  # sized by :func:`apply`
+    for s in ("gateway", "auth", "payments"):
+        out.append(Decoy(s, "resolver.nameserver", lambda r: 0))  # a rarer resolver, see apply
     for server in MOVABLE_SERVERS:
         out.append(Decoy(server, "server.port", lambda r: r.choice((-2, -1, 1, 2, 3, 10, 100))))  # an offset
     return out
@@ -118,6 +121,10 @@ def apply(decoy: Decoy, rng: random.Random, config: Config, ports: MutableMappin
         config[decoy.service]["server.port"] = moved
         for client in clients:
             config[client][key] = moved
+        return
+    if decoy.key == "resolver.nameserver":
+        rare = [ns for ns in topo.GOOD_NAMESERVERS if ns not in topo.USUAL_NAMESERVERS]
+        config[decoy.service][decoy.key] = rng.choice(rare)
         return
     if decoy.key == "server.max_connections":
         needed = connections_needed(config)

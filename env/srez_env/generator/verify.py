@@ -111,10 +111,11 @@ def problems(
             f"{task.calibration.loudest_expected}"
         )
     if task.difficulty == "hard" and task.fault_kind != "none":
-        for learnt in ranges:
+        for learnt in ranges:  # one problem per learner that a scope passes with
             for scope in SCOPES:
                 if grade_episode(range_play(task, learnt, scope).record()).passed:
                     out.append(f"{RANGE_PROBLEM} (scope {scope})")
+                    break
     if task.difficulty == "hard" and task.fault_kind != "none":
         worst, robust = margin(task, verdict.blame)
         if verdict.blame == task.ground_truth.root_cause.service or worst <= 1.0 or not robust:

@@ -38,6 +38,7 @@ Bump the version whenever a change here would draw a different world from the sa
 _HTTP_PORTS: Final = (8080, 8000, 8443, 9000)
 _DB_PORTS: Final = (5432, 6432, 15432)
 _CACHE_PORTS: Final = (6379, 7000, 16379)
+_PORT_OFFSETS: Final = (0, 0, 0, 1, 2)
 _REPLICAS: Final = {"gateway": (3, 4), "auth": (3, 4), "payments": (4, 5, 6)}
 _MEMORY: Final = {
     "gateway": (768, 1024, 1536),
@@ -67,6 +68,8 @@ class WorldDraw:
     """Per service, typical version name -> this world's (for any version of that line)."""
     cert_files: Mapping[str, str]
     """Typical certificate file name (``db-2024.pem``) -> this world's."""
+    decoys: tuple[str, ...] = ()
+    """The unusual but harmless values the world carries, as ``service:key``."""
 
     def value(self, service: str, key: str) -> Value:
         """A base configuration value of this world."""
@@ -99,10 +102,12 @@ def draw_world(
     """
     rng = random.Random(f"srez-world:{seed}")
     config: dict[str, dict[str, Value]] = {s: {} for s in topo.SERVICES}
+    # A port is a well-known one or a few above it, so the port next to a server's (what a
+    # mistyped client points at) is where some healthy world's server listens.
     ports = {
-        "http": rng.choice(_HTTP_PORTS),
-        "db": rng.choice(_DB_PORTS),
-        "cache": rng.choice(_CACHE_PORTS),
+        "http": rng.choice(_HTTP_PORTS) + rng.choice(_PORT_OFFSETS),
+        "db": rng.choice(_DB_PORTS) + rng.choice(_PORT_OFFSETS),
+        "cache": rng.choice(_CACHE_PORTS) + rng.choice(_PORT_OFFSETS),
     }
     for s in ("auth", "payments"):
         config[s]["server.port"] = ports["http"]
@@ -124,7 +129,7 @@ def draw_world(
         if s != "db":
             config[s]["logging.retention_days"] = rng.choice((3, 7, 14, 30))
         if "resolver.nameserver" in BASE_FILES[s].values:
-            config[s]["resolver.nameserver"] = rng.choice(topo.GOOD_NAMESERVERS)
+            config[s]["resolver.nameserver"] = rng.choice(topo.USUAL_NAMESERVERS)
     config["db"]["logging.retention_days"] = rng.choice((7, 14, 30, 45))
     config["db"]["logging.slow_query_ms"] = rng.choice((250, 500, 1000))
     config["gateway"]["tls.min_version"] = rng.choice(("TLS1.2", "TLS1.3"))
@@ -205,7 +210,7 @@ def draw_world(
     for s in topo.TLS_SERVERS:
         config[s]["tls.cert_file"] = f"/etc/certs/{cert_files[f'{s}-2025.pem']}"
 
-    _add_decoys(rng, config, ports, ingress, rng.randint(*decoys))
+    kept = _add_decoys(rng, config, ports, ingress, rng.randint(*decoys))
 
     overrides = {
         s: {k: render_value(v) for k, v in sorted(values.items()) if v != BASE_FILES[s].values[k]}
@@ -233,6 +238,7 @@ def draw_world(
         ports=ports,
         versions=version_maps,
         cert_files=cert_files,
+        decoys=tuple(kept),
     )
 
 
@@ -242,11 +248,15 @@ def _add_decoys(
     ports: dict[str, int],
     ingress: float,
     count: int,
-) -> None:
-    """Adds this world's unusual but harmless values (:mod:`srez_env.generator.unusual`), each
-    kept only if the world stays healthy with it; the db's connection limit follows the pools."""
+) -> list[str]:
+    """Adds ``count`` unusual but harmless values (:mod:`srez_env.generator.unusual`), each
+    kept only if the world stays healthy with it (else the next candidate is tried); the db's connection limit follows the pools.
+    Returns the kept ones as ``service:key``."""
     menu = unusual.candidates(config, baseline_of(_running(config), ingress))
-    for decoy in rng.sample(menu, count):
+    kept: list[str] = []
+    for decoy in rng.sample(menu, len(menu)):  # in a drawn order, until ``count`` are kept
+        if len(kept) == count:
+            break
         before = {s: dict(values) for s, values in config.items()}
         kept_ports = dict(ports)
         unusual.apply(decoy, rng, config, ports)
@@ -266,6 +276,9 @@ def _add_decoys(
             config.update(before)
             ports.clear()
             ports.update(kept_ports)
+        else:
+            kept.append(f"{decoy.service}:{decoy.key}")
+    return kept
 
 
 def _near_a_band(running: Mapping[str, Mapping[str, Value]]) -> bool:

@@ -43,7 +43,18 @@ PAYMENTS_WRITE_SHARE: Final = 0.5  # payments requests that make one write
 CACHE_CALLS: Final = 3
 POOL_HOLD_S: Final = 0.15
 CACHE_WORKING_SET_MB: Final = 350.0
-GOOD_NAMESERVERS: Final = ("10.0.0.53", "10.0.0.54")
+USUAL_NAMESERVERS: Final = ("10.0.0.53", "10.0.0.54")
+"""The resolvers most services use."""
+GOOD_NAMESERVERS: Final = (
+    *USUAL_NAMESERVERS,
+    "10.0.1.53",
+    "10.0.1.54",
+    "10.0.2.53",
+    "10.0.2.54",
+    "10.0.3.53",
+    "10.0.4.53",
+)
+"""Every resolver that answers: the usual ones and the site-local ones a few services use."""
 MIRROR_FACTOR: Final = 2.5
 FRAUD_STALL_MS: Final = 5000.0
 FRAUD_SHARE: Final = 0.25
