@@ -26,7 +26,7 @@ from typing import Final
 
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env.agents import make_agent
-from srez_env.baselines import memorised
+from srez_env.baselines import memorised, ranges
 from srez_env.baselines.loudest import loudest
 from srez_env.generator.sets import CANONICAL_SEED, generate
 from srez_env.generator.worlds import GENERATOR
@@ -89,17 +89,30 @@ def _tasks_line(tasks: Sequence[Task]) -> str:
     )
 
 
-def _calibration_line(tasks: Sequence[Task]) -> str:
+def _calibration_line(tasks: Sequence[Task], other: Sequence[Task], other_name: str) -> str:
     hard = [t for t in tasks if t.difficulty == "hard"]
     fooled = sum(loudest(t).blame != t.ground_truth.root_cause.service for t in hard)
     memory = memorised.learn(load_tasks())
     solved = memorised.run(hard, memory)
     passed = sum(g.passed for g in solved.values())
+    learnt = ranges.learn(other)
+    heuristic = _mean(play_all(tasks, ["heuristic"]))
+    scopes = []
+    for scope in ranges.SCOPES:
+        grades = list(ranges.run(tasks, learnt, scope).values())
+        hard_passed = sum(g.passed for g in grades if g.difficulty == "hard")
+        scopes.append(f"{hard_passed} of {len(hard)} (scope {scope}, mean reward {_mean(grades):.3f})")
     return (
         f"the loudest-anomaly calibrator blames the wrong service on {fooled} of {len(hard)} hard"
         f" tasks; the memorised baseline (the canonical set's typical values, learnt) passes"
-        f" {passed} of {len(hard)}."
+        f" {passed} of {len(hard)}; the range calibrator (every key's healthy range learnt from"
+        f" {other_name}) passes {' and '.join(scopes)}, against the heuristic expert's mean reward"
+        f" of {heuristic:.3f}."
     )
+
+
+def _mean(grades: Sequence[Grade]) -> float:
+    return sum(g.reward.total for g in grades) / len(grades)
 
 
 def _board(report: Report) -> str:
@@ -111,12 +124,16 @@ def figures() -> dict[str, str]:
     canonical = load_tasks()
     fresh = generate(GENERATED_SEED, len(canonical))
     out: dict[str, str] = {}
-    for name, tasks in (("canonical", canonical), ("generated", fresh)):
+    sets = (
+        ("canonical", canonical, fresh, f"the generated set of seed {GENERATED_SEED}"),
+        ("generated", fresh, canonical, "the canonical set"),
+    )
+    for name, tasks, other, other_name in sets:
         grades = play_all(tasks, AGENTS)
         out[f"baselines-{name}"] = _board(build_report(_dumps(grades)))
         out[f"floors-{name}"] = _floors_line(tasks, grades)
         out[f"tasks-{name}"] = _tasks_line(tasks)
-        out[f"calibration-{name}"] = _calibration_line(tasks)
+        out[f"calibration-{name}"] = _calibration_line(tasks, other, other_name)
     out["versions"] = (
         f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"
         f" {CANONICAL_SEED}; generated set quoted here: seed {GENERATED_SEED}."

@@ -30,7 +30,7 @@ from srez_env.world import topology as topo
 from srez_env.world.conffile import Value
 from srez_env.world.schema import BASE_FILES, RATE_LIMIT_BAND
 
-DECOYS: Final = {"easy": (1, 2), "medium": (2, 3), "hard": (3, 5)}
+DECOYS: Final = {"easy": (1, 2), "medium": (2, 4), "hard": (4, 7)}
 """How many unusual values a world gets, by the tier of the task placed in it (a range, drawn):
 harder tasks hide their fault among more of them."""
 MOVABLE_SERVERS: Final = {"db": ("db.port", ("auth", "payments")), "cache": ("cache.port", ("payments",))}
