@@ -101,7 +101,9 @@ def _calibration_line(tasks: Sequence[Task], other: Sequence[Task], other_name: 
     for scope in ranges.SCOPES:
         grades = list(ranges.run(tasks, learnt, scope).values())
         hard_passed = sum(g.passed for g in grades if g.difficulty == "hard")
-        scopes.append(f"{hard_passed} of {len(hard)} (scope {scope}, mean reward {_mean(grades):.3f})")
+        scopes.append(
+            f"{hard_passed} of {len(hard)} (scope {scope}, mean reward {_mean(grades):.3f})"
+        )
     return (
         f"the loudest-anomaly calibrator blames the wrong service on {fooled} of {len(hard)} hard"
         f" tasks; the memorised baseline (the canonical set's typical values, learnt) passes"

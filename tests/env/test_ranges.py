@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 import rewardkit as rk
-from conftest import BY_ID, TASK_IDS, TASKS
 from envkit import a
 
+from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.agents import make_agent
 from srez_env.baselines import ranges
 from srez_env.baselines.memorised import Snapshot
@@ -129,5 +129,7 @@ def test_heuristic_expert_is_unchanged_by_the_decoys() -> None:
     """The decoys are invisible to an agent that diagnoses from symptoms: the heuristic expert
     passes exactly the tasks whose calibration block says it does."""
     for task in TASKS:
-        grade = grade_episode(play_episode(task, make_agent("heuristic", task, 0), name="heuristic").record())
+        grade = grade_episode(
+            play_episode(task, make_agent("heuristic", task, 0), name="heuristic").record()
+        )
         assert grade.passed == task.calibration.heuristic_expected, task.id

@@ -43,7 +43,17 @@ from srez_env.task import SERVICES, Task
 from srez_env.world.conffile import Value, parse_value, render_value
 from srez_env.world.schema import reload_mode, rule_for
 
-__all__ = ["SCOPES", "Ranges", "RangeAgent", "Scope", "TierScore", "learn", "play", "run", "summary"]
+__all__ = [
+    "SCOPES",
+    "Ranges",
+    "RangeAgent",
+    "Scope",
+    "TierScore",
+    "learn",
+    "play",
+    "run",
+    "summary",
+]
 
 SCOPES: Final[tuple[Scope, ...]] = ("all", "culprit")
 UNSEEN_SCORE: Final = math.log(2.0)
@@ -92,8 +102,8 @@ def summarise(snapshots: Iterable[tuple[Snapshot, Task]]) -> Ranges:
     for snap, task in snapshots:
         n += 1
         injected = {(e.service, e.key) for e in task.injection.config}
-        for service, key in injected:
-            kinds.setdefault(key, Counter())[task.fault_kind] += 1
+        for _where, injected_key in injected:
+            kinds.setdefault(injected_key, Counter())[task.fault_kind] += 1
         for service, config in snap.configs.items():
             for key, value in config.items():
                 if (service, key) in injected:
@@ -219,7 +229,9 @@ def _resets(todo: Sequence[OutOfRange]) -> list[Action]:
         if o.key == "deploy.replicas":
             actions.append(call("scale", service=o.service, replicas=int(o.target)))
             continue
-        actions.append(call("set_config", service=o.service, key=o.key, value=render_value(o.target)))
+        actions.append(
+            call("set_config", service=o.service, key=o.key, value=render_value(o.target))
+        )
         if reload_mode(o.key) == "restart" and o.service not in restart:
             restart.append(o.service)
     return actions + [call("restart", service=s) for s in restart]

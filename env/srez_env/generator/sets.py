@@ -21,8 +21,8 @@ from srez_env.baselines.ranges import Ranges, learn, summarise
 from srez_env.generator import matrix
 from srez_env.generator.expand import build
 from srez_env.generator.place import place
-from srez_env.generator.verify import RANGE_PROBLEM, problems
 from srez_env.generator.unusual import DECOYS
+from srez_env.generator.verify import RANGE_PROBLEM, problems
 from srez_env.generator.worlds import GENERATOR, draw_world
 from srez_env.task import Task, derive_seed
 

@@ -23,6 +23,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from srez_env.sim.baseline import Baseline
@@ -33,10 +34,13 @@ from srez_env.world.schema import BASE_FILES, RATE_LIMIT_BAND
 DECOYS: Final = {"easy": (1, 2), "medium": (2, 4), "hard": (4, 7)}
 """How many unusual values a world gets, by the tier of the task placed in it (a range, drawn):
 harder tasks hide their fault among more of them."""
-MOVABLE_SERVERS: Final = {"db": ("db.port", ("auth", "payments")), "cache": ("cache.port", ("payments",))}
+MOVABLE_SERVERS: Final = {
+    "db": ("db.port", ("auth", "payments")),
+    "cache": ("cache.port", ("payments",)),
+}
 """Servers a decoy may move to another port: (the clients' port key, the clients)."""
 
-Config = MutableMapping[str, MutableMapping[str, Value]]
+Config = dict[str, dict[str, Value]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,49 @@ def _typical(service: str, key: str) -> int:
     return int(BASE_FILES[service].values[key])
 
 
+def _scaled(base: float, low: float, high: float, step: int, cap: int, r: random.Random) -> int:
+    """``base`` times a log-uniform factor in [low, high], rounded up to ``step``, at most ``cap``."""
+    return min(cap, _up(base * _spread(r, low, high), step))
+
+
+def _near(base: float, low: float, high: float, step: int, r: random.Random) -> int:
+    """``base`` times a uniform factor in [low, high] (just above a threshold), rounded up."""
+    return _up(base * r.uniform(low, high), step)
+
+
+def _above(need: int, r: random.Random) -> int:
+    return need + r.randint(1, 2)
+
+
+def _replicas(r: random.Random) -> int:
+    return r.randint(8, 10)
+
+
+def _retention(r: random.Random) -> int:  # a log kept for a day or two, or for years
+    return r.choice((1, 2, _up(_spread(r, 90, 1500), 1)))
+
+
+def _db_retention(r: random.Random) -> int:
+    # db logs fill its disk at 393 days (the rule warns from 322): a long retention short of that
+    return r.choice((1, 2, 3, r.randint(150, 320)))
+
+
+def _short_ttl(r: random.Random) -> int:
+    return r.randrange(60, 100, 5)
+
+
+def _slow_query(r: random.Random) -> int:
+    return _up(r.choice((_spread(r, 1, 60), _spread(r, 3000, 60000))), 1)
+
+
+def _port_offset(r: random.Random) -> int:
+    return r.choice((-2, -1, 1, 2, 3, 10, 100))
+
+
+def _drawn_in_apply(r: random.Random) -> int:
+    return 0
+
+
 def candidates(config: Config, load: Baseline) -> list[Decoy]:
     """Every decoy this world can take, with its value drawn from the world's load."""
 
@@ -71,14 +118,18 @@ def candidates(config: Config, load: Baseline) -> list[Decoy]:
     for edge in topo.EDGES:
         typical = _typical(edge.client, edge.timeout_key)
         floor = 2 * load.p99[edge.server]
-        out.append(Decoy(edge.client, edge.timeout_key, lambda r, t=typical: min(20000, _up(t * _spread(r, 3, 15), 10))))
-        out.append(Decoy(edge.client, edge.timeout_key, lambda r, f=floor: _up(f * _spread(r, 1.15, 1.6), 10)))
+        out.append(
+            Decoy(edge.client, edge.timeout_key, partial(_scaled, typical, 3, 15, 10, 20000))
+        )
+        out.append(
+            Decoy(edge.client, edge.timeout_key, partial(_scaled, floor, 1.15, 1.6, 10, 20000))
+        )
     for s in ("auth", "payments"):
         need = load.pool_needed[s]
-        out.append(Decoy(s, "db.pool_max", lambda r, n=need: min(200, _up(n * _spread(r, 3, 12), 1))))
-        out.append(Decoy(s, "db.pool_max", lambda r, n=need: n + r.randint(1, 2)))
+        out.append(Decoy(s, "db.pool_max", partial(_scaled, need, 3, 12, 1, 200)))
+        out.append(Decoy(s, "db.pool_max", partial(_above, need)))
     for s in ("gateway", "auth", "payments"):
-        out.append(Decoy(s, "deploy.replicas", lambda r: r.randint(8, 10)))
+        out.append(Decoy(s, "deploy.replicas", _replicas))
     limits = {
         ("gateway", "ratelimit.requests_per_second"): load.k10_min_rps,
         ("gateway", "ratelimit.checkout_rps"): load.k10_min_checkout_rps,
@@ -86,32 +137,40 @@ def candidates(config: Config, load: Baseline) -> list[Decoy]:
     }
     for (s, key), need_f in limits.items():
         cap = RATE_LIMIT_BAND[key] // 2
-        out.append(Decoy(s, key, lambda r, n=need_f, c=cap: min(c, _up(n * _spread(r, 4, 20), 10))))
-        out.append(Decoy(s, key, lambda r, n=need_f: _up(n * r.uniform(1.05, 1.12), 10)))
+        out.append(Decoy(s, key, partial(_scaled, need_f, 4, 20, 10, cap)))
+        out.append(Decoy(s, key, partial(_near, need_f, 1.05, 1.12, 10)))
     for s in topo.SERVICES:
-        cpu, need = current(s, "resources.cpu_limit_millicores"), load.cpu_needed[s]
-        out.append(Decoy(s, "resources.cpu_limit_millicores", lambda r, c=cpu: min(16000, _up(c * _spread(r, 2.5, 10), 100))))
-        out.append(Decoy(s, "resources.cpu_limit_millicores", lambda r, n=need: _up(n * r.uniform(1.08, 1.18), 100)))
+        cpu, need_m = current(s, "resources.cpu_limit_millicores"), load.cpu_needed[s]
+        out.append(
+            Decoy(s, "resources.cpu_limit_millicores", partial(_scaled, cpu, 2.5, 10, 100, 16000))
+        )
+        out.append(
+            Decoy(s, "resources.cpu_limit_millicores", partial(_near, need_m, 1.08, 1.18, 100))
+        )
         memory = current(s, "resources.memory_limit_mb")
-        out.append(Decoy(s, "resources.memory_limit_mb", lambda r, m=memory: min(65536, _up(m * _spread(r, 3, 12), 256))))
+        out.append(
+            Decoy(s, "resources.memory_limit_mb", partial(_scaled, memory, 3, 12, 256, 65536))
+        )
         if s != "db":
-            out.append(Decoy(s, "logging.retention_days", lambda r: r.choice((1, 2, _up(_spread(r, 90, 1500), 1)))))
-    out.append(Decoy("cache", "memory.maxmemory_mb", lambda r: _up(_spread(r, 1600, 4096), 64)))
-    out.append(Decoy("cache", "memory.maxmemory_mb", lambda r: _up(topo.CACHE_WORKING_SET_MB * r.uniform(1.03, 1.2), 8)))
-    out.append(Decoy("cache", "keys.default_ttl_s", lambda r: _up(_spread(r, 1800, 86400), 60)))
-    out.append(Decoy("cache", "keys.default_ttl_s", lambda r: r.randrange(60, 100, 5)))
-    # db logs fill its disk at 393 days (the rule warns from 322): a long retention short of that
-    out.append(Decoy("db", "logging.retention_days", lambda r: r.choice((1, 2, 3, r.randint(150, 320)))))
-    out.append(Decoy("db", "logging.slow_query_ms", lambda r: _up(r.choice((_spread(r, 1, 60), _spread(r, 3000, 60000))), 1)))
-    out.append(Decoy("db", "server.max_connections", lambda r: 0))  # sized by :func:`apply`
+            out.append(Decoy(s, "logging.retention_days", _retention))
+    out.append(Decoy("cache", "memory.maxmemory_mb", partial(_scaled, 1, 1600, 4096, 64, 4096)))
+    working_set = topo.CACHE_WORKING_SET_MB
+    out.append(Decoy("cache", "memory.maxmemory_mb", partial(_near, working_set, 1.03, 1.2, 8)))
+    out.append(Decoy("cache", "keys.default_ttl_s", partial(_scaled, 1, 1800, 86400, 60, 86400)))
+    out.append(Decoy("cache", "keys.default_ttl_s", _short_ttl))
+    out.append(Decoy("db", "logging.retention_days", _db_retention))
+    out.append(Decoy("db", "logging.slow_query_ms", _slow_query))
+    out.append(Decoy("db", "server.max_connections", _drawn_in_apply))  # sized by the pools
     for s in ("gateway", "auth", "payments"):
-        out.append(Decoy(s, "resolver.nameserver", lambda r: 0))  # a rarer resolver, see apply
+        out.append(Decoy(s, "resolver.nameserver", _drawn_in_apply))  # a rarer resolver
     for server in MOVABLE_SERVERS:
-        out.append(Decoy(server, "server.port", lambda r: r.choice((-2, -1, 1, 2, 3, 10, 100))))  # an offset
+        out.append(Decoy(server, "server.port", _port_offset))  # an offset, applied to clients too
     return out
 
 
-def apply(decoy: Decoy, rng: random.Random, config: Config, ports: MutableMapping[str, int]) -> None:
+def apply(
+    decoy: Decoy, rng: random.Random, config: Config, ports: MutableMapping[str, int]
+) -> None:
     """Writes one decoy into ``config`` (and moves a server's clients with it)."""
     value = decoy.draw(rng)
     if decoy.key == "server.port":
@@ -128,7 +187,9 @@ def apply(decoy: Decoy, rng: random.Random, config: Config, ports: MutableMappin
         return
     if decoy.key == "server.max_connections":
         needed = connections_needed(config)
-        value = rng.choice((needed + rng.randint(1, 4), min(1900, _up(needed * _spread(rng, 3, 12), 10))))
+        value = rng.choice(
+            (needed + rng.randint(1, 4), min(1900, _up(needed * _spread(rng, 3, 12), 10)))
+        )
     config[decoy.service][decoy.key] = value
 
 

@@ -31,7 +31,6 @@ from srez_env.task import Task
 from srez_env.telemetry.status import gateway_slo, slo_holds, status_of
 from srez_env.world import topology as topo
 
-
 RANGE_PROBLEM: Final = "the range calibrator passes a hard task"
 
 
@@ -62,9 +61,7 @@ def bare(task: Task) -> Task:
     return task.model_copy(update={"injection": task.injection.model_copy(update={"config": []})})
 
 
-def problems(
-    task: Task, *, calibration: bool = True, ranges: Sequence[Ranges] = ()
-) -> list[str]:
+def problems(task: Task, *, calibration: bool = True, ranges: Sequence[Ranges] = ()) -> list[str]:
     """Everything that keeps ``task`` from being a valid task; empty when it passes.
 
     With ``ranges``, a hard fault task that a range calibrator passes with any of them (putting
