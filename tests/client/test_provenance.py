@@ -19,13 +19,14 @@ from srez_client.results.provenance import (
 )
 from srez_daemon.protocol import Provenance
 from srez_env.generator.sets import CANONICAL_SEED, generate
+from srez_env.generator.worlds import GENERATOR
 from srez_env.grade import GRADE_SCHEMA_VERSION
 from srez_env.provenance import task_digest, task_provenance, task_set_kind
 from srez_env.tasks import load_tasks
 
 CANONICAL = Provenance(
     task_set="canonical",
-    generator="srez-worlds/1",
+    generator=GENERATOR,
     task_set_seed=CANONICAL_SEED,
     task_digest="00aa",
     srez_version="0.1.0",
@@ -56,11 +57,11 @@ def test_runs_of_one_release_grade_and_content_merge() -> None:
     assert release("0.1.7") == release("0.1.0") == "0.1"
     board = leaderboard_provenance(runs)
     assert board.describe() == (
-        "provenance: canonical (srez-worlds/1, seed 20250314, 2 tasks) · srez 0.1.0, 0.1.7"
+        f"provenance: canonical ({GENERATOR}, seed 20250314, 2 tasks) · srez 0.1.0, 0.1.7"
         f" · grade v2 · tasks digest {board.tasks_digest}"
     )
     assert board.as_json()["task_sets"] == [
-        {"task_set": "canonical", "generator": "srez-worlds/1", "seed": CANONICAL_SEED, "tasks": 2}
+        {"task_set": "canonical", "generator": GENERATOR, "seed": CANONICAL_SEED, "tasks": 2}
     ]
     other = leaderboard_provenance([scored(), scored("sre-002", task_digest="00cc")])
     assert other.tasks_digest != board.tasks_digest  # another content, another digest
@@ -97,7 +98,7 @@ def test_eval_records_and_prints_its_provenance(
     assert eval_(tmp_path, "--tasks", "sre-001,sre-002") == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("provenance:")]
-    assert "canonical (srez-worlds/1, seed 20250314, 2 tasks)" in line
+    assert f"canonical ({GENERATOR}, seed 20250314, 2 tasks)" in line
     assert f"grade v{GRADE_SCHEMA_VERSION}" in line
     tasks = {t.id: t for t in load_tasks(["sre-001", "sre-002"])}
     for found in find_results(tmp_path):

@@ -12,6 +12,7 @@ from managed_kit import baseline_queue
 from srez_client.cli import main
 from srez_client.managed.render import KIND_COLOURS, chart, draw_png
 from srez_client.managed.summary import CombinedSummary, DifficultyScore, TargetSummary
+from srez_env.generator.worlds import GENERATOR
 from srez_env.grade import GRADE_SCHEMA_VERSION
 
 
@@ -206,10 +207,10 @@ def test_managed_summaries_name_their_provenance_and_flag_scores_that_do_not_com
     folder = root / "managed" / "p"
     combined = json.loads((folder / "summary.json").read_text())
     assert combined["provenance"]["task_sets"] == [
-        {"task_set": "canonical", "generator": "srez-worlds/1", "seed": 20250314, "tasks": 2}
+        {"task_set": "canonical", "generator": GENERATOR, "seed": 20250314, "tasks": 2}
     ]
     assert combined["provenance"]["grade_version"] == GRADE_SCHEMA_VERSION
-    assert combined["provenance_note"].startswith("provenance: canonical (srez-worlds/1")
+    assert combined["provenance_note"].startswith(f"provenance: canonical ({GENERATOR}")
     for target in ("scripted", "random"):
         summary = json.loads((folder / "targets" / target / "summary.json").read_text())
         assert summary["provenance"]["tasks_digest"] == combined["provenance"]["tasks_digest"]
