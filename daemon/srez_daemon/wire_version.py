@@ -5,7 +5,6 @@ before the models load): the dialog protocol's and the ``srez`` distribution's.
 """
 
 import functools
-from importlib import metadata
 from typing import Final
 
 PROTOCOL_VERSION: Final = 3
@@ -22,6 +21,8 @@ UNKNOWN_VERSION: Final = "0+unknown"
 def srez_version() -> str:
     """The installed ``srez`` distribution's version (:data:`UNKNOWN_VERSION` when not
     installed); read once per process (reading the distribution's metadata costs about 2 ms)."""
+    from importlib import metadata  # 15 ms: not at the import of what only needs the constants
+
     try:
         return metadata.version("srez")
     except metadata.PackageNotFoundError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,13 @@ from tqdm import tqdm
 
 from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
+from srez_client.backends.registry import backend_class, names_where
+from srez_client.cli.options import comma_list, environment_of, model_for, say
+from srez_client.cli.tasks import select_tasks
+from srez_client.errors import UsageError
+from srez_client.floors import floor_grades, missing_floors
 from srez_client.mirror.fs import read_small_file
+from srez_client.provider_keys import check_provider_keys
 from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
 from srez_client.results.provenance import Scored, check_mergeable, leaderboard_provenance
 from srez_client.results.report import (
@@ -32,6 +39,7 @@ from srez_client.results.report import (
 )
 from srez_client.results.tally import run_row, tally_runs, tally_table
 from srez_daemon.protocol import Provenance, srez_version
+from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.grade import GRADE_SCHEMA_VERSION
 from srez_env.provenance import task_digest, task_set_kind
@@ -243,3 +251,78 @@ def failed_by_label(failures: list[Job], model: str) -> dict[str, int]:
         label = agent_label(spec, model if spec in LLM_SPECS else "none")
         out[label] = out.get(label, 0) + 1
     return out
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``srez eval``: every (agent, task, seed) on the chosen backend, then the report."""
+    # a backend that writes its results runs the episodes in this process, so eval drives them
+    # directly (with task files from anywhere); the others are driven through their daemons
+    in_process = backend_class(args.backend).writes_results
+    if not in_process and args.tasks_dir is not None:
+        hosts = " or ".join(names_where(lambda b: b.writes_results))
+        msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
+        raise UsageError(msg)
+    agents = list(dict.fromkeys(comma_list("--agent", args.agent)))
+    if not agents:
+        msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
+        raise UsageError(msg)
+    tasks = select_tasks(args.tasks, args.tasks_dir)
+    if not tasks:
+        msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"
+        raise UsageError(msg)
+    model = model_for(agents, args.model)
+    for spec in agents:  # fail fast on an unknown agent or a malformed replay file
+        # An LLM agent is built in its own process, with its model; a custom command (cmd:NAME)
+        # is its own process on a daemon backend (the inline backend refuses it below).
+        if spec in LLM_SPECS or (custom_agent_name(spec) and not in_process):
+            continue
+        make_agent(spec, tasks[0], 0)
+    if model != "none" and in_process:
+        hosts = " or ".join(names_where(lambda b: not b.writes_results))
+        msg = f"the llm agents run on --backend {hosts} (their own process), not {args.backend}"
+        raise UsageError(msg)
+    if any(spec in LLM_SPECS for spec in agents):
+        check_provider_keys([model], os.environ)
+    jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
+    plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
+    check_resume(plan, jobs, args.results)
+    grades, runs = resumed_results(plan.resumed)
+    if plan.resumed:
+        say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
+    if not in_process:
+        from srez_client.evaluation import eval_on_backend
+
+        try:
+            done = eval_on_backend(
+                args.backend,
+                plan.todo,
+                args.results,
+                args.parallel,
+                model,
+                environ=environment_of(args, os.environ),
+            )
+        except KeyboardInterrupt:  # a second signal: the runs that ended are mirrored already
+            say_interrupted(None, len(plan.todo), args.results)
+            return 130
+        if done.interrupted:
+            say_interrupted(len(done.rows), len(plan.todo), args.results)
+        failed = failed_by_label(done.failed, model)
+        floors = [] if done.interrupted else floors_for(args, agents, tasks)
+        grades, runs = grades + done.grades, runs + done.rows
+        print_eval(args, grades, runs, failed=failed, plan=plan, floors=floors)
+        return 130 if done.interrupted else 0
+    first = len(runs)
+    try:
+        eval_inline(plan.todo, args.results, grades, runs)
+    except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
+        say_interrupted(len(runs) - first, len(plan.todo), args.results)
+        print_eval(args, grades, runs, plan=plan)
+        return 130
+    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks))
+
+
+def floors_for(
+    args: argparse.Namespace, agents: list[str], tasks: list[Task]
+) -> list[dict[str, object]]:
+    """The grades of the floors ``--agent`` left out, unless ``--no-floors``."""
+    return [] if args.no_floors else floor_grades(missing_floors(agents), tasks, args.seeds)
