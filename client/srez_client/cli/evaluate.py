@@ -33,6 +33,7 @@ from srez_client.results.report import (
     agent_label,
     aggregate_table,
     build_report,
+    difficulty_table,
     leaderboard_table,
     report_json,
     runs_table,
@@ -198,7 +199,10 @@ def print_eval(
     plan: EvalPlan | None = None,
     floors: list[Row] | None = None,
 ) -> int:
-    """Print the runs table, the aggregates, the leaderboard and what was done (or JSON).
+    """Print the report: JSON with ``--json``; else the leaderboard first, the provenance line,
+    each agent's mean reward by difficulty and what was done, in a screenful; ``--detail`` then
+    adds the runs table, each agent's aggregates by difficulty and by fault kind, and the count
+    of runs per agent.
 
     ``floors``: grades of the trivial-agent floors played beside the runs (:mod:`srez_client.floors`),
     in the aggregates and the leaderboard, not among the runs."""
@@ -218,30 +222,48 @@ def print_eval(
         print(json.dumps(block, indent=2))
         return 0
     ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+    tally = tally_runs(runs, failed)
+    if report.agents:
+        print("leaderboard (95 % intervals; a floor is a trivial agent: scores below it are noise)")
+        print(leaderboard_table(report, ascii_marks=ascii_marks))
+    if runs:
+        print(provenance.describe())
+    if report.agents:
+        print()
+        print(difficulty_table(report))
+    print()
+    if floors:
+        names = ", ".join(sorted({str(g["agent"]) for g in floors}))
+        print(f"floors: {names} played here on the same tasks and seeds (not written; --no-floors)")
+    print(_done_line(args, runs, plan))
+    errors = [f"{row.label} {row.errors}" for row in tally if row.errors]
+    if errors:
+        print(f"runs ended in an error: {', '.join(errors)} (--detail: which)")
+    if not args.detail:
+        return 0
     if grades:
+        print()
         print(runs_table(grades, ascii_marks=ascii_marks))
     for agent in report.agents:
         print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
         print(aggregate_table(agent))
-    if len(report.agents) > 1:
-        print("\nleaderboard")
-        print(leaderboard_table(report, ascii_marks=ascii_marks))
-    if runs:
-        print(provenance.describe())
-    if floors:
-        names = ", ".join(sorted({str(g["agent"]) for g in floors}))
-        print(f"floors: {names} played here on the same tasks and seeds (not written; --no-floors)")
+    if runs or failed:
+        print()
+        print(tally_table(tally))
+    return 0
+
+
+def _done_line(args: argparse.Namespace, runs: list[Row], plan: EvalPlan | None) -> str:
+    """What this evaluation did: the runs it wrote, kept and left."""
     resumed = sum(1 for r in runs if r.get("resumed"))
-    new = len(runs) - resumed
-    line = f"\n{new} runs written under {args.results}"
+    line = f"{len(runs) - resumed} runs written under {args.results}"
     if resumed:
         line += f", {resumed} complete ones kept (--resume)"
     if plan is not None and plan.left_out:
         line += f"; {plan.left_out} left by --limit (--resume runs them)"
-    print(line)
-    if runs or failed:
-        print(tally_table(tally_runs(runs, failed)))
-    return 0
+    if not args.detail:
+        line += "; --detail: each run, and the breakdowns by fault kind"
+    return line
 
 
 def failed_by_label(failures: list[Job], model: str) -> dict[str, int]:

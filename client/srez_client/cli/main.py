@@ -151,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave the trivial-agent floors (noop, restart-all) out of the leaderboard; by"
         " default those not asked for are played in this process on the same tasks and seeds",
     )
+    ev.add_argument(
+        "--detail",
+        action="store_true",
+        help="also print each run, each agent's aggregates by difficulty and by fault kind, and"
+        " the runs per agent (default: the leaderboard and one line per agent by difficulty)",
+    )
     ev.add_argument("--json", action="store_true", help="print the aggregates as JSON")
     ev.set_defaults(func=command("srez_client.cli.evaluate:cmd_eval"))
 

@@ -490,3 +490,27 @@ def leaderboard_table(report: Report, *, ascii_marks: bool = False) -> str:
         for i, (label, nxt) in enumerate(zip(report.leaderboard, below, strict=True), start=1)
     ]
     return render_table(headers, rows, right=[0, *range(3, len(headers))])
+
+
+def difficulty_table(report: Report) -> str:
+    """One line per agent, in leaderboard order: its mean reward (with its 95 % interval) on
+    each difficulty. The runs of each difficulty are counted in its header when every agent has
+    as many, else in each cell."""
+    by_label = {agent_label(a.agent, a.model): a for a in report.agents}
+    present = [d for d in DIFFICULTIES if any(d in a.by_difficulty for a in report.agents)]
+    counts = {
+        d: {a.by_difficulty[d].n for a in report.agents if d in a.by_difficulty} for d in present
+    }
+    headers = ["mean reward by difficulty"]
+    headers += [f"{d} (n={min(counts[d])})" if len(counts[d]) == 1 else d for d in present]
+    rows = []
+    for label in report.leaderboard:
+        cells = [f"{label} (floor)" if label in report.floors else label]
+        for d in present:
+            agg = by_label[label].by_difficulty.get(d)
+            if agg is None:
+                cells.append("-")
+            else:
+                cells.append(_reward_cell(agg) + ("" if len(counts[d]) == 1 else f" (n={agg.n})"))
+        rows.append(cells)
+    return render_table(headers, rows, right=range(1, len(headers)))
