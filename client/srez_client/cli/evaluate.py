@@ -24,7 +24,7 @@ from srez_client.backends.registry import backend_class, names_where
 from srez_client.cli.options import comma_list, environment_of, model_for, say
 from srez_client.cli.tasks import select_tasks
 from srez_client.errors import UsageError
-from srez_client.floors import floor_grades, missing_floors
+from srez_client.floors import floor_grades, missing_floors, played_pairs
 from srez_client.mirror.fs import read_small_file
 from srez_client.provider_keys import check_provider_keys
 from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
@@ -329,8 +329,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if done.interrupted:
             say_interrupted(len(done.rows), len(plan.todo), args.results)
         failed = failed_by_label(done.failed, model)
-        floors = [] if done.interrupted else floors_for(args, agents, tasks)
         grades, runs = grades + done.grades, runs + done.rows
+        floors = [] if done.interrupted else floors_for(args, agents, tasks, runs)
         print_eval(args, grades, runs, failed=failed, plan=plan, floors=floors)
         return 130 if done.interrupted else 0
     first = len(runs)
@@ -340,11 +340,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         say_interrupted(len(runs) - first, len(plan.todo), args.results)
         print_eval(args, grades, runs, plan=plan)
         return 130
-    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks))
+    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks, runs))
 
 
 def floors_for(
-    args: argparse.Namespace, agents: list[str], tasks: list[Task]
+    args: argparse.Namespace, agents: list[str], tasks: list[Task], runs: list[Row]
 ) -> list[dict[str, object]]:
-    """The grades of the floors ``--agent`` left out, unless ``--no-floors``."""
-    return [] if args.no_floors else floor_grades(missing_floors(agents), tasks, args.seeds)
+    """The grades of the floors ``--agent`` left out, unless ``--no-floors``: played on the
+    (task, seed) pairs of the runs reported, so that ``--limit`` and ``--resume`` limit them
+    as they limit the agents asked for."""
+    if args.no_floors:
+        return []
+    return floor_grades(missing_floors(agents), played_pairs(tasks, runs))
