@@ -12,8 +12,9 @@ and renamed when complete, so a folder under its final name is always complete. 
 * ``summary.json``: how it ended (:class:`~srez_daemon.protocol.RunSummary`), written last.
 
 Durability: a folder made with ``sync=False`` (the inline backend's runs) writes its files
-without an fsync per write or dialog entry; :meth:`RunFolder.complete` then fsyncs every file and
-folder in it once, before the atomic rename and the fsync of the parent. A crash before the rename
+without an fsync per write or dialog entry; :meth:`RunFolder.complete` then flushes the folder
+whole, once (:func:`~srez_daemon.record.storage.fsync_tree`: one ``syncfs`` on Linux), before the
+atomic rename and the fsync of the parent. A crash before the rename
 leaves only the ``.partial`` folder (discarded, never reported); after it, the whole run is on
 disk. With ``sync=True`` each file is flushed as it is written (the daemon's live dialog).
 """
@@ -38,7 +39,7 @@ from srez_daemon.record.storage import (
     atomic_write_bytes,
     atomic_write_json,
     fsync_dir,
-    fsync_file,
+    fsync_tree,
     system_clock,
 )
 
@@ -203,17 +204,16 @@ class RunFolder:
         """
         if self._completed:
             return self.final_dir
-        folders = []
-        for path in self.partial_dir.rglob("*"):
-            if path.is_symlink():
-                continue
-            if path.is_dir():
-                folders.append(path)
-            elif not self.sync:  # written without a flush: each file once, before the rename
-                fsync_file(path)
-        for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-            fsync_dir(folder)
-        fsync_dir(self.partial_dir)
+        if self.sync:  # each file was flushed as written: their folders' entries remain
+            for folder in sorted(
+                (p for p in self.partial_dir.rglob("*") if p.is_dir() and not p.is_symlink()),
+                key=lambda p: len(p.parts),
+                reverse=True,
+            ):
+                fsync_dir(folder)
+            fsync_dir(self.partial_dir)
+        else:  # written without a flush: the whole folder at once, before the rename
+            fsync_tree(self.partial_dir)
         if self.final_dir.exists():
             msg = f"run folder {self.final_dir} appeared while the run was written; kept {self.partial_dir}"
             raise ResultsError(msg)

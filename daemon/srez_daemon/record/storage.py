@@ -10,8 +10,8 @@ included) and fsynced.
 Each writer takes ``sync``: with ``sync=False`` a write is the same (atomic rename, whole lines)
 but not fsynced. That is for files written inside a folder that is itself made durable before it
 counts: the inline backend writes a run into ``.<run-id>.partial/`` without a flush per entry,
-then :meth:`srez_client.results.layout.RunFolder.complete` fsyncs each of its files and folders
-once before the atomic rename. A crash before the rename leaves only the partial folder, which is
+then :meth:`srez_client.results.layout.RunFolder.complete` flushes the folder whole once
+(:func:`fsync_tree`) before the atomic rename. A crash before the rename leaves only the partial folder, which is
 discarded; after it, every file is on disk. The daemon keeps ``sync=True``: its dialog is read
 live and must survive a crash of the run itself. A write that fails or comes up short (``ENOSPC``, ``EIO``) is cut back to
 the last whole line and raised as :class:`~srez_daemon.errors.RecordError`: a full disk leaves no
@@ -92,6 +92,47 @@ def fsync_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Flush every file and folder under ``root`` (``root`` included) to disk, at once.
+
+    On Linux this is one ``syncfs(2)`` of the file system holding ``root``: a single flush (one
+    journal commit) instead of an fsync per file and folder, which costs a commit each (a run
+    folder holds about twenty). Elsewhere each file, then each folder (deepest first), is
+    fsynced.
+    """
+    if _syncfs(root):
+        return
+    folders = []
+    for path in root.rglob("*"):
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            folders.append(path)
+        else:
+            fsync_file(path)
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        fsync_dir(folder)
+    fsync_dir(root)
+
+
+def _syncfs(root: Path) -> bool:
+    """``syncfs(2)`` of the file system holding ``root``; False where there is none."""
+    import ctypes  # only here: a few ms, and only for the hosts that flush a folder whole
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    syncfs = getattr(libc, "syncfs", None)
+    if syncfs is None:
+        return False
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs of {root}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+    return True
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
