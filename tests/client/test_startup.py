@@ -86,7 +86,7 @@ def test_what_the_parser_spells_out_agrees_with_its_sources() -> None:
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
-def test_registry_options_are_those_of_the_config(entry: object) -> None:
+def test_registry_options_and_traits_are_those_of_the_config_and_class(entry: object) -> None:
     from srez_client.backends.registry import BackendEntry
 
     assert isinstance(entry, BackendEntry)
@@ -94,3 +94,4 @@ def test_registry_options_are_those_of_the_config(entry: object) -> None:
     assert config.model_fields["kind"].default == entry.name
     declared = {(flag, setting, config.ENV[setting]) for setting, flag in config.OPTIONS.items()}
     assert {(o.flag, o.setting, o.variable) for o in entry.options} == declared
+    assert entry.writes_results == entry.load().writes_results

@@ -52,7 +52,11 @@ class BackendEntry:
     """``module:Class`` of its :class:`Backend` subclass, imported on first use."""
     options: tuple[BackendOption, ...] = ()
     """The options of its config's ``OPTIONS``, spelled out so that the argument parser needs no
-    config model (``tests/client/test_backend_registry.py`` holds them to the config)."""
+    config model (``tests/client/test_startup.py`` holds them to the config)."""
+    writes_results: bool = False
+    """Its class's :attr:`~srez_client.backends.base.Backend.writes_results` (it runs the episodes
+    in this process), spelled out so that ``srez eval`` chooses its path without importing the
+    class (``tests/client/test_startup.py`` holds it to the class)."""
 
     @property
     def config(self) -> type[BackendConfig]:
@@ -92,6 +96,7 @@ ENTRIES: Final = (
         "inline",
         f"{_PACKAGE}.inline.config:InlineConfig",
         f"{_PACKAGE}.inline.backend:InlineBackend",
+        writes_results=True,
     ),
     BackendEntry(
         "local",

@@ -14,20 +14,18 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from tqdm import tqdm
 
 from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
-from srez_client.backends.registry import backend_class, names_where
+from srez_client.backends.registry import entry_for, names_where
 from srez_client.cli.options import comma_list, environment_of, model_for, say
 from srez_client.cli.tasks import select_tasks
 from srez_client.errors import UsageError
 from srez_client.floors import floor_grades, missing_floors, played_pairs
-from srez_client.mirror.fs import read_small_file
 from srez_client.provider_keys import check_provider_keys
-from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
 from srez_client.results.provenance import Scored, check_mergeable, leaderboard_provenance
 from srez_client.results.report import (
     agent_label,
@@ -45,6 +43,9 @@ from srez_env.agents.llm import LLM_SPECS
 from srez_env.grade import GRADE_SCHEMA_VERSION
 from srez_env.provenance import task_digest, task_set_kind
 from srez_env.task import Task
+
+if TYPE_CHECKING:  # the results finder is imported by --resume only
+    from srez_client.results.finder import FoundRun, RunKey
 
 Job = tuple[str, Task, int]
 """(agent spec, task, run seed)."""
@@ -74,6 +75,8 @@ def plan_eval(
     """Drop the jobs already complete under ``results`` (``resume``), then keep ``limit``."""
     plan = EvalPlan(list(jobs))
     if resume:
+        from srez_client.results.finder import complete_runs
+
         complete = complete_runs(results)
         plan.todo = []
         for spec, task, seed in jobs:
@@ -138,6 +141,8 @@ def scored_rows(runs: list[Row]) -> list[Scored]:
 
 def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
     """The grades and rows of the runs ``--resume`` kept (those whose ``result.json`` reads)."""
+    from srez_client.mirror.fs import read_small_file
+
     grades: list[Row] = []
     rows: list[Row] = []
     for item in found:
@@ -161,12 +166,16 @@ def summary_row(item: FoundRun) -> Row:
 
 def grade_seed(item: FoundRun) -> int | None:
     """The run seed in ``run.json``, None if unreadable."""
+    from srez_client.results.finder import run_key
+
     key = run_key(item)
     return None if key is None else key[3]
 
 
 def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
     """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
+    from tqdm import tqdm  # imported once there are runs to show (about 30 ms)
+
     with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
         for spec, task, seed in jobs:
             bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
@@ -279,7 +288,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     """``srez eval``: every (agent, task, seed) on the chosen backend, then the report."""
     # a backend that writes its results runs the episodes in this process, so eval drives them
     # directly (with task files from anywhere); the others are driven through their daemons
-    in_process = backend_class(args.backend).writes_results
+    in_process = entry_for(args.backend).writes_results
     if not in_process and args.tasks_dir is not None:
         hosts = " or ".join(names_where(lambda b: b.writes_results))
         msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
