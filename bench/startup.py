@@ -50,12 +50,8 @@ def _median(argv: Sequence[str], repeats: int, cwd: Path) -> float:
 
 
 def _eval_argv(agents: str, results: Path) -> list[str]:
-    return [str(SREZ), "eval", "--agent", agents, "--tasks", "all", "--seeds", "1"] + [
-        "--backend",
-        "inline",
-        "--results",
-        str(results),
-    ]
+    argv = [str(SREZ), "eval", "--agent", agents, "--tasks", "all", "--seeds", "1"]
+    return [*argv, "--backend", "inline", "--results", str(results)]
 
 
 def _sweep(agents: str, repeats: int, work: Path) -> float:
