@@ -6,7 +6,11 @@
 ``mcp`` (:mod:`bench.mcp`: what ``srez mcp`` adds to a tool call, and an episode over it) and
 ``thin`` (:mod:`bench.thin`: an agent process with and without litellm, and concurrent ``local``
 LLM runs through the model relay; 1 and 10 runs here, the 10/50/100 scale with ``make bench-thin``) and
-``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without).
+``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without)
+and ``startup`` (:mod:`bench.startup`: how long ``srez`` takes to answer, ``srez eval`` and
+``make run`` whole, and the inline host's runs per second, each against ``python -c pass``).
+
+``python -m bench --only startup,report`` prints only the sections named (comma list).
 
 Every figure is measured in this process and, where it makes sense, reported as a ratio against
 a reference measured in the same run (or the design target it must stay under), so a slow or busy
@@ -23,6 +27,7 @@ machine moves both sides together:
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -143,33 +148,92 @@ def generator_figures() -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
-    from bench.daemon import daemon_figures
-    from bench.docker import docker_figures
-    from bench.llm import llm_figures
-    from bench.managed import bench_managed
-    from bench.mcp import mcp_figures
-    from bench.report import report_figures
-    from bench.rl import rl_figures
-    from bench.sandbox import sandbox_figures
-    from bench.thin import thin_figures
-    from bench.tui import bench_tui
+SECTIONS: Final = (
+    "env",
+    "generator",
+    "daemon",
+    "backends",
+    "llm",
+    "managed",
+    "tui",
+    "sandbox",
+    "rl",
+    "mcp",
+    "thin",
+    "report",
+    "startup",
+)
+"""Every section, in the order they are measured and printed."""
 
-    figures = {
-        "env": measure(),
-        "generator": generator_figures(),
-        "daemon": asyncio.run(daemon_figures()),
-        "backends": asyncio.run(docker_figures()),
-        "llm": llm_figures(),
-        "managed": bench_managed(),
-        "tui": bench_tui(),
-        "sandbox": asyncio.run(sandbox_figures()),
-        "rl": rl_figures(),
-        "mcp": asyncio.run(mcp_figures()),
-        "thin": thin_figures(),
-        "report": report_figures(),
-    }
+
+def section(name: str) -> Any:
+    """Measures one section (its module imported now) and returns its figures."""
+    if name == "env":
+        return measure()
+    if name == "generator":
+        return generator_figures()
+    if name == "daemon":
+        from bench.daemon import daemon_figures
+
+        return asyncio.run(daemon_figures())
+    if name == "backends":
+        from bench.docker import docker_figures
+
+        return asyncio.run(docker_figures())
+    if name == "llm":
+        from bench.llm import llm_figures
+
+        return llm_figures()
+    if name == "managed":
+        from bench.managed import bench_managed
+
+        return bench_managed()
+    if name == "tui":
+        from bench.tui import bench_tui
+
+        return bench_tui()
+    if name == "sandbox":
+        from bench.sandbox import sandbox_figures
+
+        return asyncio.run(sandbox_figures())
+    if name == "rl":
+        from bench.rl import rl_figures
+
+        return rl_figures()
+    if name == "mcp":
+        from bench.mcp import mcp_figures
+
+        return asyncio.run(mcp_figures())
+    if name == "thin":
+        from bench.thin import thin_figures
+
+        return thin_figures()
+    if name == "report":
+        from bench.report import report_figures
+
+        return report_figures()
+    if name == "startup":
+        from bench.startup import startup_figures
+
+        return startup_figures()
+    msg = f"no bench section {name!r} (sections: {', '.join(SECTIONS)})"
+    raise ValueError(msg)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Prints the figures of every section (or of ``--only``'s) as one JSON object."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--only",
+        metavar="SECTIONS",
+        help=f"a comma list of sections to measure (default all: {', '.join(SECTIONS)})",
+    )
+    args = parser.parse_args(argv)
+    names = list(SECTIONS) if args.only is None else [n.strip() for n in args.only.split(",")]
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section {unknown[0]!r} (sections: {', '.join(SECTIONS)})")
+    figures = {name: section(name) for name in names}
     print(json.dumps(figures, indent=2))
 
 

@@ -119,7 +119,7 @@ def test_eval_scripted_writes_the_full_layout(tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = run_srez(
         "eval", "--agent", "scripted", "--tasks", "sre-007,sre-025", "--seeds", "1",
-        "--results", str(results),
+        "--results", str(results), "--detail",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no progress bar when stderr is not a terminal
@@ -200,14 +200,40 @@ def test_eval_several_agents_prints_a_leaderboard(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["eval", "--agent", "scripted,heuristic", "--tasks", "sre-007", "--results"]
-    assert main([*argv, str(tmp_path)]) == 0
+    assert main([*argv, str(tmp_path), "--detail"]) == 0
     out = capsys.readouterr().out
-    assert "leaderboard" in out
+    assert out.startswith("leaderboard ")
     assert "aggregates: heuristic" in out
-    board = out.split("\nleaderboard\n")[1].splitlines()
+    board = out.splitlines()[1:]
     assert board[0].split()[:5] == ["rank", "agent", "vs", "next", "n"]
     assert board[2].split()[:2] == ["1", "scripted"]
     assert "1.000 [1.00, 1.00]" in board[2]
+
+
+def test_eval_prints_a_screenful_leaderboard_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Five agents on the 40 tasks: the leaderboard, the provenance, one line per agent by
+    difficulty and what was done, in at most 25 lines; --detail adds each run and each kind."""
+    agents = "scripted,heuristic,random,noop,restart-all"
+    argv = ["eval", "--agent", agents, "--tasks", "all", "--results", str(tmp_path)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 25
+    assert lines[0].startswith("leaderboard ")
+    assert lines[1].split()[:2] == ["rank", "agent"]
+    assert [line.split()[1] for line in lines[3:8]][0] == "scripted"
+    assert lines[8].startswith("provenance: ")
+    by_difficulty = lines[lines.index("") + 1 :]
+    assert by_difficulty[0].split()[:4] == ["mean", "reward", "by", "difficulty"]
+    assert {line.split()[0] for line in by_difficulty[2:7]} == set(agents.split(","))
+    assert "200 runs written" in lines[-1] and "--detail" in lines[-1]
+    assert not any(line.startswith("kind ") for line in lines)
+    assert main([*argv[:-1], str(tmp_path / "again"), "--detail"]) == 0
+    detail = capsys.readouterr().out.splitlines()
+    assert detail[: len(lines) - 1] == lines[:-1]  # the same screenful first
+    assert len(detail) > 200
+    assert any(line.startswith("kind conn_pool_exhaustion") for line in detail)
 
 
 def test_eval_replay_agent_from_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

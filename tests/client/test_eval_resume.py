@@ -60,10 +60,24 @@ def test_eval_resume_skips_complete_runs_and_limit_caps_the_new_ones(
     capsys.readouterr()
 
 
+def test_floors_play_the_pairs_of_the_runs_limit_and_resume_leave(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def counts(*args: str) -> dict[str, int]:
+        argv = ["eval", "--agent", "scripted", "--tasks", "sre-001,sre-002,sre-003"]
+        assert main([*argv, "--results", str(tmp_path), "--json", *args]) == 0
+        data = json.loads(capsys.readouterr().out)
+        return {a["agent"]: a["overall"]["n"] for a in data["agents"]}
+
+    assert counts("--limit", "1") == {"scripted": 1, "noop": 1, "restart-all": 1}
+    assert counts("--resume", "--limit", "1") == {"scripted": 2, "noop": 2, "restart-all": 2}
+    assert counts("--seeds", "2", "--resume") == {"scripted": 6, "noop": 6, "restart-all": 6}
+
+
 def test_eval_ends_with_a_table_of_what_it_did(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert eval_(tmp_path, "--tasks", "sre-001,sre-002") == 0
+    assert eval_(tmp_path, "--tasks", "sre-001,sre-002", "--detail") == 0
     tail = capsys.readouterr().out.splitlines()[-4:]
     assert tail[0].split() == ["agent", "runs", "resolved", "mean", "reward", "errors"]
     assert tail[2].split() == ["random", "2", "0", "0.000", "0"]
@@ -89,7 +103,8 @@ def test_interrupted_eval_reports_what_finished_and_how_to_resume(
         " the same command with --resume runs the rest"
     )
     assert "srez: error" not in err
-    assert out.splitlines()[-1].split() == ["scripted", "1", "1", "1.000", "0"]
+    assert out.splitlines()[3].split()[:4] == ["1", "scripted", "-", "1"]  # the run that ended
+    assert out.splitlines()[-1].startswith(f"1 runs written under {tmp_path}")
     monkeypatch.undo()
     assert eval_(tmp_path, "--tasks", "sre-001", "--resume") == 0
     assert len(folders(tmp_path)) == 2

@@ -177,3 +177,45 @@ def test_observation_text() -> None:
     error = {"code": "BAD_ARGS", "message": "m", "hint": "h"}
     assert observation_text({"ok": False, "error": error}) == "error BAD_ARGS: m (hint: h)"
     assert observation_text({"ok": False, "error": {"code": "X", "message": "m"}}) == "error X: m"
+
+
+def test_an_inline_run_flushes_its_folder_once_not_each_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No fsync per dialog entry or file: the partial folder is flushed whole once, before its
+    rename, then the parent folder (the rename) once."""
+    import os
+
+    from srez_client.results import layout
+    from srez_daemon.record import storage
+
+    fsyncs: list[int] = []
+    trees: list[Path] = []
+    real_fsync, real_tree = os.fsync, layout.fsync_tree
+    monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    monkeypatch.setattr(layout, "fsync_tree", lambda root: trees.append(root) or real_tree(root))
+    monkeypatch.setattr(storage, "_syncfs", lambda _root: True)  # a flush of the whole folder
+    (task,) = load_tasks(["sre-007"])
+    run = run_inline(task, "scripted", 0, tmp_path)
+    assert [t.name for t in trees] == [f".{run.run_id}.partial"]
+    assert len(fsyncs) == 1  # the parent, after the rename
+    entries = (run.run_dir / "archive" / "dialog.jsonl").read_text().splitlines()
+    assert len(entries) > 10
+
+
+def test_fsync_tree_flushes_each_file_and_folder_without_syncfs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from srez_daemon.record import storage
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_text("x")
+    (tmp_path / "g").write_text("y")
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    monkeypatch.setattr(storage, "_syncfs", lambda _root: False)
+    storage.fsync_tree(tmp_path)
+    assert len(fsyncs) == 2 + 3  # two files, two folders and the root

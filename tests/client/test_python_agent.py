@@ -68,7 +68,7 @@ def test_python_agent_runs_inline_under_its_own_name(
     assert (agent.name, agent.seed, agent.task_id) == ("prober", 3, "sre-001")  # type: ignore[attr-defined]
     results = tmp_path / "results"
     argv = ["eval", "--agent", f"{module}:Prober", "--tasks", "sre-001", "--results", str(results)]
-    assert main(argv) == 0
+    assert main([*argv, "--detail"]) == 0
     (run,) = (results / "sre-001" / "none" / "prober").iterdir()
     manifest = json.loads((run / "run.json").read_text())
     assert (manifest["agent"], manifest["agent_spec"]) == ("prober", f"{module}:Prober")

@@ -357,7 +357,7 @@ def test_ctrl_c_of_a_local_eval_stops_mirrors_and_reports_its_runs(
     tasks = "sre-001,sre-002,sre-003"
     proc = start(
         env, "eval", "--backend", "local", "--parallel", "2", "--agent", "cmd:sleepy",
-        "--tasks", tasks, "--results", str(results),
+        "--tasks", tasks, "--results", str(results), "--detail",
     )  # fmt: skip
     until(lambda: len(live_runs(state)) == 2, what="two runs")
     runs = live_runs(state)
@@ -391,7 +391,7 @@ def test_ctrl_c_of_an_inline_eval_leaves_no_partial_folder(tmp_path: Path) -> No
     env["SREZ_TEST_SLOW_GRADE"] = "0.4"
     proc = start(
         env, "eval", "--agent", "scripted", "--tasks", "sre-001,sre-002,sre-003,sre-004",
-        "--results", str(results),
+        "--results", str(results), "--detail",
     )  # fmt: skip
     until(lambda: len(list(results.glob("*/*/*/*"))) >= 2, what="a run done and one writing")
     until(lambda: list(results.glob("*/*/*/.*.partial")), what="a run being written")

@@ -10,13 +10,13 @@ from srez_client.results.report import (
     aggregate,
     aggregate_table,
     build_report,
-    clean,
     leaderboard_table,
     pass_hat_k,
     render_table,
     report_json,
     runs_table,
 )
+from srez_client.results.table import clean
 
 
 def grade(

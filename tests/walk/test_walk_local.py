@@ -25,7 +25,7 @@ def test_walk_the_local_backend_and_the_daemon(walker: Walker, bwrap: None) -> N
 def test_walk_the_terminal_ui(walker: Walker) -> None:
     walker.walk(
         "(a finished run to look at)",
-        [Step("srez eval --agent heuristic --tasks sre-007", r"^heuristic +1 +1 ")],
+        [Step("srez eval --agent heuristic --tasks sre-007", r"^ +1 +heuristic +\S+ +1 +0\.900 ")],
     )
     run = next((walker.clone / "results" / "sre-007" / "none" / "heuristic").iterdir()).name
     walker.context["run"] = run

@@ -163,7 +163,8 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
             Step(
                 "srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1"
                 " --backend inline",
-                r"(?s)^ +\d +noop \(floor\) .*^scripted +40 +40 +1\.000 +0$",
+                r"(?s)^ +1 +scripted +> +40 +1\.000 \[1\.00, 1\.00\] .*^ +\d +noop \(floor\) .*"
+                r"^200 runs written under results",
             ),
         ),
     ),
@@ -176,7 +177,7 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
         (
             Step(
                 "srez eval --agent replay:my-actions.jsonl --tasks sre-007",
-                r"^replay +1 +1 +1\.000",
+                r"^ +1 +replay +\S+ +1 +1\.000 ",
             ),
         ),
     ),
@@ -193,7 +194,12 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
     ),
     (
         "srez eval --agent my_agents:MyAgent --tasks sre-007 --limit 5",
-        (Step("srez eval --agent my_agents:MyAgent --tasks sre-007 --limit 5", r"^my-agent +1 "),),
+        (
+            Step(
+                "srez eval --agent my_agents:MyAgent --tasks sre-007 --limit 5",
+                r"^ +\d +my-agent +\S+ +1 ",
+            ),
+        ),
     ),
     (
         "srez play sre-007",
@@ -229,7 +235,8 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
         "srez eval --agent heuristic --tasks-dir sets/s1234 --tasks all",
         (
             Step(
-                "srez eval --agent heuristic --tasks-dir sets/s1234 --tasks all", r"^heuristic +20 "
+                "srez eval --agent heuristic --tasks-dir sets/s1234 --tasks all",
+                r"^ +\d +heuristic +\S+ +20 ",
             ),
         ),
     ),
@@ -331,7 +338,7 @@ LOCAL_RUNS: list[tuple[str, tuple[Step, ...]]] = [
             Step(
                 "srez eval --backend local --parallel 4 --agent scripted,heuristic"
                 " --tasks sre-001,sre-007",
-                r"^scripted +2 +2 +1\.000 +0$",
+                r"^ +1 +scripted +\S+ +2 +1\.000 ",
             ),
         ),
     ),
@@ -560,7 +567,7 @@ DOCKER: list[tuple[str, tuple[Step, ...]]] = [
             Step(
                 "srez eval --backend docker --parallel 4 --agent scripted,heuristic"
                 " --tasks sre-001,sre-007",
-                r"^scripted +2 +2 +1\.000 +0$",
+                r"^ +1 +scripted +\S+ +2 +1\.000 ",
             ),
         ),
     ),

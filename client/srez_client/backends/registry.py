@@ -1,11 +1,14 @@
-"""The backends the client knows: one entry per backend, its config and where its class lives.
+"""The backends the client knows: one entry per backend, naming its config and its class by
+import path.
 
 A backend is a folder ``backends/<name>/`` holding its config (``config.py``: a
 :class:`~srez_client.backends.config.BackendConfig` subclass with ``kind: Literal["<name>"]``) and
 its class (a :class:`~srez_client.backends.base.Backend` with ``from_config``); its entry below
-names both. The configs are small pydantic models and are imported here; a backend's class is
-imported only when a backend of that kind is made or asked for its traits, so importing this
-module (every command does) never loads the Docker SDK or the ``local`` backend's modules.
+names both as ``module:Class`` strings, and the command-line options it declares. Nothing of a
+backend is imported here: its config (a pydantic model) only when a config is made or read, its
+class only when a backend of that kind is made or asked for its traits. So importing this module
+(the argument parser does, for every command) costs no pydantic, no Docker SDK and no backend
+module, and a command imports the one backend it uses.
 
 Adding a backend: its folder, its entry in :data:`ENTRIES`, and its parameter in the conformance
 suite (``tests/client/backend_contract.py``).
@@ -16,30 +19,55 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from srez_client.backends.base import Backend
-from srez_client.backends.config import BackendConfig, BackendSettings
-from srez_client.backends.docker.config import DockerConfig
-from srez_client.backends.inline.config import InlineConfig
-from srez_client.backends.local.config import LocalConfig
-from srez_client.backends.ray.config import RayConfig
 from srez_client.errors import UsageError
+
+if TYPE_CHECKING:
+    from srez_client.backends.base import Backend
+    from srez_client.backends.config import BackendConfig, BackendSettings
+
+
+@dataclass(frozen=True, slots=True)
+class BackendOption:
+    """A command-line option standing for one of a backend's settings (``--ray-address``)."""
+
+    flag: str
+    """The option (``--ray-address``)."""
+    setting: str
+    """The config field it sets (one of the config's ``OPTIONS``)."""
+    variable: str
+    """The ``SREZ_*`` variable it stands for (the field's entry in the config's ``ENV``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BackendEntry:
-    """One backend: how it is configured and where its class lives."""
+    """One backend: its name, and where its config and its class live."""
 
-    config: type[BackendConfig]
-    """Its config model; the default of its ``kind`` field is the backend's name."""
+    name: str
+    """The backend's name (``--backend``, ``run.json``; its config's ``kind``)."""
+    config_location: str
+    """``module:Class`` of its :class:`BackendConfig` subclass, imported on first use."""
     location: str
     """``module:Class`` of its :class:`Backend` subclass, imported on first use."""
+    options: tuple[BackendOption, ...] = ()
+    """The options of its config's ``OPTIONS``, spelled out so that the argument parser needs no
+    config model (``tests/client/test_startup.py`` holds them to the config)."""
+    writes_results: bool = False
+    """Its class's :attr:`~srez_client.backends.base.Backend.writes_results` (it runs the episodes
+    in this process), spelled out so that ``srez eval`` chooses its path without importing the
+    class (``tests/client/test_startup.py`` holds it to the class)."""
 
     @property
-    def name(self) -> str:
-        """The backend's name (``--backend``, ``run.json``)."""
-        return str(self.config.model_fields["kind"].default)
+    def config(self) -> type[BackendConfig]:
+        """The backend's config model (its module is imported now, once)."""
+        from srez_client.backends.config import BackendConfig
+
+        found = _load(self.config_location)
+        if not (isinstance(found, type) and issubclass(found, BackendConfig)):
+            msg = f"backend entry {self.name!r}: {self.config_location} is not a BackendConfig"
+            raise TypeError(msg)
+        return found
 
     def load(self) -> type[Backend]:
         """The backend's class (its module is imported now, once).
@@ -47,19 +75,45 @@ class BackendEntry:
         Raises:
             TypeError: If the entry does not name a :class:`Backend` subclass.
         """
-        module, _, attribute = self.location.partition(":")
-        found = getattr(importlib.import_module(module), attribute)
+        from srez_client.backends.base import Backend
+
+        found = _load(self.location)
         if not (isinstance(found, type) and issubclass(found, Backend)):
             msg = f"backend entry {self.name!r}: {self.location} is not a Backend subclass"
             raise TypeError(msg)
         return found
 
 
+def _load(location: str) -> object:
+    module, _, attribute = location.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+_PACKAGE: Final = "srez_client.backends"
+
 ENTRIES: Final = (
-    BackendEntry(InlineConfig, "srez_client.backends.inline.backend:InlineBackend"),
-    BackendEntry(LocalConfig, "srez_client.backends.local.backend:LocalBackend"),
-    BackendEntry(DockerConfig, "srez_client.backends.docker.backend:DockerBackend"),
-    BackendEntry(RayConfig, "srez_client.backends.ray.backend:RayBackend"),
+    BackendEntry(
+        "inline",
+        f"{_PACKAGE}.inline.config:InlineConfig",
+        f"{_PACKAGE}.inline.backend:InlineBackend",
+        writes_results=True,
+    ),
+    BackendEntry(
+        "local",
+        f"{_PACKAGE}.local.config:LocalConfig",
+        f"{_PACKAGE}.local.backend:LocalBackend",
+    ),
+    BackendEntry(
+        "docker",
+        f"{_PACKAGE}.docker.config:DockerConfig",
+        f"{_PACKAGE}.docker.backend:DockerBackend",
+    ),
+    BackendEntry(
+        "ray",
+        f"{_PACKAGE}.ray.config:RayConfig",
+        f"{_PACKAGE}.ray.backend:RayBackend",
+        (BackendOption("--ray-address", "ray_address", "SREZ_RAY_ADDRESS"),),
+    ),
 )
 """Every backend, in the order commands try them (``srez mirror RUN`` looks for a run in this
 order)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
@@ -155,3 +156,9 @@ def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
     if shell == "zsh":
         head = "#compdef srez srez-client\n" + head
     return head + _tables(parser) + (_BASH if shell == "bash" else _ZSH)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    """``srez completion bash|zsh`` (``args.root_parser``: the parser of ``srez``)."""
+    sys.stdout.write(completion_script(args.root_parser, args.shell))
+    return 0

@@ -10,32 +10,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from tqdm import tqdm
 
 from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
-from srez_client.mirror.fs import read_small_file
-from srez_client.results.finder import FoundRun, RunKey, complete_runs, run_key
+from srez_client.backends.registry import entry_for, names_where
+from srez_client.cli.options import comma_list, environment_of, model_for, say
+from srez_client.cli.tasks import select_tasks
+from srez_client.errors import UsageError
+from srez_client.floors import floor_grades, missing_floors, played_pairs
+from srez_client.provider_keys import check_provider_keys
 from srez_client.results.provenance import Scored, check_mergeable, leaderboard_provenance
 from srez_client.results.report import (
     agent_label,
     aggregate_table,
     build_report,
+    difficulty_table,
     leaderboard_table,
     report_json,
     runs_table,
 )
 from srez_client.results.tally import run_row, tally_runs, tally_table
 from srez_daemon.protocol import Provenance, srez_version
+from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.grade import GRADE_SCHEMA_VERSION
 from srez_env.provenance import task_digest, task_set_kind
 from srez_env.task import Task
+
+if TYPE_CHECKING:  # the results finder is imported by --resume only
+    from srez_client.results.finder import FoundRun, RunKey
 
 Job = tuple[str, Task, int]
 """(agent spec, task, run seed)."""
@@ -65,6 +75,8 @@ def plan_eval(
     """Drop the jobs already complete under ``results`` (``resume``), then keep ``limit``."""
     plan = EvalPlan(list(jobs))
     if resume:
+        from srez_client.results.finder import complete_runs
+
         complete = complete_runs(results)
         plan.todo = []
         for spec, task, seed in jobs:
@@ -129,6 +141,8 @@ def scored_rows(runs: list[Row]) -> list[Scored]:
 
 def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
     """The grades and rows of the runs ``--resume`` kept (those whose ``result.json`` reads)."""
+    from srez_client.mirror.fs import read_small_file
+
     grades: list[Row] = []
     rows: list[Row] = []
     for item in found:
@@ -152,12 +166,16 @@ def summary_row(item: FoundRun) -> Row:
 
 def grade_seed(item: FoundRun) -> int | None:
     """The run seed in ``run.json``, None if unreadable."""
+    from srez_client.results.finder import run_key
+
     key = run_key(item)
     return None if key is None else key[3]
 
 
 def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
     """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
+    from tqdm import tqdm  # imported once there are runs to show (about 30 ms)
+
     with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
         for spec, task, seed in jobs:
             bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
@@ -190,7 +208,10 @@ def print_eval(
     plan: EvalPlan | None = None,
     floors: list[Row] | None = None,
 ) -> int:
-    """Print the runs table, the aggregates, the leaderboard and what was done (or JSON).
+    """Print the report: JSON with ``--json``; else the leaderboard first, the provenance line,
+    each agent's mean reward by difficulty and what was done, in a screenful; ``--detail`` then
+    adds the runs table, each agent's aggregates by difficulty and by fault kind, and the count
+    of runs per agent.
 
     ``floors``: grades of the trivial-agent floors played beside the runs (:mod:`srez_client.floors`),
     in the aggregates and the leaderboard, not among the runs."""
@@ -210,30 +231,48 @@ def print_eval(
         print(json.dumps(block, indent=2))
         return 0
     ascii_marks = (sys.stdout.encoding or "").lower().replace("-", "") != "utf8"
+    tally = tally_runs(runs, failed)
+    if report.agents:
+        print("leaderboard (95 % intervals; a floor is a trivial agent: scores below it are noise)")
+        print(leaderboard_table(report, ascii_marks=ascii_marks))
+    if runs:
+        print(provenance.describe())
+    if report.agents:
+        print()
+        print(difficulty_table(report))
+    print()
+    if floors:
+        names = ", ".join(sorted({str(g["agent"]) for g in floors}))
+        print(f"floors: {names} played here on the same tasks and seeds (not written; --no-floors)")
+    print(_done_line(args, runs, plan))
+    errors = [f"{row.label} {row.errors}" for row in tally if row.errors]
+    if errors:
+        print(f"runs ended in an error: {', '.join(errors)} (--detail: which)")
+    if not args.detail:
+        return 0
     if grades:
+        print()
         print(runs_table(grades, ascii_marks=ascii_marks))
     for agent in report.agents:
         print(f"\naggregates: {agent_label(agent.agent, agent.model)}")
         print(aggregate_table(agent))
-    if len(report.agents) > 1:
-        print("\nleaderboard")
-        print(leaderboard_table(report, ascii_marks=ascii_marks))
-    if runs:
-        print(provenance.describe())
-    if floors:
-        names = ", ".join(sorted({str(g["agent"]) for g in floors}))
-        print(f"floors: {names} played here on the same tasks and seeds (not written; --no-floors)")
+    if runs or failed:
+        print()
+        print(tally_table(tally))
+    return 0
+
+
+def _done_line(args: argparse.Namespace, runs: list[Row], plan: EvalPlan | None) -> str:
+    """What this evaluation did: the runs it wrote, kept and left."""
     resumed = sum(1 for r in runs if r.get("resumed"))
-    new = len(runs) - resumed
-    line = f"\n{new} runs written under {args.results}"
+    line = f"{len(runs) - resumed} runs written under {args.results}"
     if resumed:
         line += f", {resumed} complete ones kept (--resume)"
     if plan is not None and plan.left_out:
         line += f"; {plan.left_out} left by --limit (--resume runs them)"
-    print(line)
-    if runs or failed:
-        print(tally_table(tally_runs(runs, failed)))
-    return 0
+    if not args.detail:
+        line += "; --detail: each run, and the breakdowns by fault kind"
+    return line
 
 
 def failed_by_label(failures: list[Job], model: str) -> dict[str, int]:
@@ -243,3 +282,82 @@ def failed_by_label(failures: list[Job], model: str) -> dict[str, int]:
         label = agent_label(spec, model if spec in LLM_SPECS else "none")
         out[label] = out.get(label, 0) + 1
     return out
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """``srez eval``: every (agent, task, seed) on the chosen backend, then the report."""
+    # a backend that writes its results runs the episodes in this process, so eval drives them
+    # directly (with task files from anywhere); the others are driven through their daemons
+    in_process = entry_for(args.backend).writes_results
+    if not in_process and args.tasks_dir is not None:
+        hosts = " or ".join(names_where(lambda b: b.writes_results))
+        msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
+        raise UsageError(msg)
+    agents = list(dict.fromkeys(comma_list("--agent", args.agent)))
+    if not agents:
+        msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
+        raise UsageError(msg)
+    tasks = select_tasks(args.tasks, args.tasks_dir)
+    if not tasks:
+        msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"
+        raise UsageError(msg)
+    model = model_for(agents, args.model)
+    for spec in agents:  # fail fast on an unknown agent or a malformed replay file
+        # An LLM agent is built in its own process, with its model; a custom command (cmd:NAME)
+        # is its own process on a daemon backend (the inline backend refuses it below).
+        if spec in LLM_SPECS or (custom_agent_name(spec) and not in_process):
+            continue
+        make_agent(spec, tasks[0], 0)
+    if model != "none" and in_process:
+        hosts = " or ".join(names_where(lambda b: not b.writes_results))
+        msg = f"the llm agents run on --backend {hosts} (their own process), not {args.backend}"
+        raise UsageError(msg)
+    if any(spec in LLM_SPECS for spec in agents):
+        check_provider_keys([model], os.environ)
+    jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
+    plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
+    check_resume(plan, jobs, args.results)
+    grades, runs = resumed_results(plan.resumed)
+    if plan.resumed:
+        say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
+    if not in_process:
+        from srez_client.evaluation import eval_on_backend
+
+        try:
+            done = eval_on_backend(
+                args.backend,
+                plan.todo,
+                args.results,
+                args.parallel,
+                model,
+                environ=environment_of(args, os.environ),
+            )
+        except KeyboardInterrupt:  # a second signal: the runs that ended are mirrored already
+            say_interrupted(None, len(plan.todo), args.results)
+            return 130
+        if done.interrupted:
+            say_interrupted(len(done.rows), len(plan.todo), args.results)
+        failed = failed_by_label(done.failed, model)
+        grades, runs = grades + done.grades, runs + done.rows
+        floors = [] if done.interrupted else floors_for(args, agents, tasks, runs)
+        print_eval(args, grades, runs, failed=failed, plan=plan, floors=floors)
+        return 130 if done.interrupted else 0
+    first = len(runs)
+    try:
+        eval_inline(plan.todo, args.results, grades, runs)
+    except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
+        say_interrupted(len(runs) - first, len(plan.todo), args.results)
+        print_eval(args, grades, runs, plan=plan)
+        return 130
+    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks, runs))
+
+
+def floors_for(
+    args: argparse.Namespace, agents: list[str], tasks: list[Task], runs: list[Row]
+) -> list[dict[str, object]]:
+    """The grades of the floors ``--agent`` left out, unless ``--no-floors``: played on the
+    (task, seed) pairs of the runs reported, so that ``--limit`` and ``--resume`` limit them
+    as they limit the agents asked for."""
+    if args.no_floors:
+        return []
+    return floor_grades(missing_floors(agents), played_pairs(tasks, runs))

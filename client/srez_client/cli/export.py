@@ -24,24 +24,6 @@ from srez_daemon.record.storage import atomic_write_bytes
 TRAJECTORY: str = "trajectory.json"
 
 
-def add_export_command(sub: Any) -> None:
-    """Add ``export`` to the subcommands ``sub`` of ``srez``."""
-    export = sub.add_parser("export", help="write runs in other formats")
-    formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
-    atif = formats.add_parser("atif", help="ATIF v1.8 trajectory.json beside each run's dialog")
-    atif.add_argument(
-        "run",
-        nargs="?",
-        metavar="RUN",
-        help="a run folder, or a run id (or a unique prefix of one)",
-    )
-    atif.add_argument("--all", action="store_true", help="every finished run under --results")
-    atif.add_argument(
-        "--results", type=Path, default=Path("results"), help="results root (default ./results)"
-    )
-    atif.set_defaults(func=cmd_export_atif)
-
-
 def cmd_export_atif(args: argparse.Namespace) -> int:
     """Export the runs named by ``args``; prints one path per trajectory written."""
     if bool(args.run) == bool(args.all):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from srez_client.cli.parser import command
 from srez_env.vocab import FAULT_KINDS
 
 MANIFEST = "taskset.json"
@@ -37,7 +38,7 @@ def add_parser(tasks_sub: Any) -> None:
     gen.add_argument(
         "--difficulty", default=None, help="comma list of easy, medium, hard (default: all)"
     )
-    gen.set_defaults(func=cmd_tasks_generate)
+    gen.set_defaults(func=command("srez_client.cli.generate:cmd_tasks_generate"))
 
 
 def _seed(text: str) -> int:

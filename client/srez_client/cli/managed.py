@@ -14,11 +14,9 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
 
 from srez_client.backends.config import BackendSettings
-from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, get_backend
+from srez_client.backends.registry import get_backend
 from srez_client.cli.options import comma_list
 from srez_client.errors import UsageError
 from srez_client.managed import api
@@ -28,97 +26,12 @@ from srez_client.managed.runner import run_managed
 from srez_client.managed.store import ManagedPaths
 from srez_client.managed.summary import TargetSummary
 from srez_client.provider_keys import check_provider_keys
-from srez_client.results.report import render_table
-
-
-def _money(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        msg = f"must be an amount in USD >= 0, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
-def _positive(text: str) -> float:
-    value = _money(text)
-    if value <= 0:
-        msg = f"must be > 0, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+from srez_client.results.table import render_table
 
 
 def _names(option: str, text: str | None) -> list[str]:
     """A ``--baselines`` or ``--models`` value: not given or ``none`` is no names."""
     return [] if text is None or text.strip() == "none" else comma_list(option, text)
-
-
-def add_managed_command(sub: Any) -> None:
-    """Add ``managed`` and its actions to the subcommands ``sub`` of ``srez``."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    managed = sub.add_parser("managed", help="long multi-target evaluations with resume and budget")
-    acts = managed.add_subparsers(dest="managed_command", required=True, metavar="ACTION")
-
-    def action(name: str, func: Any, text: str, *args: str) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = acts.add_parser(name, parents=[common], help=text)
-        for arg in args:
-            p.add_argument(arg, metavar=arg.upper())
-        p.set_defaults(func=func)
-        return p
-
-    create = action("create", cmd_create, "create a managed run", "name")
-    create.add_argument(
-        "--baselines",
-        help=f"comma list of {', '.join(BASELINES)}, or none (default: all of them when --models"
-        " is not given either, else none)",
-    )
-    create.add_argument(
-        "--models",
-        help="comma list of litellm slugs, or none (default: the catalogue's default models when"
-        " --baselines is not given either, else none)",
-    )
-    create.add_argument(
-        "--tasks", default="all", help="'all' (the default) or a comma list of task ids"
-    )
-    create.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKEND_NAMES)
-    create.add_argument("--daily-budget-usd", type=_money, metavar="X")
-    create.add_argument("--cost-cap-usd", type=_positive, metavar="Y", help="per LLM task")
-    create.add_argument(
-        "--time-limit", type=_positive, metavar="S", help="agent time limit per task"
-    )
-    create.add_argument("--seed", type=int, default=0, help="run seed of every run (default 0)")
-    action("add-target", cmd_add_target, "queue one more target", "name", "target")
-    action("remove-target", cmd_remove_target, "take a target out of the queue", "name", "target")
-    action("list", cmd_list, "the managed runs")
-    st = action("status", cmd_status, "progress, scores, errors and budget", "name")
-    st.add_argument("--json", action="store_true", help="print JSON")
-    run = action("run", cmd_run, "run the queue (one target at a time)", "name")
-    run.add_argument("--target", help="run this target only")
-    run.add_argument("--retry-failed", action="store_true", help="re-run tasks the harness failed")
-    run.add_argument(
-        "--wait",
-        action="store_true",
-        help="sleep through budget and provider pauses (next day, end of cooldown) and go on",
-    )
-    action("pause", cmd_pause, "finish the current task, start nothing new", "name")
-    action("clear-pause", cmd_clear_pause, "remove the pause flag", "name")
-    action("stop", cmd_stop, "stop the runner and its in-flight run now", "name")
-    sm = action("summarize", cmd_summarize, "rebuild the summaries", "name")
-    sm.add_argument("--no-png", action="store_true", help="skip summary.png")
-    action("export-queue", cmd_export, "write command.sh and command.ps1", "name")
-    dta = action(
-        "delete-target-artifacts",
-        cmd_delete_artifacts,
-        "delete a target's results",
-        "name",
-        "target",
-    )
-    dta.add_argument("--yes", action="store_true", help="do not ask")
-    dl = action("delete", cmd_delete, "delete the managed run's folder (never results)", "name")
-    dl.add_argument("--yes", action="store_true", help="do not ask")
 
 
 def cmd_create(args: argparse.Namespace) -> int:

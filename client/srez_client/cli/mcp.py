@@ -14,67 +14,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
 
 from srez_client.cli.options import say
+from srez_client.cli.parser import MCP_DEFAULT_NAME as DEFAULT_NAME
+from srez_client.cli.tasks import one_task
 from srez_client.errors import UsageError
 from srez_client.models_catalog import valid_slug
 from srez_env.agents import BUILTIN_AGENT_NAMES
 from srez_env.agents.contract import CUSTOM_NAME
 from srez_env.task import Task
-
-DEFAULT_NAME: Final = "mcp"
-"""The agent name an in-process MCP episode is filed under unless ``--name`` says another."""
-TaskLoader = Callable[[str, Path | None], Task]
-"""``srez``'s one-task loader (an id, ``--tasks-dir``)."""
-
-
-def _port_number(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        msg = f"must be a TCP port (0 to 65535; 0: a free one), got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
-def add_mcp_command(sub: Any, parents: list[argparse.ArgumentParser], load: TaskLoader) -> None:
-    """Add ``mcp`` to the subcommands ``sub`` of ``srez`` (``parents``: ``--tasks-dir``;
-    ``load``: how a task is read)."""
-    mcp = sub.add_parser(
-        "mcp",
-        parents=parents,
-        help="the agent's tools as an MCP server: a run's agent socket, or an episode here",
-    )
-    where = mcp.add_mutually_exclusive_group(required=True)
-    where.add_argument("--socket", type=Path, metavar="PATH", help="a run's agent socket")
-    where.add_argument("--task", metavar="ID", help="an episode of task ID in this process")
-    mcp.add_argument(
-        "--http",
-        type=_port_number,
-        nargs="?",
-        const=0,
-        metavar="PORT",
-        help="with --socket: streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (default: a free port);"
-        " clients send its token, which it writes on stderr",
-    )
-    mcp.add_argument(
-        "--token-file",
-        type=Path,
-        metavar="PATH",
-        help="with --http: write the token to PATH (0600; removed on exit) instead of on stderr",
-    )
-    mcp.add_argument("--seed", type=int, help="with --task: run seed (default 0)")
-    mcp.add_argument("--results", type=Path, help="with --task: results root (default ./results)")
-    mcp.add_argument(
-        "--name", help=f"with --task: the agent's name in results/ (default {DEFAULT_NAME})"
-    )
-    mcp.add_argument("--model", metavar="SLUG", help="with --task: the client's model, if known")
-    mcp.set_defaults(func=lambda args: cmd_mcp(args, load))
 
 
 def require_mcp() -> None:
@@ -84,7 +33,7 @@ def require_mcp() -> None:
         raise UsageError(msg)
 
 
-def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
+def cmd_mcp(args: argparse.Namespace) -> int:
     """``srez mcp``: serve until the client leaves (stdio) or until SIGINT/SIGTERM (HTTP)."""
     inline_only = {
         "--seed": args.seed,
@@ -115,7 +64,7 @@ def cmd_mcp(args: argparse.Namespace, load: TaskLoader) -> int:
             f"--model {args.model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
         )
         raise UsageError(msg)
-    task = load(args.task, args.tasks_dir)
+    task = one_task(args.task, args.tasks_dir)
     require_mcp()
     return _serve_inline(
         task,

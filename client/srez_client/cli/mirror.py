@@ -24,12 +24,10 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from srez_client.backends.base import Backend, MirrorOutcome, WatchOptions
 from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.registry import (
-    BACKEND_NAMES,
     DEFAULT_BACKEND,
     backend_class,
     config_for,
@@ -43,39 +41,6 @@ from srez_client.sanitize import sanitize_line
 
 EXIT_REFUSED = 2
 """``srez mirror RUN`` of a run that may not be mirrored here."""
-
-
-def add_mirror_command(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """Add ``mirror`` and ``regrade`` to the subcommands ``sub`` of ``srez``."""
-    m = sub.add_parser("mirror", help="copy stopped runs into their results folders")
-    m.add_argument("run", nargs="?", metavar="RUN", help="the run to mirror (or --watch)")
-    m.add_argument("--watch", action="store_true", help="mirror every srez run as it stops")
-    m.add_argument("--once", action="store_true", help="with --watch: only those stopped now")
-    m.add_argument("--timeout", type=float, metavar="S", help="with --watch: watch for S seconds")
-    m.add_argument(
-        "--results",
-        type=Path,
-        default=Path("results"),
-        help="results root accepted for runs this state did not launch (default ./results)",
-    )
-    m.add_argument("--rm", action="store_true", help="remove our runs' state once mirrored")
-    m.add_argument(
-        "--backend",
-        choices=BACKEND_NAMES,
-        help="where RUN is (default: the first backend that has it, in registry order)",
-    )
-    m.set_defaults(func=cmd_mirror)
-
-    r = sub.add_parser("regrade", help="grade a run from its transcript when its daemon died")
-    r.add_argument("run", metavar="RUN", help="run id or unique prefix")
-    r.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    r.add_argument(
-        "--tasks-dir",
-        type=Path,
-        metavar="DIR",
-        help="read the run's task from the *.yaml files of DIR instead of the packaged ones",
-    )
-    r.set_defaults(func=cmd_regrade)
 
 
 def _print(outcome: MirrorOutcome) -> None:

@@ -4,26 +4,25 @@
 live and ``--any`` lets a command act on runs this state did not launch (DESIGN.md §8). The
 backend is made through the registry from the environment (:mod:`srez_client.backends.config`),
 so a command never needs to know which backend it holds.
+
+The argument parser is built from this module, so it stays light: a backend's config and class
+are imported by the functions that make them, when a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
-from srez_client.backends.base import Backend
-from srez_client.backends.config import BackendConfig, BackendSettings
-from srez_client.backends.registry import (
-    BACKEND_NAMES,
-    DEFAULT_BACKEND,
-    ENTRIES,
-    config_for,
-    make_backend,
-)
+from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, ENTRIES
 from srez_client.errors import UsageError
+
+if TYPE_CHECKING:
+    from srez_client.backends.base import Backend
+    from srez_client.backends.config import BackendConfig
 
 
 def backend_options(
@@ -47,13 +46,15 @@ def backend_options(
 
 
 def add_backend_settings(parser: argparse.ArgumentParser) -> None:
-    """The options backends declare for their settings (:attr:`BackendConfig.OPTIONS`, e.g.
-    ``--ray-address``), each standing for its ``SREZ_*`` variable."""
+    """The options backends declare for their settings (their registry entries' ``options``,
+    e.g. ``--ray-address``), each standing for its ``SREZ_*`` variable."""
     for entry in ENTRIES:
-        for name, flag in entry.config.OPTIONS.items():
-            variable = entry.config.ENV[name]
-            where = f"the {entry.name} backend's {name} (${variable})"
-            parser.add_argument(flag, dest=f"setting_{variable}", metavar="VALUE", help=where)
+        for option in entry.options:
+            variable = option.variable
+            where = f"the {entry.name} backend's {option.setting} (${variable})"
+            parser.add_argument(
+                option.flag, dest=f"setting_{variable}", metavar="VALUE", help=where
+            )
 
 
 def environment_of(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
@@ -82,6 +83,9 @@ def comma_list(option: str, text: str) -> list[str]:
 
 def config_of(args: argparse.Namespace) -> BackendConfig:
     """The config of the backend the options name, read from the environment."""
+    from srez_client.backends.config import BackendSettings
+    from srez_client.backends.registry import config_for
+
     environ = environment_of(args, os.environ)
     settings = BackendSettings.from_env(environ, any_owner=getattr(args, "any", False))
     return config_for(getattr(args, "backend", DEFAULT_BACKEND), settings)
@@ -89,6 +93,8 @@ def config_of(args: argparse.Namespace) -> BackendConfig:
 
 def backend_of(args: argparse.Namespace) -> Backend:
     """The backend the options name, configured from the environment."""
+    from srez_client.backends.registry import make_backend
+
     return make_backend(config_of(args))
 
 
@@ -112,8 +118,33 @@ def say(line: str) -> None:
 
 def run_async(make: Callable[[], Awaitable[int]]) -> int:
     """The exit status of the coroutine ``make()`` returns, run on a fresh event loop."""
+    import asyncio
 
     async def main() -> int:
         return await make()
 
     return asyncio.run(main())
+
+
+def model_for(agents: list[str], model: str | None) -> str:
+    """The model of runs of ``agents``: ``--model`` is required by the LLM agents and refused
+    without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
+    from srez_client.models_catalog import valid_slug
+    from srez_env.agents import CUSTOM_PREFIXES
+    from srez_env.agents.llm import LLM_SPECS
+
+    wants = [a for a in agents if a in LLM_SPECS]
+    # a custom agent may call a model: then the slug names its results folder
+    custom = bool(agents) and all(a.startswith(CUSTOM_PREFIXES) for a in agents)
+    if model is None:
+        if wants:
+            msg = f"--agent {wants[0]} needs --model SLUG (a litellm slug, e.g. openai/gpt-4o-mini)"
+            raise UsageError(msg)
+        return "none"
+    if not (wants or custom):
+        msg = f"--model {model!r} is only for --agent llm, llm-json, cmd:NAME or mcp:NAME"
+    elif not valid_slug(model):
+        msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
+    else:
+        return model
+    raise UsageError(msg)

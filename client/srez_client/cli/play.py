@@ -11,13 +11,17 @@ at the end either way.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Final, TextIO
 
+from srez_client.cli.tasks import one_task
 from srez_client.errors import UsageError
-from srez_client.results.report import CHECK_NAMES, GradeView, clean
+from srez_client.results.report import CHECK_NAMES, GradeView
+from srez_client.results.table import clean
 from srez_client.shell_words import split_words
 from srez_env.baselines.replay import parse_action
 from srez_env.env import SREEnv
@@ -137,7 +141,7 @@ def readable(output: object) -> str:
 
 
 def clean_text(text: str) -> str:
-    """Like :func:`~srez_client.results.report.clean`, but keeps newlines and tabs."""
+    """Like :func:`~srez_client.results.table.clean`, but keeps newlines and tabs."""
     return "\n".join(clean(line.replace("\t", "    ")) for line in text.split("\n"))
 
 
@@ -200,3 +204,11 @@ def play(task: Task, lines: Iterable[str], out: TextIO, *, run_seed: int = 0) ->
     grade = GradeView.model_validate_json(grade_episode(env.record()).to_json())
     out.write("\n" + grade_text(grade) + "\n")
     return grade
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """``srez play ID``: commands from stdin, observations and the grade on stdout."""
+    task = one_task(args.task_id, args.tasks_dir)
+    lines = prompted_lines("srez> ") if sys.stdin.isatty() else iter(sys.stdin.readline, "")
+    play(task, lines, sys.stdout, run_seed=args.seed)
+    return 0

@@ -13,76 +13,21 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.backends.registry import make_backend, names_where
-from srez_client.cli.options import config_of, positive_float, run_async, say
+from srez_client.cli.options import config_of, model_for, run_async, say
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, UsageError
-from srez_client.models_catalog import valid_slug
 from srez_client.provider_keys import check_provider_keys
 from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
-from srez_env.agents import CUSTOM_PREFIXES
 from srez_env.agents.llm import LLM_SPECS
 
 logger = logging.getLogger(__name__)
-
-
-def add_run_command(sub: Any, where: argparse.ArgumentParser) -> None:
-    """Add ``run`` to the subcommands ``sub`` of ``srez`` (``where``: the backend options)."""
-    run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
-    run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
-    run.add_argument(
-        "--agent",
-        required=True,
-        help="scripted, heuristic, random, replay:FILE, llm, llm-json, or your own: cmd:NAME"
-        " (a program on the agent socket) or mcp:NAME (an MCP client)",
-    )
-    run.add_argument(
-        "--agent-cmd",
-        metavar="CMD",
-        help="the command of a cmd:NAME or mcp:NAME agent, e.g. 'python3 my_agent.py' (default: SREZ_AGENT_CMD)",
-    )
-    run.add_argument(
-        "--model",
-        metavar="SLUG",
-        help="litellm model slug: for --agent llm/llm-json; optional for cmd:NAME",
-    )
-    run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
-    run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
-    run.add_argument(
-        "--keep-container",
-        action="store_true",
-        help="keep the run serving until it is stopped ('srez runs stop', 'docker stop'), then mirror",
-    )
-    run.add_argument("--timeout", type=positive_float, metavar="S", help="agent time limit (s)")
-    run.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    run.set_defaults(func=cmd_run)
-
-
-def model_for(agents: list[str], model: str | None) -> str:
-    """The model of runs of ``agents``: ``--model`` is required by the LLM agents and refused
-    without one (a baseline has no model, and a slug no agent uses is a mistake worth saying)."""
-    wants = [a for a in agents if a in LLM_SPECS]
-    # a custom agent may call a model: then the slug names its results folder
-    custom = bool(agents) and all(a.startswith(CUSTOM_PREFIXES) for a in agents)
-    if model is None:
-        if wants:
-            msg = f"--agent {wants[0]} needs --model SLUG (a litellm slug, e.g. openai/gpt-4o-mini)"
-            raise UsageError(msg)
-        return "none"
-    if not (wants or custom):
-        msg = f"--model {model!r} is only for --agent llm, llm-json, cmd:NAME or mcp:NAME"
-    elif not valid_slug(model):
-        msg = f"--model {model!r} is not a model slug (provider/model, e.g. openai/gpt-4o-mini)"
-    else:
-        return model
-    raise UsageError(msg)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

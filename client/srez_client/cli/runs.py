@@ -12,20 +12,16 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.backends.recovery import is_mirrored, results_folder
 from srez_client.backends.registry import make_backend
 from srez_client.cli.options import (
     backend_of,
-    backend_options,
     config_of,
-    positive_float,
     run_async,
     say,
 )
-from srez_client.cli.run import add_run_command
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.daemon_client.follow import attach_plain, render_entry, render_finished
 from srez_client.daemon_client.terminal import pty_session
@@ -37,7 +33,6 @@ from srez_client.errors import (
     UsageError,
 )
 from srez_client.results.finder import (
-    STATUS_FILTERS,
     filter_results,
     find_results,
     find_run,
@@ -45,88 +40,10 @@ from srez_client.results.finder import (
     results_rows,
 )
 from srez_client.results.layout import RUN_ID_RE
-from srez_client.results.report import render_table
+from srez_client.results.table import render_table
 from srez_client.runs import read_summary, scratch_dir
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import iter_dialog
-
-
-def add_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """Add ``run``, ``runs`` and ``attach`` to the subcommands ``sub`` of ``srez``."""
-    where = backend_options(parser_class)
-    add_run_command(sub, backend_options(parser_class, any_owner=False))
-    runs = sub.add_parser("runs", help="list and manage runs")
-    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="ACTION")
-    listing = runs_sub.add_parser("list", parents=[where], help="runs and their state")
-    listing.add_argument("--all", action="store_true", help="include runs that exited")
-    listing.set_defaults(func=cmd_runs_list)
-    for name, func, text in (
-        ("stop", cmd_runs_stop, "stop a run (SIGTERM; it writes summary.json)"),
-        ("rm", cmd_runs_rm, "stop a run and delete its state (never its results)"),
-        ("url", cmd_runs_url, "print the base URL of a run's daemon"),
-        ("token", cmd_runs_token, "print a run's token (keep it secret)"),
-    ):
-        p = runs_sub.add_parser(name, parents=[where], help=text)
-        p.add_argument("run", metavar="RUN")
-        p.set_defaults(func=func)
-        if name == "rm":
-            p.add_argument(
-                "--force",
-                action="store_true",
-                help="delete a run that is not mirrored (its files exist nowhere else)",
-            )
-    logs = runs_sub.add_parser("logs", parents=[where], help="a run's output or daemon logs")
-    logs.add_argument("run", metavar="RUN")
-    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new output")
-    logs.add_argument(
-        "--name",
-        default="container",
-        choices=("container", "agent", "evaluator", "daemon"),
-        help="container: the daemon process's output (default); others: through the daemon",
-    )
-    logs.set_defaults(func=cmd_runs_logs)
-    ex = runs_sub.add_parser("exec", parents=[where], help="run a command in a run")
-    ex.add_argument("run", metavar="RUN")
-    ex.add_argument("--tty", action="store_true", help="an interactive shell (CMD optional)")
-    ex.add_argument("--timeout", type=positive_float, default=60.0, metavar="S")
-    ex.add_argument("cmd", nargs="*", metavar="CMD", help="after --")
-    ex.set_defaults(func=cmd_runs_exec)
-    res = runs_sub.add_parser("results", help="finished runs found in the results folder")
-    res.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    res.add_argument("--task", metavar="IDS", help="only these tasks (comma list)")
-    res.add_argument("--agent", metavar="NAMES", help="only these agents (comma list)")
-    res.add_argument(
-        "--model", metavar="SLUGS", help="only these models (comma list; none: baselines)"
-    )
-    res.add_argument(
-        "--status",
-        choices=STATUS_FILTERS,
-        help="ok or error (how the run ended), resolved or unresolved (its grade)",
-    )
-    res.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    res.set_defaults(func=cmd_runs_results)
-    prune = runs_sub.add_parser(
-        "prune",
-        parents=[where],
-        help="delete the state of every exited run that is mirrored (never its results)",
-    )
-    prune.add_argument(
-        "--yes", action="store_true", help="delete them (without it: list what would go)"
-    )
-    prune.set_defaults(func=cmd_runs_prune)
-
-    att = sub.add_parser(
-        "attach",
-        parents=[where],
-        help="follow a run's dialog live (a finished run: from its results folder)",
-    )
-    att.add_argument("run", metavar="RUN", help="run id or prefix (live or finished), or a folder")
-    att.add_argument("--plain", action="store_true", help="plain text on stdout")
-    att.add_argument("--offset", type=int, default=0, help="start at this byte of the dialog")
-    att.add_argument(
-        "--results", type=Path, default=Path("results"), help="where finished runs are found"
-    )
-    att.set_defaults(func=cmd_attach)
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:

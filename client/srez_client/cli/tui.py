@@ -15,25 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from srez_client.backends.config import BackendSettings
-from srez_client.backends.registry import BACKEND_NAMES
 from srez_client.errors import UsageError
-
-
-def add_tui_commands(sub: Any) -> None:
-    """Add ``tui`` and ``explain`` to the subcommands ``sub`` of ``srez``."""
-    tui = sub.add_parser("tui", help="the full-screen dashboard: runs, launch, attach")
-    tui.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    tui.set_defaults(func=cmd_tui)
-    ex = sub.add_parser("explain", help="ask a model about a run (host-side, own spending cap)")
-    ex.add_argument("run", metavar="RUN", help="run id (live or finished) or a results folder")
-    ex.add_argument(
-        "--prompt",
-        default="compare",
-        help="compare (default), review, problems, or a question in quotes",
-    )
-    ex.add_argument("--results", type=Path, default=Path("results"), help="results root")
-    ex.add_argument("--backend", default=None, choices=BACKEND_NAMES, help="where live runs are")
-    ex.set_defaults(func=cmd_explain)
 
 
 def _app(results: Path, backend: str | None = None) -> Any:

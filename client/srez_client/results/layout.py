@@ -6,10 +6,17 @@ A run lives in ``results/<task>/<model>/<agent>/<run-id>/``: ``<model>`` is the 
 and renamed when complete, so a folder under its final name is always complete. Its files:
 
 * ``run.json``: what was launched (:class:`~srez_daemon.protocol.RunManifest`);
-* ``archive/dialog.jsonl``: the dialog (:mod:`srez_daemon.protocol.dialog`), fsynced per entry;
+* ``archive/dialog.jsonl``: the dialog (:mod:`srez_daemon.protocol.dialog`);
 * ``archive/transcript.jsonl``: the environment's own step log (replayable);
 * ``result.json``: the grade; ``final.patch`` and ``reference.patch``: the two diffs;
 * ``summary.json``: how it ended (:class:`~srez_daemon.protocol.RunSummary`), written last.
+
+Durability: a folder made with ``sync=False`` (the inline backend's runs) writes its files
+without an fsync per write or dialog entry; :meth:`RunFolder.complete` then flushes the folder
+whole, once (:func:`~srez_daemon.record.storage.fsync_tree`: one ``syncfs`` on Linux), before the
+atomic rename and the fsync of the parent. A crash before the rename
+leaves only the ``.partial`` folder (discarded, never reported); after it, the whole run is on
+disk. With ``sync=True`` each file is flushed as it is written (the daemon's live dialog).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from srez_daemon.record.storage import (
     atomic_write_bytes,
     atomic_write_json,
     fsync_dir,
+    fsync_tree,
     system_clock,
 )
 
@@ -121,8 +129,10 @@ def run_path(results_root: Path, task_id: str, model: str | None, agent: str, ru
 class RunFolder:
     """A run folder being written under ``.<run-id>.partial/`` and renamed when complete."""
 
-    def __init__(self, final_dir: Path) -> None:
+    def __init__(self, final_dir: Path, *, sync: bool = True) -> None:
         """Prepare (not create) the folders; see :meth:`create`."""
+        self.sync = sync
+        """fsync each file as it is written; when False, :meth:`complete` flushes them all once."""
         self.final_dir = final_dir
         """Where the run ends up."""
         self.partial_dir = final_dir.with_name(f".{final_dir.name}.partial")
@@ -130,13 +140,14 @@ class RunFolder:
         self._completed = False
 
     @classmethod
-    def create(cls, final_dir: Path) -> Self:
-        """Create the partial folder (and the parents of the final one).
+    def create(cls, final_dir: Path, *, sync: bool = True) -> Self:
+        """Create the partial folder (and the parents of the final one); ``sync``: as in the
+        module's docstring.
 
         Raises:
             ResultsError: If the run folder or its partial folder already exists.
         """
-        folder = cls(final_dir)
+        folder = cls(final_dir, sync=sync)
         if final_dir.exists():
             msg = f"run folder {final_dir} already exists; a run is never overwritten"
             raise ResultsError(msg)
@@ -163,18 +174,18 @@ class RunFolder:
     def write_bytes(self, relative: Path | str, data: bytes) -> Path:
         """Write a file atomically; returns its path."""
         target = self.path(relative)
-        atomic_write_bytes(target, data)
+        atomic_write_bytes(target, data, sync=self.sync)
         return target
 
     def write_json(self, relative: Path | str, value: BaseModel | dict[str, object]) -> Path:
         """Write a JSON file atomically; returns its path."""
         target = self.path(relative)
-        atomic_write_json(target, value)
+        atomic_write_json(target, value, sync=self.sync)
         return target
 
     def open_dialog(self, *, clock: Clock = system_clock) -> DialogWriter:
         """Create ``archive/dialog.jsonl`` and return its writer."""
-        return DialogWriter(self.path(DIALOG_PATH), clock=clock)
+        return DialogWriter(self.path(DIALOG_PATH), clock=clock, sync=self.sync)
 
     def discard(self) -> None:
         """Delete the partial folder of a run that will not complete (interrupted, failed);
@@ -193,13 +204,16 @@ class RunFolder:
         """
         if self._completed:
             return self.final_dir
-        for folder in sorted(
-            (p for p in self.partial_dir.rglob("*") if p.is_dir() and not p.is_symlink()),
-            key=lambda p: len(p.parts),
-            reverse=True,
-        ):
-            fsync_dir(folder)
-        fsync_dir(self.partial_dir)
+        if self.sync:  # each file was flushed as written: their folders' entries remain
+            for folder in sorted(
+                (p for p in self.partial_dir.rglob("*") if p.is_dir() and not p.is_symlink()),
+                key=lambda p: len(p.parts),
+                reverse=True,
+            ):
+                fsync_dir(folder)
+            fsync_dir(self.partial_dir)
+        else:  # written without a flush: the whole folder at once, before the rename
+            fsync_tree(self.partial_dir)
         if self.final_dir.exists():
             msg = f"run folder {self.final_dir} appeared while the run was written; kept {self.partial_dir}"
             raise ResultsError(msg)

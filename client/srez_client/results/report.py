@@ -47,6 +47,7 @@ from srez_client.results.bootstrap import (
     group_intervals,
     paired_difference,
 )
+from srez_client.results.table import render_table
 
 CHECK_NAMES: Final = ("valid", "func", "safe", "intent", "rca")
 """The five checks, in table order."""
@@ -365,47 +366,6 @@ def report_json(report: Report) -> dict[str, object]:
     return report.model_dump(mode="json")
 
 
-# --- plain-text tables ------------------------------------------------------------------------
-
-_CONTROL = str.maketrans(
-    {c: f"\\x{c:02x}" for c in [*range(0x20), *range(0x7F, 0xA0)]}
-    | {c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
-)
-
-
-def clean(text: str) -> str:
-    """Escape control and bidi characters so that a cell cannot drive the terminal."""
-    return text.translate(_CONTROL)
-
-
-def render_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], *, right: Iterable[int] = ()
-) -> str:
-    """Render rows as an aligned plain-text table with a rule under the header.
-
-    Args:
-        headers: Column titles.
-        rows: Cells, as text; each row has one cell per header.
-        right: Indexes of columns to right-align (numbers).
-
-    Returns:
-        The table, lines joined by ``\\n``, without a trailing newline.
-    """
-    cells = [[clean(c) for c in headers], *[[clean(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    right_set = set(right)
-
-    def line(row: Sequence[str]) -> str:
-        parts = [
-            c.rjust(w) if i in right_set else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "  ".join(parts).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
-
-
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
@@ -530,3 +490,27 @@ def leaderboard_table(report: Report, *, ascii_marks: bool = False) -> str:
         for i, (label, nxt) in enumerate(zip(report.leaderboard, below, strict=True), start=1)
     ]
     return render_table(headers, rows, right=[0, *range(3, len(headers))])
+
+
+def difficulty_table(report: Report) -> str:
+    """One line per agent, in leaderboard order: its mean reward (with its 95 % interval) on
+    each difficulty. The runs of each difficulty are counted in its header when every agent has
+    as many, else in each cell."""
+    by_label = {agent_label(a.agent, a.model): a for a in report.agents}
+    present = [d for d in DIFFICULTIES if any(d in a.by_difficulty for a in report.agents)]
+    counts = {
+        d: {a.by_difficulty[d].n for a in report.agents if d in a.by_difficulty} for d in present
+    }
+    headers = ["mean reward by difficulty"]
+    headers += [f"{d} (n={min(counts[d])})" if len(counts[d]) == 1 else d for d in present]
+    rows = []
+    for label in report.leaderboard:
+        cells = [f"{label} (floor)" if label in report.floors else label]
+        for d in present:
+            agg = by_label[label].by_difficulty.get(d)
+            if agg is None:
+                cells.append("-")
+            else:
+                cells.append(_reward_cell(agg) + ("" if len(counts[d]) == 1 else f" (n={agg.n})"))
+        rows.append(cells)
+    return render_table(headers, rows, right=range(1, len(headers)))

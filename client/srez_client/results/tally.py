@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from srez_client.results.report import agent_label, render_table
+from srez_client.results.report import agent_label
+from srez_client.results.table import render_table
 from srez_daemon.protocol import RunSummary
 
 

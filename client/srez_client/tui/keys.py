@@ -9,9 +9,10 @@ shell), ``list`` (the attach list), and the managed-run screens
 add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it
 imports no screen (and no urwid), so any view model may read it.
 
-A key means one thing on the dashboard and the monitor (``S`` stops on both; ``s`` is the
-dashboard's summaries and nothing on the monitor): :data:`SAME_MEANING` lists those two
-contexts, and the tests hold the table to it.
+A key means one thing on the dashboard and the monitor (``p`` a cooperative pause, ``s`` and
+``S`` pause and stop the in-flight run now, ``c`` clears the pause flag, ``q`` goes back; the
+dashboard rebuilds the summaries with ``b``): :data:`SAME_MEANING` lists those two contexts, and
+the tests hold the table to it.
 """
 
 from __future__ import annotations
@@ -100,9 +101,10 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("dashboard", "a", "add_target", "add targets to the run"),
     Binding("dashboard", "x", "remove_target", "remove the target (asks; its artefacts stay)"),
     Binding("dashboard", "p", "pause", "pause: the runner stops after its current task"),
-    Binding("dashboard", "S", "stop", "stop: the runner and its in-flight run end now"),
+    Binding("dashboard", "s", "stop", "stop now: pause, then end the runner and its in-flight run"),
+    Binding("dashboard", "S", "stop", "stop now (as s)"),
     Binding("dashboard", "c", "clear_pause", "clear the pause flag"),
-    Binding("dashboard", "s", "summarize", "rebuild the run's summaries"),
+    Binding("dashboard", "b", "summarize", "rebuild the run's summaries"),
     Binding("dashboard", "e", "export_queue", "export the run's queue"),
     Binding("dashboard", "D", "delete_artifacts", "delete the target's artefacts (asks)"),
     Binding("dashboard", "X", "delete_run", "delete the run and its folder (asks)"),
@@ -111,8 +113,11 @@ BINDINGS: Final[tuple[Binding, ...]] = (
     Binding("monitor", "up", "cursor_up", "move up"),
     Binding("monitor", "down", "cursor_down", "move down"),
     Binding("monitor", "enter", "open_task", "open the task under the cursor in the run viewer"),
-    Binding("monitor", "p", "pause", "pause after the current task"),
-    Binding("monitor", "S", "stop", "stop now: pause, then end the in-flight run"),
+    Binding(
+        "monitor", "p", "pause", "pause (cooperative): the runner stops after the current task"
+    ),
+    Binding("monitor", "s", "stop", "stop now: pause, then end the in-flight run"),
+    Binding("monitor", "S", "stop", "stop now (as s)"),
     Binding("monitor", "c", "clear_pause", "clear the pause flag"),
     Binding("monitor", "q", "back", "back to the run list"),
     Binding("monitor", "esc", "back", "back to the run list"),

@@ -11,7 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from srez_daemon.wire_version import srez_version  # light: health answers before the models load
+from srez_daemon.wire_version import (  # light: health answers before the models load
+    PROTOCOL_VERSION,
+    srez_version,
+)
 
 if TYPE_CHECKING:
     from srez_daemon.protocol.dialog import (
@@ -19,7 +22,6 @@ if TYPE_CHECKING:
         ENTRY_TYPES,
         EPOCH_TS,
         MAX_LINE_BYTES,
-        PROTOCOL_VERSION,
         Assistant,
         DialogEntry,
         ErrorEntry,

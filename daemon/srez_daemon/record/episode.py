@@ -88,7 +88,10 @@ class Episode:
         *,
         timer: Timer = time.perf_counter,
         note_limits: NoteLimits = DEFAULT_NOTE_LIMITS,
+        sync: bool = True,
     ) -> None:
+        """``sync``: fsync each file as it is written; False when the host makes the whole run
+        folder durable at its end (:mod:`srez_daemon.record.storage`)."""
         self.task = task
         self.manifest = manifest
         self.paths = paths
@@ -97,6 +100,7 @@ class Episode:
             task, run_seed=manifest.run_seed, agent=manifest.agent, model=manifest.model
         )
         self._timer = timer
+        self._sync = sync
         self._started = timer()
         self._turns = 0
         self._tokens = TokenCount()
@@ -119,7 +123,7 @@ class Episode:
         )
         self.dialog.append(lambda seq, ts: TaskPrompt(seq=seq, ts=ts, text=self.prompt["text"]))
         self.paths.archive.mkdir(parents=True, exist_ok=True)
-        self._transcript = JsonlFile(self.paths.transcript)
+        self._transcript = JsonlFile(self.paths.transcript, sync=self._sync)
         self._initial = self._simulated_world()
         self._world = WorldFiles.between(self._initial, self._initial)
         for s, text in self._initial.items():
@@ -238,8 +242,9 @@ class Episode:
         if not self.env.done:
             msg = "the agent phase is still running: end the episode before sealing it"
             raise RuntimeError(msg)
-        atomic_write_bytes(self.paths.final_patch, self._world.diff.encode())
-        atomic_write_bytes(self.paths.reference_patch, reference_patch(self.task).encode())
+        reference = reference_patch(self.task).encode()
+        atomic_write_bytes(self.paths.final_patch, self._world.diff.encode(), sync=self._sync)
+        atomic_write_bytes(self.paths.reference_patch, reference, sync=self._sync)
 
     def grade(self, error_kind: ErrorKind | None = None) -> Grade:
         """Grades the episode and writes ``result.json`` (with ``error_kind`` when the run failed
@@ -247,7 +252,7 @@ class Episode:
         grade = grade_episode(self.env.record())
         if error_kind is not None:
             grade = grade.model_copy(update={"error_kind": error_kind})
-        atomic_write_bytes(self.paths.result_json, grade.to_json())
+        atomic_write_bytes(self.paths.result_json, grade.to_json(), sync=self._sync)
         return grade
 
     def close(self) -> None:
@@ -279,7 +284,7 @@ class Episode:
     def _write_conf(self, service: str, text: str) -> None:
         path = self.paths.conf(service)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, text.encode())
+        atomic_write_bytes(path, text.encode(), sync=self._sync)
 
 
 def observation_text(observation: Mapping[str, Any]) -> str:

@@ -5,7 +5,15 @@ state file is always the old or the new version, never a mix, and the dialog los
 torn last line on a crash (DESIGN.md §6-§7, SECURITY.md A11).
 
 Append-only files (:class:`JsonlFile`) are written one whole line per ``write`` (newline
-included) and fsynced. A write that fails or comes up short (``ENOSPC``, ``EIO``) is cut back to
+included) and fsynced.
+
+Each writer takes ``sync``: with ``sync=False`` a write is the same (atomic rename, whole lines)
+but not fsynced. That is for files written inside a folder that is itself made durable before it
+counts: the inline backend writes a run into ``.<run-id>.partial/`` without a flush per entry,
+then :meth:`srez_client.results.layout.RunFolder.complete` flushes the folder whole once
+(:func:`fsync_tree`) before the atomic rename. A crash before the rename leaves only the partial folder, which is
+discarded; after it, every file is on disk. The daemon keeps ``sync=True``: its dialog is read
+live and must survive a crash of the run itself. A write that fails or comes up short (``ENOSPC``, ``EIO``) is cut back to
 the last whole line and raised as :class:`~srez_daemon.errors.RecordError`: a full disk leaves no
 torn or merged line, and never a silent gap, because the caller learns of every failure.
 
@@ -77,7 +85,57 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def fsync_file(path: Path) -> None:
+    """Flush a file's content to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Flush every file and folder under ``root`` (``root`` included) to disk, at once.
+
+    On Linux this is one ``syncfs(2)`` of the file system holding ``root``: a single flush (one
+    journal commit) instead of an fsync per file and folder, which costs a commit each (a run
+    folder holds about twenty). Elsewhere each file, then each folder (deepest first), is
+    fsynced.
+    """
+    if _syncfs(root):
+        return
+    folders = []
+    for path in root.rglob("*"):
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            folders.append(path)
+        else:
+            fsync_file(path)
+    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        fsync_dir(folder)
+    fsync_dir(root)
+
+
+def _syncfs(root: Path) -> bool:
+    """``syncfs(2)`` of the file system holding ``root``; False where there is none."""
+    import ctypes  # only here: a few ms, and only for the hosts that flush a folder whole
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    syncfs = getattr(libc, "syncfs", None)
+    if syncfs is None:
+        return False
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"syncfs of {root}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+    return True
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
 
     Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the
@@ -87,6 +145,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         path: The file to write; its folder must exist.
         data: The new content.
         mode: The file's permissions (the temp file is created 0600, then given them).
+        sync: fsync the file and its folder; False in a folder made durable as a whole later.
     """
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
@@ -95,41 +154,50 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
-def atomic_write_json(path: Path, value: BaseModel | dict[str, object]) -> None:
+def atomic_write_json(
+    path: Path, value: BaseModel | dict[str, object], *, sync: bool = True
+) -> None:
     """Write a pydantic model or a dict as indented JSON with :func:`atomic_write_bytes`."""
     if not isinstance(value, dict):
         data = orjson.dumps(value.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
     else:
         data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
-    atomic_write_bytes(path, data + b"\n")
+    atomic_write_bytes(path, data + b"\n", sync=sync)
 
 
 class JsonlFile:
-    """An append-only file of lines: each append is one ``write`` of whole lines, then fsync.
+    """An append-only file of lines: each append is one ``write`` of whole lines, then fsync
+    (unless ``sync`` is False).
 
     Not thread-safe by itself: :class:`DialogWriter` serialises its appends under its lock.
     """
 
-    def __init__(self, path: Path, *, exclusive: bool = False) -> None:
+    def __init__(self, path: Path, *, exclusive: bool = False, sync: bool = True) -> None:
         """Open ``path`` for appending, creating it.
 
         Args:
             path: The file.
             exclusive: Refuse a file that exists (``FileExistsError``).
+            sync: fsync the folder now and the file after each append; False in a folder made
+                durable as a whole later (the module's docstring).
         """
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_EXCL if exclusive else 0)
         self._path = path
+        self._sync = sync
         self._fd = os.open(path, flags, 0o644)
         self._size = os.fstat(self._fd).st_size
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
 
     @property
     def path(self) -> Path:
@@ -159,7 +227,8 @@ class JsonlFile:
             written = os.write(self._fd, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
-            os.fsync(self._fd)
+            if self._sync:
+                os.fsync(self._fd)
         except OSError as e:
             self.cut_back(self._size)
             reason = e.strerror or str(e)
@@ -196,8 +265,8 @@ class DialogWriter:
     its last whole line.
     """
 
-    def __init__(self, path: Path, *, clock: Clock = system_clock) -> None:
-        """Open ``path`` for appending (it must not exist yet).
+    def __init__(self, path: Path, *, clock: Clock = system_clock, sync: bool = True) -> None:
+        """Open ``path`` for appending (it must not exist yet); ``sync``: as :class:`JsonlFile`.
 
         Raises:
             FileExistsError: If the file exists: a dialog is never appended to across runs.
@@ -206,7 +275,7 @@ class DialogWriter:
         self._clock = clock
         self._seq = 0
         self._lock = threading.Lock()
-        self._file = JsonlFile(path, exclusive=True)
+        self._file = JsonlFile(path, exclusive=True, sync=sync)
 
     @property
     def path(self) -> Path:

@@ -3,6 +3,11 @@ and their loader.
 
 The loader is ``yaml.safe_load`` then :meth:`Task.model_validate`; every failure becomes a
 :class:`TaskError` with one line ``<file>: <field path>: <what is wrong>``.
+
+:func:`packaged_summaries` reads the few fields a listing shows from the packaged files without
+building the task models (no pydantic: ``srez tasks list`` answers at once). The packaged files are
+validated by the test suite and by every command that plays them; a user's task files are always
+read with :func:`load_task`.
 """
 
 from __future__ import annotations
@@ -11,15 +16,19 @@ import functools
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import ValidationError
 
 from srez_env.errors import TaskError
-from srez_env.task import Task
+
+if TYPE_CHECKING:  # imported when a task is validated: a listing needs no pydantic
+    from pydantic import ValidationError
+
+    from srez_env.task import Task
 
 # libyaml's safe loader when it is built in: about ten times faster than the pure-Python one
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -67,6 +76,19 @@ def parse_task(text: str, source: str = "<task>") -> Task:
         TaskError: The text is not YAML, not a mapping, or fails validation. The message is one
             line: ``<source>: <field path>: <what is wrong>``.
     """
+    from pydantic import ValidationError
+
+    from srez_env.task import Task
+
+    data = _yaml_mapping(text, source)
+    try:
+        return Task.model_validate(data)
+    except ValidationError as e:
+        raise TaskError(_one_line(source, e)) from e
+
+
+def _yaml_mapping(text: str, source: str) -> dict[str, Any]:
+    """The YAML text of a task as a mapping (one-line :class:`TaskError` otherwise)."""
     try:
         data: Any = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
@@ -78,10 +100,7 @@ def parse_task(text: str, source: str = "<task>") -> Task:
     if not isinstance(data, dict):
         msg = f"{source}: expected a mapping of task fields, got {type(data).__name__}"
         raise TaskError(msg)
-    try:
-        return Task.model_validate(data)
-    except ValidationError as e:
-        raise TaskError(_one_line(source, e)) from e
+    return data
 
 
 def load_task(path: str | os.PathLike[str]) -> Task:
@@ -126,6 +145,76 @@ def _packaged_task(name: str) -> Task:
     return _checked(parse_task(text, name), name)
 
 
+def _packaged_file_names(ids: Iterable[str] | None) -> list[str]:
+    """The packaged files of ``ids`` in that order (None: all, sorted by id)."""
+    names = _packaged_names()
+    if ids is None:
+        return names
+    out = []
+    for task_id in ids:
+        name = f"{task_id}.yaml"
+        if name not in names:
+            known = f"{names[0][:-5]} … {names[-1][:-5]}" if names else "none"
+            msg = f"unknown task id {task_id!r} (known: {known})"
+            raise TaskError(msg)
+        out.append(name)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSummary:
+    """What a listing shows of a task: its public brief and the headline of its ground truth."""
+
+    id: str
+    title: str
+    fault_kind: str
+    root_service: str
+    difficulty: str
+    max_steps: int
+    brief: str
+
+    @classmethod
+    def of(cls, task: Task) -> TaskSummary:
+        """The summary of a validated task."""
+        return cls(
+            id=task.id,
+            title=task.title,
+            fault_kind=task.fault_kind,
+            root_service=task.ground_truth.root_cause.service,
+            difficulty=task.difficulty,
+            max_steps=task.max_steps,
+            brief=task.incident.brief,
+        )
+
+
+def packaged_summaries(ids: Iterable[str] | None = None) -> list[TaskSummary]:
+    """The summaries of packaged tasks, read from their YAML without building the models.
+
+    Raises:
+        TaskError: An id is unknown, or a packaged file lacks a field a summary shows.
+    """
+    folder = resources.files(__name__)
+    out = []
+    for name in _packaged_file_names(ids):
+        data = _yaml_mapping(folder.joinpath(name).read_text(encoding="utf-8"), name)
+        try:
+            out.append(
+                TaskSummary(
+                    id=str(data["id"]),
+                    title=str(data["title"]),
+                    fault_kind=str(data["fault_kind"]),
+                    root_service=str(data["ground_truth"]["root_cause"]["service"]),
+                    difficulty=str(data["difficulty"]),
+                    max_steps=int(data["max_steps"]),
+                    brief=str(data["incident"]["brief"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            msg = f"{name}: not a task file (no {e})"
+            raise TaskError(msg) from e
+    return out
+
+
 def load_tasks(ids: Iterable[str] | None = None) -> list[Task]:
     """Loads packaged tasks (``srez_env/tasks/*.yaml``); each file is read once per process, and
     only the files asked for are read (a daemon needs one task, not forty).
@@ -139,15 +228,4 @@ def load_tasks(ids: Iterable[str] | None = None) -> list[Task]:
     Raises:
         TaskError: A packaged file is invalid, or an id is unknown.
     """
-    names = _packaged_names()
-    if ids is None:
-        return [_packaged_task(name) for name in names]
-    out: list[Task] = []
-    for task_id in ids:
-        name = f"{task_id}.yaml"
-        if name not in names:
-            known = f"{names[0][:-5]} … {names[-1][:-5]}" if names else "none"
-            msg = f"unknown task id {task_id!r} (known: {known})"
-            raise TaskError(msg)
-        out.append(_packaged_task(name))
-    return out
+    return [_packaged_task(name) for name in _packaged_file_names(ids)]

@@ -187,7 +187,9 @@ class HostedRun:
         begun = timer() if start is None else start
         started = clock()
         run_id = new_run_id(started, random_bytes)
-        folder = RunFolder.create(run_path(results_root, task.id, who.model, who.agent, run_id))
+        # no flush per dialog entry: complete() makes the whole folder durable before its rename
+        final_dir = run_path(results_root, task.id, who.model, who.agent, run_id)
+        folder = RunFolder.create(final_dir, sync=False)
         closing = contextlib.ExitStack()
         try:
             manifest = RunManifest(
@@ -204,7 +206,7 @@ class HostedRun:
             folder.write_json("run.json", manifest)
             paths = RunPaths(folder.partial_dir)
             dialog = closing.enter_context(folder.open_dialog(clock=clock))
-            episode = Episode(task, manifest, paths, dialog, timer=timer)
+            episode = Episode(task, manifest, paths, dialog, timer=timer, sync=folder.sync)
             closing.callback(episode.close)
             episode.start()
         except BaseException:

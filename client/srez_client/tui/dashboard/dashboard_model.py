@@ -28,8 +28,9 @@ NEEDS_RUN: Final = frozenset(
     {"add_target", "pause", "stop", "clear_pause", "summarize", "export_queue", "delete_run"}
 )
 HELP: Final = (
-    "n new · Enter monitor · r run · a/x add/remove target · p pause · S stop · c clear pause · "
-    "s summaries · e export queue · D delete target artefacts · X delete run · q quit · ? all keys"
+    "n new · Enter monitor · r run · a/x add/remove target · p pause · s/S stop now · "
+    "c clear pause · b summaries · e export queue · D delete target artefacts · X delete run · "
+    "q quit · ? all keys"
 )
 
 

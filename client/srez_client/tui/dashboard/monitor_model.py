@@ -38,7 +38,7 @@ from srez_client.tui.dashboard.source import EndedLaunch, RunStatus
 from srez_client.tui.keys import Context
 
 HELP: Final = (
-    "p pause after this task · S stop now (pause, end the in-flight run) · c clear pause · "
+    "p pause after this task · s/S stop now (pause, end the in-flight run) · c clear pause · "
     "Enter open task · q back · ? all keys"
 )
 TAIL_LINES: Final = 200

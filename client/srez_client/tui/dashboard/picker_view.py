@@ -17,7 +17,7 @@ from srez_client.tui.keys import Context
 
 HELP: Final = (
     "↑↓ move · Space toggle · ←→ page · / filter · f clear filter · a/u select/clear shown · "
-    "c clear all · d defaults · m add slugs · : command · Enter accept · Esc cancel"
+    "c clear all · d defaults · m add slugs · : command · Enter accept · Esc cancel · ? all keys"
 )
 
 

@@ -175,13 +175,17 @@ async def test_monitor_pause_stop_and_clear_keys(shell: FakeShell) -> None:
     shell.press("c")
     await shell.settle()
     assert not (folder / "PAUSE").exists()
-    shell.press("s")  # the dashboard's summaries: nothing here (never a stop by habit)
+    shell.press("b")  # the dashboard's summaries: nothing here
     await shell.settle()
     assert not (folder / "PAUSE").exists()
-    shell.press("S")  # no runner: pause, then a stop that finds nothing to stop
-    await shell.settle()
-    assert (folder / "PAUSE").is_file()
-    assert "stopped" in shell.screen()
+    for key in ("s", "S"):  # no runner: pause, then a stop that finds nothing to stop
+        shell.press(key)
+        await shell.settle()
+        assert (folder / "PAUSE").is_file()
+        assert "stopped" in shell.screen()
+        shell.press("c")
+        await shell.settle()
+        assert not (folder / "PAUSE").exists()
 
 
 async def test_add_and_remove_targets(shell: FakeShell) -> None:
@@ -215,7 +219,7 @@ async def test_clear_pause_summaries_export_and_delete_artifacts(shell: FakeShel
     shell.press("c")
     await shell.settle()
     assert not (folder / "PAUSE").exists()
-    shell.press("s")
+    shell.press("b")
     await shell.settle(limit=30)
     assert (folder / "summary.json").is_file() and (folder / "summary.md").is_file()
     assert "summaries rebuilt" in shell.notes[-1] and "summary.json" in shell.notes[-1]

@@ -112,8 +112,8 @@ def test_dashboard_actions_need_the_right_line(source: ManagedApiSource) -> None
 
 
 def test_a_key_means_one_thing_on_the_dashboard_and_the_monitor() -> None:
-    """``S`` stops on both screens; ``s`` (the dashboard's summaries) does nothing on the
-    monitor, so a key pressed out of habit never stops a run by surprise."""
+    """``p`` pauses, ``s`` and ``S`` stop now, ``c`` clears the pause on both screens; the
+    summaries (the dashboard's only) are on ``b``, a key the monitor leaves unbound."""
     first, second = (context_keys(ctx) for ctx in SAME_MEANING)
     clashes = {
         key: (first[key], second[key])
@@ -121,9 +121,12 @@ def test_a_key_means_one_thing_on_the_dashboard_and_the_monitor() -> None:
         if key != "enter" and first[key] != second[key]
     }
     assert clashes == {}
-    assert keys_for("dashboard", "stop") == keys_for("monitor", "stop") == ["S"]
-    assert context_action("monitor", "s") is None
-    assert "S stop" in MONITOR_HELP and " s " not in f" {MONITOR_HELP} "
+    assert keys_for("dashboard", "stop") == keys_for("monitor", "stop") == ["s", "S"]
+    for key, action in (("p", "pause"), ("c", "clear_pause"), ("q", "back")):
+        assert context_action("dashboard", key) == context_action("monitor", key) == action
+    assert keys_for("dashboard", "summarize") == ["b"]
+    assert context_action("monitor", "b") is None
+    assert "s/S stop now" in MONITOR_HELP
 
 
 def test_monitor_figures_evidence_errors_and_budget(source: ManagedApiSource) -> None:

@@ -276,12 +276,15 @@ def test_monitor_follows_a_runner_to_its_end_and_reaps_it(tmp_path: Path) -> Non
         tmux.kill()
 
 
-def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_path: Path) -> None:
-    """s means summaries on the dashboard and nothing on the monitor; S stops on both (the help
-    of each screen says so). A stop that lands while a task is in flight, after another was
-    graded, keeps what was graded: on resume no completed task is run again. Each task is held in
-    flight until the test releases it, so the stop lands where the test says, however loaded the
-    machine."""
+def test_monitor_s_stops_the_in_flight_task_and_leaves_the_run_paused_and_resumable(
+    tmp_path: Path,
+) -> None:
+    """On the live monitor ``s`` pauses and stops the in-flight run now, as ``S`` does (and as
+    both do on the dashboard, whose summaries moved to ``b``); the help and the footers say so.
+    The stop lands while a task is in flight, after another was graded: the run is left paused,
+    what was graded is kept, and after ``c`` it resumes without running a completed task again.
+    Each task is held in flight until the test releases it, so the stop lands where the test
+    says, however loaded the machine."""
     tasks = [f"sre-00{i}" for i in range(1, 7)]
     folder = srez_create(tmp_path, "demo", ",".join(tasks))
     hold, env = held_tasks(tmp_path)
@@ -289,25 +292,26 @@ def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_pat
     launch_log = tmp_path / "state" / "tui" / "launch-demo-scripted.log"
     try:
         tmux.wait_for("demo · inline · 6 tasks")
+        assert "s/S stop now" in tmux.screen() and "b summaries" in tmux.screen()
         tmux.keys("?")
         help_screen = tmux.wait_for("dashboard:")
-        assert "S          stop: the runner" in help_screen
-        assert "s          rebuild the run's summaries" in help_screen
+        assert "s          stop now: pause, then end the runner" in help_screen
+        assert "b          rebuild the run's summaries" in help_screen
         tmux.keys("Escape")
-        tmux.wait_gone("show this help")
-        tmux.keys("Down", "Enter")  # the monitor, no runner yet
-        tmux.wait_for("S stop now")
+        tmux.wait_gone("esc: close")  # the help box is gone
+        tmux.keys("Down", "r")  # run the target: the monitor follows it
+        tmux.wait_for("p pause after this task · s/S stop now")
         tmux.keys("?")
         help_screen = tmux.wait_for("monitor:")
         monitor_keys = help_screen.split("monitor:")[1].split("global:")[0]
-        assert "S          stop now" in monitor_keys and "\n  s " not in monitor_keys
+        assert "s          stop now: pause, then end the in-flight run" in monitor_keys
+        assert "S          stop now (as s)" in monitor_keys
+        assert "p          pause (cooperative)" in monitor_keys
+        assert "c          clear the pause flag" in monitor_keys
+        assert "q          back to the run list" in monitor_keys
         tmux.keys("Escape")
-        tmux.wait_gone("show this help")
-        tmux.keys("s", "q")  # back on the dashboard: nothing was paused or stopped by s
-        tmux.wait_for("s summaries")
-        assert not (folder / "PAUSE").exists()
+        tmux.wait_gone("esc: close")  # the help box is gone
 
-        tmux.keys("r")
         tmux.wait_for("running (task sre-001", timeout=60)
         release(hold, "sre-001")
         wait_until(
@@ -316,8 +320,8 @@ def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_pat
         )
         tmux.wait_for("running (task sre-002", timeout=60)  # held in flight
         graded = records(folder)["sre-001"]
-        tmux.keys("S")
-        wait_until(lambda: (folder / "PAUSE").exists(), "S did not pause")  # S pauses, then stops
+        tmux.keys("s")
+        wait_until(lambda: (folder / "PAUSE").exists(), "s did not pause")  # s pauses, then stops
         wait_until(
             lambda: launch_log.exists() and "stop requested" in launch_log.read_text(),
             "the runner was not asked to stop",
@@ -333,9 +337,10 @@ def test_monitor_s_is_not_a_stop_S_is_and_a_stop_keeps_every_graded_task(tmp_pat
         if stopped["sre-002"]["status"] == "interrupted":
             assert stopped["sre-002"]["error_kind"] == "stopped", stopped["sre-002"]
         assert set(stopped) == {"sre-001", "sre-002"}  # nothing started after the stop
+        assert (folder / "PAUSE").exists()  # left paused
 
         tmux.keys("q")
-        tmux.wait_for("s summaries")
+        tmux.wait_for("b summaries")
         tmux.keys("c")
         tmux.wait_for("pause flag cleared")
         tmux.keys("r")
@@ -380,3 +385,19 @@ def test_create_form_focus_is_visible_and_down_past_the_last_field_is_create(
         assert (tmp_path / "results" / "managed" / "downrun" / "run.json").is_file()
     finally:
         tmux.kill()
+
+
+def test_picker_help_lists_every_key_of_the_picker(tui: tuple[Tmux, Path]) -> None:
+    """``?`` in the model picker lists each of its keys with what it does."""
+    tmux, _results = tui
+    tmux.wait_for("No managed run yet")
+    tmux.keys("n")
+    tmux.wait_for("New managed run")
+    tmux.keys("Down", "Down", "Down", "Down", "Enter")  # Pick models…
+    tmux.wait_for("Esc cancel · ? all keys")  # the picker's footer
+    tmux.keys("?")
+    screen = tmux.wait_for("model picker:")
+    section = screen.split("model picker:")[1].split("global:")[0]
+    keys = {line.split("│")[1].split()[0] for line in section.splitlines() if "│  " in line}
+    assert keys >= {"/", "f", "a", "u", "c", "d", "m", ":", "space", "enter", "left", "right"}
+    assert keys >= {"up", "down", "esc"}
