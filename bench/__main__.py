@@ -144,7 +144,7 @@ def generator_figures() -> dict[str, Any]:
 
 
 def main() -> None:
-    """Prints the figures as JSON: the simulator's, then the daemon's (DESIGN.md §11)."""
+    """Prints the figures as JSON: the simulator's, then the daemon's (docs/design.md §11)."""
     from bench.daemon import daemon_figures
     from bench.docker import docker_figures
     from bench.llm import llm_figures
