@@ -1,7 +1,8 @@
-"""The README walk's machinery: the commands the README shows, and a newcomer who runs them.
+"""The README walk's machinery: the commands the documentation shows, and a newcomer who runs them.
 
-:func:`readme_commands` reads every command line of README.md's ``sh`` blocks (continuations
-joined, comments dropped, spaces collapsed). :class:`Walker` runs concrete :class:`Step` commands
+:func:`readme_commands` reads every command line of a page's ``sh`` blocks (continuations joined,
+comments dropped, spaces collapsed); :func:`documented_commands` those of README.md and of every
+page of ``docs/``, the pages the README sends a reader to. :class:`Walker` runs concrete :class:`Step` commands
 in a fresh clone (the repository's files as ``git ls-files`` lists them, nothing else: no
 ``results/``, no generated sets, no state), under a home folder of its own, with no ``SREZ_*``
 variable and no provider key from the machine: what a person who just cloned the repository and
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 VENV_BIN = Path(sys.executable).parent
 
 _SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
@@ -43,6 +45,16 @@ def readme_commands(text: str) -> list[str]:
             if command:
                 lines.append(command)
     return lines
+
+
+def documents() -> list[Path]:
+    """README.md, then every page of ``docs/`` in name order: what the walk covers."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def documented_commands() -> dict[str, list[str]]:
+    """Every command line of every document's ``sh`` blocks, by the document's repository path."""
+    return {str(d.relative_to(ROOT)): readme_commands(d.read_text()) for d in documents()}
 
 
 def options(command: str) -> set[str]:
