@@ -152,7 +152,7 @@ def test_the_documented_bring_your_own_agent_recipe_runs_as_written(tmp_path: Pa
     shutil.copytree(ROOT / "examples", tmp_path / "examples")  # a fresh clone's folder
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    # the real interpreter, not a version manager's shim (README: a shim must be named by its
+    # the real interpreter, not a version manager's shim (docs/agents.md: a shim must be named by its
     # real path), as the first python3 on PATH; and srez itself
     (bin_dir / "python3").symlink_to(Path(sys.executable).resolve())
     (bin_dir / "srez").symlink_to(SREZ)

@@ -8,7 +8,7 @@ in a fresh clone (the repository's files as ``git ls-files`` lists them, nothing
 variable and no provider key from the machine: what a person who just cloned the repository and
 ran ``make setup`` has. Each step runs through ``bash`` (so pipes, ``$(...)`` and ``<(...)`` work
 as they do for the reader) and must exit with its status and print what it expects; a failure
-names the README line it walks.
+names the documented line it walks.
 """
 
 from __future__ import annotations
@@ -156,7 +156,9 @@ class Walker:
                 timeout=step.timeout_s,
             )
             output = done.stdout + done.stderr
-            where = f"README: {readme_line}\nwalked: {command}\nexit {done.returncode}\n{output}"
+            where = (
+                f"documented: {readme_line}\nwalked: {command}\nexit {done.returncode}\n{output}"
+            )
             assert done.returncode == step.status, where
             expect = self.filled(step.expect)
             found = re.search(expect, output, re.M)
