@@ -10,7 +10,7 @@ JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
 .PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base \
-	docs docs-serve cli-docs clean
+	docs docs-serve cli-docs tui-screens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,10 @@ docs-serve: $(STAMP)
 # Rewrite docs/cli.md from the argument parser; tests/test_cli_reference.py fails while it is stale.
 cli-docs: $(STAMP)
 	$(PY) docs/gen_cli.py
+
+# Text screenshots of the real TUI (tmux capture-pane) into docs/watch.md.
+tui-screens: $(STAMP)
+	$(PY) docs/capture_tui.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache site
