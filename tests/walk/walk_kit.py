@@ -89,6 +89,8 @@ class Walker:
     """The last output of each README line walked, for the section's own checks."""
     seconds: dict[str, float] = field(default_factory=dict)
     """How long each README line took to walk (to keep the walk within the suite's minutes)."""
+    terminals: int = 0
+    """How many terminals this walker has opened (each gets a tmux server of its own)."""
 
     @classmethod
     def fresh(cls, where: Path) -> Walker:
@@ -170,9 +172,13 @@ class Walker:
 
     def terminal(self, command: str) -> Terminal:
         """``command`` in a real terminal (tmux, 160x45, ``ixon`` on as in a user's terminal)."""
-        done = self.home / f"exit-{len(self.outputs)}"
+        # A server of its own per terminal: a new session on the socket of a server that
+        # kill-server is still ending can be lost with it (seen on a loaded machine).
+        self.terminals += 1
+        socket = f"walk-{os.getpid()}-{id(self):x}-{self.terminals}"
+        done = self.home / f"exit-{len(self.outputs)}-{self.terminals}"
         shell = f"stty ixon; {self.filled(command)}; echo $? > {done}; sleep 60"
-        terminal = Terminal(f"walk-{os.getpid()}-{id(self):x}", done, self.environment)
+        terminal = Terminal(socket, done, self.environment)
         terminal.tmux(
             "new-session", "-d", "-s", "walk", "-x", "160", "-y", "45", "-c", str(self.clone), shell
         )
