@@ -9,7 +9,8 @@ PYTEST_FAST := -m "not llm and not slow"
 JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
-.PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base clean
+.PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base \
+	docs docs-serve cli-docs tui-screens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +40,8 @@ test-all: $(STAMP)
 	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check env daemon client bench images tests
-	$(VENV)/bin/ruff format --check env daemon client bench images tests
+	$(VENV)/bin/ruff check env daemon client bench images tests docs
+	$(VENV)/bin/ruff format --check env daemon client bench images tests docs
 	$(VENV)/bin/mypy
 
 # The peers make bench compares the daemon with, each in a venv of its own (never in the
@@ -81,5 +82,21 @@ image: $(STAMP)
 image-base: $(STAMP)
 	$(PY) images/base/build_base.py
 
+# The documentation site (MkDocs Material) from docs/ and mkdocs.yml, built offline into site/;
+# docs-serve serves it on 127.0.0.1 with live reload.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+
+# Rewrite docs/cli.md from the argument parser; tests/test_cli_reference.py fails while it is stale.
+cli-docs: $(STAMP)
+	$(PY) docs/gen_cli.py
+
+# Text screenshots of the real TUI (tmux capture-pane) into docs/watch.md.
+tui-screens: $(STAMP)
+	$(PY) docs/capture_tui.py
+
 clean:
-	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache site

@@ -1,4 +1,4 @@
-"""The daemon's figures for ``make bench`` (DESIGN.md §11), each next to a same-run reference.
+"""The daemon's figures for ``make bench`` (docs/design.md §11), each next to a same-run reference.
 
 * ``start``: ``srez-daemon`` process start to a 200 from ``/api/health`` on loopback, median of 5,
   next to a bare aiohttp server started the same way (target under 0.4 s); ``run_loaded_s`` is

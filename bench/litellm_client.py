@@ -1,5 +1,5 @@
 """The LLM agent's former litellm binding, kept for ``make bench`` only: the "before" of the
-thin agents (DESIGN.md §13), measured beside :mod:`srez_daemon.agent.model_client`.
+thin agents (docs/design.md §13.1), measured beside :mod:`srez_daemon.agent.model_client`.
 
 No installed package imports it: ``srez-agent`` speaks plain HTTP to the host's model relay,
 which holds the one litellm. litellm is imported on the first call, never at import time

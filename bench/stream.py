@@ -1,4 +1,4 @@
-"""Live-stream figures for ``make bench`` (DESIGN.md §11), measured in this process.
+"""Live-stream figures for ``make bench`` (docs/design.md §11), measured in this process.
 
 A :class:`DialogTail` and a :class:`StreamHub` are served by a real aiohttp server on 127.0.0.1;
 the viewers connect over loopback. Entries are appended as the daemon's ``DialogWriter`` does

@@ -1,4 +1,4 @@
-"""Thin agents (DESIGN.md §13): what an LLM agent process costs with and without litellm, and
+"""Thin agents (docs/design.md §13.1): what an LLM agent process costs with and without litellm, and
 many concurrent ``local`` LLM runs against a slow stand-in provider.
 
 * ``agent_start``: in fresh subprocesses, alternating, the import path of ``srez-agent`` and the

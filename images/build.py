@@ -14,7 +14,8 @@
 4. The import check: every module of ``srez_env`` and ``srez_daemon`` must import in the image,
    as root (the daemon) and as the agent user; a runtime dependency missing from
    ``[project.dependencies]`` fails the build here rather than the first run.
-5. The leak check (:mod:`leaks`; SECURITY.md A1, §4.2 test 10): as uid 1001 (the agent user), a walk of the
+5. The leak check (:mod:`leaks`; docs/security.md A1, §4.2 test 10): as uid 1001 (the agent user), a
+walk of the
    image's whole filesystem tries to read every file, and of archives (wheels, zips, compressed
    files) every member, looking for task secrets: markers computed from the task files on the
    host. Any readable hit, or a task file the agent user can read, fails the build (exit 1).

@@ -1,4 +1,4 @@
-"""The leak check (SECURITY.md A1, §4.2 test 10): task secrets searched for in the image as the
+"""The leak check (docs/security.md A1, §4.2 test 10): task secrets searched for in the image as the
 agent user sees it.
 
 Markers are computed from the task files on the host; a walk of the image's whole filesystem, run

@@ -1,6 +1,6 @@
-"""The dependency direction srez_env <- srez_daemon <- srez_client (DESIGN §3), checked on the
-imports of every module: what each package may import, that the recorder stays free of the server,
-that no package has an import circle; and the benchmark's ban on wall clocks and global
+"""The dependency direction srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
+the imports of every module: what each package may import, that the recorder stays free of the
+server, that no package has an import circle; and the benchmark's ban on wall clocks and global
 randomness."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ FORBIDDEN = {
     },
     "srez_daemon": {"docker", "urwid", "srez_client", "litellm"},
 }
-"""The daemon, and the agent process within it, never import litellm (DESIGN.md §13, thin
+"""The daemon, and the agent process within it, never import litellm (docs/design.md §13.1, thin
 agents): the LLM agent speaks OpenAI-compatible HTTP to the host's model relay, which holds it."""
 PACKAGES = {
     "srez_env": ROOT / "env" / "srez_env",

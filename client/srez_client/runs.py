@@ -4,8 +4,8 @@ Used by ``srez run`` and ``srez eval --backend local``. The results folder is na
 run's labels (what this client launched), never from files the run wrote; ``run.json`` from the
 run folder fills the rest of the manifest only when it agrees with the labels.
 
-When to mirror (SECURITY.md A5: only what has stopped): a run without ``keep`` is mirrored after
-its daemon has exited; a run with ``keep`` is mirrored once it is finished (``summary.json``
+When to mirror (docs/security.md A5: only what has stopped): a run without ``keep`` is mirrored
+after its daemon has exited; a run with ``keep`` is mirrored once it is finished (``summary.json``
 written: the run's files no longer change, though the daemon's log may still grow), and keeps
 serving until it is stopped.
 """

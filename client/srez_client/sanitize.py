@@ -1,11 +1,11 @@
 """Untrusted text made safe to show: one sanitiser for the terminal, one lossless escape for names.
 
-Everything a run produces is untrusted (SECURITY.md A8): dialog text, diffs, log lines, file names,
-labels. Before it reaches a terminal, :func:`sanitize` shows every control that could move the
-cursor, rewrite a line, change the title, write the clipboard or reorder text as a visible escape:
-C0 controls except ``\\n`` and ``\\t`` (so ``\\r`` and ESC too, which disarms CSI, OSC, DCS and APC
-sequences), DEL, C1 controls (single-byte CSI ``\\x9b`` included), the Unicode bidi and isolate
-controls and the line and paragraph separators.
+Everything a run produces is untrusted (docs/security.md A8): dialog text, diffs, log lines, file
+names, labels. Before it reaches a terminal, :func:`sanitize` shows every control that could move
+the cursor, rewrite a line, change the title, write the clipboard or reorder text as a visible
+escape: C0 controls except ``\\n`` and ``\\t`` (so ``\\r`` and ESC too, which disarms CSI, OSC, DCS
+and APC sequences), DEL, C1 controls (single-byte CSI ``\\x9b`` included), the Unicode bidi and
+isolate controls and the line and paragraph separators.
 
 File names are bytes that may not be UTF-8. :func:`escape_bytes` writes them as printable text
 that :func:`unescape_bytes` maps back exactly: ``\\\\`` for a backslash, ``\\xNN`` for a byte that

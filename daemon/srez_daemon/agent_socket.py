@@ -1,4 +1,4 @@
-"""The agent socket (DESIGN.md §5): HTTP over a unix socket, reachable by the agent only.
+"""The agent socket (docs/design.md §5): HTTP over a unix socket, reachable by the agent only.
 
 It serves ``GET /task`` (the prompt, the step budget and, for the scripted oracle alone, the task
 file), ``POST /tools/{name}`` (one action, executed and recorded by the daemon), ``POST /dialog``

@@ -1,4 +1,4 @@
-"""``create_app(settings)``: the daemon's aiohttp application (DESIGN.md §4).
+"""``create_app(settings)``: the daemon's aiohttp application (docs/design.md §4).
 
 The factory does the cheap, security-relevant work up front: it reads the token (fail closed) and
 checks that ``run.json`` names a packaged task (fail fast). It registers every route of the route

@@ -1,4 +1,4 @@
-"""Token auth and the host check of the public API (DESIGN.md §4, SECURITY.md A3, A4).
+"""Token auth and the host check of the public API (docs/design.md §4, docs/security.md A3, A4).
 
 The token is 32 random bytes made by the host per run, read from a file. The daemon refuses to
 start without it (fail closed). Every route the route table (:mod:`srez_daemon.protocol.routes`)
@@ -9,10 +9,10 @@ carrying a foreign ``Origin`` (DNS rebinding, a web page poking loopback) are re
 header is ever sent.
 
 Exec and the pty (``admin`` in the table) run commands in the run, so a token alone is not enough
-for them: the request must also claim the admin capability with ``X-Srez-Admin: 1`` (SECURITY.md
-A4). Viewers attach view-only (the client sends the claim only when the user asked for a shell or a
-command), so a viewer bug, or a page that got hold of a token, cannot run anything. Each refusal
-is logged.
+for them: the request must also claim the admin capability with ``X-Srez-Admin: 1``
+(docs/security.md A4). Viewers attach view-only (the client sends the claim only when the user asked
+for a shell or a command), so a viewer bug, or a page that got hold of a token, cannot run anything.
+Each refusal is logged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cutting a dialog file's bytes into lines, and what each line becomes (SECURITY.md A7).
+"""Cutting a dialog file's bytes into lines, and what each line becomes (docs/security.md A7).
 
 Pure: no file, no clock, no event loop. :class:`LineSplitter` takes the bytes in chunks of any
 size and hands back every complete line with its size and digest. A line longer than

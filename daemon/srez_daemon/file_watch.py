@@ -1,4 +1,4 @@
-"""Wakes a follower when one file may have changed (DESIGN.md §6).
+"""Wakes a follower when one file may have changed (docs/design.md §6).
 
 The source is the kernel's inotify on the file's *parent folder* (a watch on the file itself goes
 silent once the file is replaced), filtered by name, with no polling at all; elsewhere, or when

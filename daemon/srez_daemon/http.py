@@ -1,5 +1,5 @@
 """JSON responses and the closed-code error body, shared by every route of the public API and
-the agent socket (DESIGN.md §4, §5).
+the agent socket (docs/design.md §4, §5).
 
 Bodies are pydantic models serialised with orjson; an error is always
 ``{"error": {"code": <closed code>, "message": <one line>}}`` with the matching status, never a

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document of the public API, rendered from the route table and the wire models
-(DESIGN.md §4).
+(docs/design.md §4).
 
 Every operation comes from a :class:`~srez_daemon.protocol.routes.Route`, every schema from the
 models of :mod:`srez_daemon.protocol.api` the routes name, so the document lists exactly the

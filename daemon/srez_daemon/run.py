@@ -4,7 +4,7 @@ The agent phase ends when the agent submits, exits, uses its step budget, reache
 limit, or reaches the hard wall-clock cap (``DaemonSettings.wall_cap_s``), which holds whatever
 was excluded. Time the built-in LLM agents wait on their model provider does not count against the
 limit, backoffs as well as cooldowns (a backoff is as much the provider's time as a cooldown;
-counting only cooldowns would charge an agent for a provider's bad minute, PEERS.md §3 item 9),
+counting only cooldowns would charge an agent for a provider's bad minute, docs/design.md §13.3),
 but only as the daemon observed it and within caps (:mod:`srez_daemon.agent_clock`);
 ``state.cooldown_s`` is the time excluded so far. A custom command's ``provider_error`` notes
 exclude nothing. The failed request itself (up to its timeout) still counts: the agent chose to
@@ -28,7 +28,7 @@ given back just before they are written, and ``summary.json`` is retried for a f
 it is written even on a disk that stays full. Leaving the agent phase, the controller
 first kills the agent's whole process group, then seals the run (the diff and the reference patch
 are written only now), grades it and writes ``summary.json`` last. SIGTERM at any phase ends in a
-written ``summary.json`` (DESIGN.md §2).
+written ``summary.json`` (docs/design.md §2).
 """
 
 from __future__ import annotations

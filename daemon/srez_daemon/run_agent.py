@@ -1,5 +1,5 @@
 """The run as its agent sees it through the agent socket: the task, tool calls and notes, each
-checked against the phase and recorded by the episode (DESIGN.md §5).
+checked against the phase and recorded by the episode (docs/design.md §5).
 
 :class:`AgentRequests` is the agent socket's side of the run controller
 (:class:`srez_daemon.run.RunController` is one): it declares what it uses of the controller, which

@@ -1,4 +1,4 @@
-"""The agent's bubblewrap sandbox on the ``local`` backend (DESIGN.md §13 "Local isolation").
+"""The agent's bubblewrap sandbox on the ``local`` backend (docs/design.md §13.2).
 
 On ``local`` the daemon and the agent are one user on one machine. Without a sandbox, the agent
 can read the task files from the installed package, the run's token and the live run folder,

@@ -1,6 +1,6 @@
 """The daemon's settings, built once from the environment.
 
-Environment (DESIGN.md §4-§7):
+Environment (docs/design.md §4-§7):
 
 * ``SREZ_RUN_DIR`` (required): the run folder (``/srez`` in a container; on ``local``,
   ``$SREZ_STATE/live/<run-id>/run``). It holds ``run.json`` (what to run) before the daemon starts.
@@ -59,7 +59,7 @@ from srez_daemon.errors import SettingsError
 from srez_daemon.record.folder import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUNT, RunPaths
 
 DEFAULT_PORT: Final = 4263
-MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (SECURITY.md A9)
+MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (docs/security.md A9)
 MAX_SOCKET_PATH: Final = 107  # sun_path holds 108 bytes with the terminating NUL
 DEFAULT_AGENT_ARGV: Final = (sys.executable, "-m", "srez_daemon.agent")
 PROVIDER_WAIT_CAP_S: Final = 120.0

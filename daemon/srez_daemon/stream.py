@@ -1,4 +1,5 @@
-"""The live dialog stream (``GET /api/ws``) and dialog pages (``GET /api/dialog``), DESIGN.md §4.
+"""The live dialog stream (``GET /api/ws``) and dialog pages (``GET /api/dialog``), docs/design.md
+§4.
 
 One :class:`StreamHub` per daemon fans a :class:`DialogTail`'s frames, and the run's phase, diff
 and grade events, out to every viewer. What a viewer gets, in order: the backlog of dialog frames
@@ -9,7 +10,7 @@ Resuming: every dialog frame carries ``next_offset``; a viewer that reconnects w
 ``next_offset`` of the last frame it got sees no gap and no duplicate (offsets are those of the
 current file: after a ``file_reset`` frame at K, drop what you hold from K on).
 
-Cost, after TECH_NOTES.md's fan-out measurements: each frame is encoded once (orjson), framed
+Cost (docs/design.md §11): each frame is encoded once (orjson), framed
 once, and the same bytes go to every viewer; per-message compression is off, so no viewer makes
 the daemon compress again. A viewer that is caught up (nothing queued, little unsent) gets the
 frame written straight to its transport: no task switch per viewer, which is what lets one loop

@@ -1,13 +1,13 @@
 """Runs the agent process: its own session, a minimal environment, and a group kill at the end.
 
 The agent gets the agent socket's path and nothing else of the run: no token, no task file, no
-provider keys unless the harness passes them explicitly (SECURITY.md A3, A12). A run that names a
-model (``SREZ_MODEL`` is not ``none``) passes its agent the daemon's variables that match
+provider keys unless the harness passes them explicitly (docs/security.md A3, A12). A run that names
+a model (``SREZ_MODEL`` is not ``none``) passes its agent the daemon's variables that match
 :data:`~srez_daemon.protocol.agent.MODEL_PASS_PATTERNS`: the LLM agent's own settings
 (``SREZ_LLM_*``) and the usual provider credentials and endpoints (``OPENAI_API_KEY``,
 ``ANTHROPIC_API_BASE``, ``OLLAMA_HOST``, ``AZURE_API_VERSION`` ...). A baseline run gets none of
 them. It runs in a new session so the daemon can kill its whole process group (and anything that
-escaped with ``setsid``, found by a descendant scan) before anything private is read (DESIGN.md
+escaped with ``setsid``, found by a descendant scan) before anything private is read (docs/design.md
 §2).
 
 On ``local`` the agent runs in a bubblewrap :class:`~srez_daemon.sandbox.Sandbox`: the process

@@ -1,4 +1,4 @@
-"""Follows a run's ``archive/dialog.jsonl`` by byte offset (DESIGN.md §6, SECURITY.md A7).
+"""Follows a run's ``archive/dialog.jsonl`` by byte offset (docs/design.md §6, docs/security.md A7).
 
 :class:`DialogTail` turns every complete line into a :class:`DialogFrame` for its listeners (the
 WebSocket hub) and answers page reads (``GET /api/dialog``) from the same index of line ends, so

@@ -1,4 +1,5 @@
-"""The 14 tools: argument models, tool specs and the closed set of error codes (ENV_DESIGN §3.7).
+"""The 14 tools: argument models, tool specs and the closed set of error codes (docs/environment.md
+§3.7).
 
 Arguments are pydantic models with ``extra="forbid"``; the OpenAI-style function specs handed to
 LLM agents are exported from the same models, so the schema an agent sees is the one we validate.

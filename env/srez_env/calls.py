@@ -1,4 +1,4 @@
-"""Parsing and validating one tool call (ENV_DESIGN §3.7).
+"""Parsing and validating one tool call (docs/environment.md §3.7).
 
 A call is ``{"tool": name, "args": {...}}``, or JSON text as a text adapter would send it. Anything
 wrong becomes :class:`InvalidCall` with one of the closed error codes, a message that says what

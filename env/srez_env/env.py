@@ -1,4 +1,4 @@
-"""``SREEnv``: one episode of one task (ENV_DESIGN §3.8, §6.11).
+"""``SREEnv``: one episode of one task (docs/environment.md §3.8, §6.11).
 
 Order inside a step: validate -> execute (a read observes minute ``t``) -> schedule the mutation
 for ``t + 1`` -> advance the clock (1 minute, or ``n`` for ``wait``). Every call costs a step,

@@ -1,4 +1,5 @@
-"""The record of one episode: what the agent did and what the world became (ENV_DESIGN §3.9).
+"""The record of one episode: what the agent did and what the world became (docs/environment.md
+§3.9).
 
 :class:`srez_env.env.SREEnv` fills an :class:`EpisodeLog` while the agent plays and hands out an
 :class:`EpisodeRecord` on request; :func:`srez_env.grade.grade_episode` reads only the record. The

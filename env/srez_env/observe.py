@@ -1,4 +1,4 @@
-"""The read-only tools: what the agent sees, rendered as text (ENV_DESIGN §3.7, §6.7).
+"""The read-only tools: what the agent sees, rendered as text (docs/environment.md §3.7, §6.7).
 
 Structured observations are canonical JSON (sorted keys, no ASCII escaping, fixed separators), so
 the same state always renders to the same bytes and evidence witnesses can be matched as

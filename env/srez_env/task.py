@@ -1,4 +1,5 @@
-"""The task file format (ENV_DESIGN §3.11): the :class:`Task` model and its cross-block rules.
+"""The task file format (docs/environment.md §3.11): the :class:`Task` model and its cross-block
+rules.
 
 A task is data: one YAML file per task under ``srez_env/tasks/``, written by
 ``env/tools/gen_tasks.py`` and read by :func:`srez_env.tasks.load_task`. Validation is strict
@@ -96,7 +97,7 @@ def derive_seed(task_id: str) -> int:
 
 
 class Task(Strict):
-    """One benchmark task (ENV_DESIGN §3.11)."""
+    """One benchmark task (docs/environment.md §3.11)."""
 
     schema_version: Literal[1]
     id: str = Field(pattern=r"^sre-(?:[0-9a-f]{6}-)?\d{3}$")

@@ -1,5 +1,5 @@
-"""The scenario blocks of a task file (ENV_DESIGN §3.11): the incident, the hidden injection
-and the noise around it, with the validators that need nothing beyond one block.
+"""The scenario blocks of a task file (docs/environment.md §3.11): the incident, the hidden
+injection and the noise around it, with the validators that need nothing beyond one block.
 """
 
 from __future__ import annotations

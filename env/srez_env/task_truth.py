@@ -1,5 +1,5 @@
-"""The answer blocks of a task file (ENV_DESIGN §3.9, §3.11): the ground truth the grader and the
-oracle read, the reference fix and the calibration, never shown to the agent.
+"""The answer blocks of a task file (docs/environment.md §3.9, §3.11): the ground truth the grader
+and the oracle read, the reference fix and the calibration, never shown to the agent.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The ``world`` block of a task file: the task's own base world, as data (ENV_DESIGN §6.15).
+"""The ``world`` block of a task file: the task's own base world, as data (docs/environment.md
+§6.15).
 
 The generator draws it from a seeded distribution and writes it out in full, so a task file
 says everything about its world and never depends on the generator's code to be read back:

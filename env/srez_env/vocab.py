@@ -1,4 +1,5 @@
-"""The closed vocabularies of the benchmark: service names and fault kinds (ENV_DESIGN §3.5).
+"""The closed vocabularies of the benchmark: service names and fault kinds (docs/environment.md
+§3.5).
 
 They live apart so that the task model, the tools and the simulator share one definition.
 """

@@ -1,4 +1,4 @@
-"""The backend conformance suite (DESIGN.md §9): one battery of checks every backend must pass.
+"""The backend conformance suite (docs/design.md §9): one battery of checks every backend must pass.
 
 Each check is a reusable async function taking the backend under test. :func:`run_contract`
 runs the whole lifecycle in order and returns, per step, ``"ok"`` or ``"n/a: <why>"``:

@@ -19,7 +19,8 @@ Digest = TypeVar("Digest")
 
 
 def expert_actions(task: Task) -> list[dict[str, object]]:
-    """The oracle's trajectory (ENV_DESIGN §3.10): evidence, declare, reference fix, submit."""
+    """The oracle's trajectory (docs/environment.md §3.10): evidence, declare, reference fix,
+    submit."""
     actions: list[dict[str, object]] = [
         {"tool": item.tool, "args": {**item.match, **item.oracle_args}}
         for item in task.ground_truth.required_evidence

@@ -1,5 +1,5 @@
 """The ``docker`` backend on a real engine (its conformance suite runs in ``test_backends.py``):
-parity with ``inline``, the keep-container flow, its mirror hooks, and SECURITY.md §4 tests 1,
+parity with ``inline``, the keep-container flow, its mirror hooks, and docs/security.md §4 tests 1,
 18, 19, 21 (scaled), 22, 36, 40 and 41.
 
 Figures are printed as ``FIGURE <name>: <value>`` lines (see them with ``pytest -s``).
@@ -183,7 +183,7 @@ def test_keep_container_serves_until_stopped_then_mirrors(
     assert engine.ours() == [] or all(c.labels.get("srez.run") != run_id for c in engine.ours())
 
 
-# ---------------------------------------------------------------------- SECURITY.md §4
+# ---------------------------------------------------------------------- docs/security.md §4
 
 
 async def test_sec1_published_ports_bind_loopback_only(
@@ -556,8 +556,8 @@ def test_sec7_an_impostor_on_a_runs_published_port_is_never_adopted(
 def test_sec39_a_killed_docker_mirror_leaves_nothing_partial_and_remirrors_identically(
     engine: Engine, tmp_path: Path, kills: int
 ) -> None:
-    """SECURITY test 39 on docker copy-out: ``srez mirror`` killed -9 at random moments, 10 times
-    in ``make test`` and the plan's 50 in ``make test-all``."""
+    """docs/security.md test 39 on docker copy-out: ``srez mirror`` killed -9 at random moments, 10
+    times in ``make test`` and the plan's 50 in ``make test-all``."""
     state, results = tmp_path / "state", tmp_path / "results"
     backend = engine.backend(state)
     try:

@@ -1,5 +1,5 @@
 """LLM runs on the ``docker`` backend reach their model only through the host relay
-(SECURITY.md A12): an ``llm`` run in a container solves a task against the scripted fake OpenAI
+(docs/security.md A12): an ``llm`` run in a container solves a task against the scripted fake OpenAI
 server, every upstream call carries the host's key, and no host key is in the container's
 environment, its labels, its inspect output or the mirrored run folder.
 

@@ -142,17 +142,17 @@ def test_agent_command_paths_resolve_from_the_launch_folder_and_bare_names_stay(
 
 
 def _readme_recipe() -> list[str]:
-    """The commands of the README's "Bring your own agent" block, as written."""
-    text = (ROOT / "README.md").read_text()
-    block = text.split("### Bring your own agent", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    """The commands of the "Bring your own agent" page's first block, as written."""
+    text = (ROOT / "docs" / "agents.md").read_text()
+    block = text.split("# Bring your own agent", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line and not line.startswith("#")]
 
 
-def test_the_readme_bring_your_own_agent_recipe_runs_as_written(tmp_path: Path) -> None:
+def test_the_documented_bring_your_own_agent_recipe_runs_as_written(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples")  # a fresh clone's folder
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    # the real interpreter, not a version manager's shim (README: a shim must be named by its
+    # the real interpreter, not a version manager's shim (docs/agents.md: a shim must be named by its
     # real path), as the first python3 on PATH; and srez itself
     (bin_dir / "python3").symlink_to(Path(sys.executable).resolve())
     (bin_dir / "srez").symlink_to(SREZ)

@@ -1,4 +1,4 @@
-"""SECURITY.md §4 tests 7 (impostor daemon) and 8 (exec and pty gating), over real sockets.
+"""docs/security.md §4 tests 7 (impostor daemon) and 8 (exec and pty gating), over real sockets.
 
 7: twenty impostors, each a real HTTP server on loopback that behaves like a daemon that lost its
    token (accepts anything, accepts any bearer, refuses everything, hands out a forged grade);

@@ -1,4 +1,5 @@
-"""Lifecycle of ``local`` runs under concurrency and spoofing (SECURITY.md §4 tests 40, 41b).
+"""Lifecycle of ``local`` runs under concurrency and spoofing (docs/security.md §4 tests 40, 41
+(b)).
 
 Real daemons, real signals: stop and remove are idempotent under 50 concurrent callers, and a run
 whose labels do not match this state's ledger (another owner, another nonce) is never signalled

@@ -1,5 +1,5 @@
 """LLM runs on the ``local`` backend reach their model through the launcher's model relay, as on
-``docker`` (SECURITY.md A12): no host provider key reaches the run's daemon or agent, the agent
+``docker`` (docs/security.md A12): no host provider key reaches the run's daemon or agent, the agent
 process never imports litellm, and the run's token stops working once the run is over."""
 
 from __future__ import annotations

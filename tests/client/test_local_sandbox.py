@@ -1,5 +1,5 @@
 """The ``local`` backend's bubblewrap sandbox against a hostile agent, through real ``srez run``s
-(SECURITY.md §4.8 tests 43 and 44; :mod:`srez_daemon.sandbox`).
+(docs/security.md §4.8 tests 43 and 44; :mod:`srez_daemon.sandbox`).
 
 The hostile agent (``tests/fakes/hostile_agent.py``) leaves a ``setsid`` + double-forked
 grandchild that rewrites ``result.json`` and ``summary.json`` once the run is graded, appends forged

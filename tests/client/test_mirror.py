@@ -1,4 +1,4 @@
-"""The mirror against hostile run folders (SECURITY.md §4 tests 15, 16, 19, 20, 21, 22, 39).
+"""The mirror against hostile run folders (docs/security.md §4 tests 15, 16, 19, 20, 21, 22, 39).
 
 Each test builds a real folder with real links, FIFOs, sockets and hostile names, mirrors it, and
 measures the figure the plan asks for.
@@ -165,7 +165,7 @@ def test_plan_entries_skips_what_is_under_a_skipped_folder_once() -> None:
     assert plan.truncated
 
 
-# ------------------------------------------------------------------ SECURITY.md test 15
+# ------------------------------------------------------------ docs/security.md test 15
 
 
 def test_symlinks_to_secrets_copy_zero_bytes_and_are_recorded(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_symlinks_to_secrets_copy_zero_bytes_and_are_recorded(tmp_path: Path) ->
     assert not any(p.is_symlink() for p in final.rglob("*"))
 
 
-# ------------------------------------------------------------------ SECURITY.md test 16
+# ------------------------------------------------------------ docs/security.md test 16
 
 
 def test_directory_symlinks_never_redirect_a_write(tmp_path: Path) -> None:
@@ -274,7 +274,7 @@ def test_a_file_swapped_for_another_regular_file_after_the_listing_is_not_copied
     assert (tmp_path / "out" / "run.json").read_bytes() == (src / "run.json").read_bytes()
 
 
-# ------------------------------------------------------------------ SECURITY.md test 19
+# ------------------------------------------------------------ docs/security.md test 19
 
 
 def test_special_files_and_hardlinks_are_recorded_never_opened(tmp_path: Path) -> None:
@@ -304,7 +304,7 @@ def test_special_files_and_hardlinks_are_recorded_never_opened(tmp_path: Path) -
     assert all(p.is_dir() or p.is_file() for p in final.rglob("*"))
 
 
-# ------------------------------------------------------------------ SECURITY.md test 20
+# ------------------------------------------------------------ docs/security.md test 20
 
 
 def hostile_names() -> list[bytes]:
@@ -365,7 +365,7 @@ def test_escape_is_lossless_and_sanitize_disarms_terminals() -> None:
         unescape_bytes("a\\qb")
 
 
-# ------------------------------------------------------------------ SECURITY.md test 21 (scaled)
+# ------------------------------------------------------------ docs/security.md test 21 (scaled)
 
 
 def test_caps_truncate_and_a_sparse_file_is_never_read(tmp_path: Path) -> None:
@@ -388,7 +388,7 @@ def test_caps_truncate_and_a_sparse_file_is_never_read(tmp_path: Path) -> None:
     assert reasons["sparse"] == "too_large"
 
 
-# ------------------------------------------------------------------ SECURITY.md test 22
+# ------------------------------------------------------------ docs/security.md test 22
 
 
 @pytest.mark.parametrize(
@@ -466,7 +466,7 @@ def test_copy_out_skips_reserved_names_and_the_mirror_keeps_its_record(tmp_path:
     assert not (final / "logs" / "container.log").exists()
 
 
-# ------------------------------------------------------------------ SECURITY.md test 39 (scaled)
+# ------------------------------------------------------------ docs/security.md test 39 (scaled)
 
 MIRROR_CHILD = """
 import sys

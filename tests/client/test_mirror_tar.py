@@ -1,6 +1,6 @@
 """The tar copy-out's member filter (pure table tests) and the writer over synthetic streams.
 
-SECURITY.md §4 tests 15 (symlinks to secrets), 16 (a folder symlink redirecting later members),
+docs/security.md §4 tests 15 (symlinks to secrets), 16 (a folder symlink redirecting later members),
 19 (special files and hardlinks), 20 (hostile names), 21 (caps from header sizes, scaled) and 22
 (traversal in names): every hostile member of a tar stream is refused from its header alone and
 listed; nothing is written outside the new folder; a huge member is never read into a file.

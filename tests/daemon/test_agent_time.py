@@ -1,5 +1,5 @@
-"""Attested agent time (DESIGN.md §13): provider waits are capped, observed, and only the built-in
-LLM agents' count; a hard wall-clock cap ends any agent phase."""
+"""Attested agent time (docs/design.md §13.3): provider waits are capped, observed, and only the
+built-in LLM agents' count; a hard wall-clock cap ends any agent phase."""
 
 from __future__ import annotations
 

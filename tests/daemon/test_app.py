@@ -1,5 +1,5 @@
 """The daemon's application in-process (``create_app`` under pytest-aiohttp): the router is the
-route table, the readiness gate, 404/405/HEAD, the auth matrix and the host check (SECURITY.md
+route table, the readiness gate, 404/405/HEAD, the auth matrix and the host check (docs/security.md
 §4.1 tests 2 and 6), the reference phase gate (test 9), and the served OpenAPI document.
 
 Each app runs a real run (its agent a sleeper unless said otherwise) on the test's event loop;
@@ -373,5 +373,6 @@ IDLE_UNNEEDED = (
 
 def test_an_idle_daemon_has_not_loaded_what_it_does_not_use(tmp_path: Path) -> None:
     """A daemon whose run is in the agent phase, at rest, holds none of the modules only a
-    terminal, a sweep, the run's end or the OpenAPI document need (its idle RSS, DESIGN.md §13)."""
+    terminal, a sweep, the run's end or the OpenAPI document need (its idle RSS, docs/design.md
+    §13.1)."""
     assert idle_modules(tmp_path, IDLE_UNNEEDED) == []

@@ -1,4 +1,4 @@
-"""Exposure and authentication of a live daemon (SECURITY.md §4.1, §4.2): what needs a process.
+"""Exposure and authentication of a live daemon (docs/security.md §4.1, §4.2): what needs a process.
 
 Each test starts a real ``srez-daemon`` process (or fails to) and talks to it over loopback TCP.
 The auth matrix, the host check, the reference phase gate and the OpenAPI document's validity

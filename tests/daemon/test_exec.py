@@ -1,4 +1,4 @@
-"""POST /api/exec with real processes through a real socket (SECURITY.md tests 32, 33, 35).
+"""POST /api/exec with real processes through a real socket (docs/security.md tests 32, 33, 35).
 
 Each test asserts a figure. Processes a test starts carry a marker argument (``sleep 4242.1``)
 so survivors can be counted across the whole machine without counting anyone else's.
@@ -142,7 +142,8 @@ async def test_exec_cwd_must_resolve_inside_the_run_folder(
 
 
 async def test_exec_output_flood_is_capped(make_harness: MakeHarness) -> None:
-    """SECURITY test 32, scaled: 20 MB of output -> 1 MiB kept, RSS +<10 MiB, no survivor."""
+    """docs/security.md test 32, scaled: 20 MB of output -> 1 MiB kept, RSS +<10 MiB, no
+    survivor."""
     h = await make_harness()
     me = psutil.Process()
     flood = "head -c 20000000 /dev/zero | tr '\\0' x"
@@ -186,7 +187,7 @@ async def test_exec_endless_flood_is_killed(make_harness: MakeHarness) -> None:
 
 
 async def test_exec_timeout_kills_the_whole_tree(make_harness: MakeHarness) -> None:
-    """SECURITY test 33, scaled to 1 s: a background job, a setsid grandchild, and a setsid
+    """docs/security.md test 33, scaled to 1 s: a background job, a setsid grandchild, and a setsid
     escapee already re-parented to PID 1 (double fork) all die."""
     h = await make_harness()
     script = (
@@ -293,7 +294,7 @@ async def test_exec_request_id_replays_the_first_answer(
 async def test_exec_ninth_concurrent_is_429_once_its_wait_is_over(
     make_harness: MakeHarness,
 ) -> None:
-    """SECURITY test 31: with 8 sessions held for longer than the wait in line, the 9th is
+    """docs/security.md test 31: with 8 sessions held for longer than the wait in line, the 9th is
     refused with a ``Retry-After``."""
     h = await make_harness(max_sessions=8, session_wait_s=0.3)
     running = [
@@ -381,7 +382,7 @@ async def test_exec_does_not_block_the_loop(make_harness: MakeHarness) -> None:
 
 
 async def test_exec_reaps_double_forked_jobs(make_harness: MakeHarness) -> None:
-    """SECURITY test 35, at the plan's size: 1000 double-forked background jobs -> 0 zombies
+    """docs/security.md test 35, at the plan's size: 1000 double-forked background jobs -> 0 zombies
     after 5 s.
 
     asyncio's child watcher reaps the daemon's own child. The double-forked grandchildren are

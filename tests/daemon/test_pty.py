@@ -1,4 +1,4 @@
-"""GET /api/pty with real shells through a real WebSocket (SECURITY.md tests 30, 31).
+"""GET /api/pty with real shells through a real WebSocket (docs/security.md tests 30, 31).
 
 Each test asserts a figure. Processes a test starts carry a marker argument (``sleep 5151.1``)
 so survivors can be counted across the whole machine without counting anyone else's.
@@ -172,8 +172,8 @@ async def test_pty_bad_size_is_400_before_the_upgrade(
 
 
 async def test_pty_cycles_leak_no_fds_and_the_ninth_is_429(make_harness: MakeHarness) -> None:
-    """SECURITY test 31, scaled: 200 open/close cycles -> fd count back to baseline +-2, and a
-    9th concurrent session with the cap at 8 gets 429."""
+    """docs/security.md test 31, scaled: 200 open/close cycles -> fd count back to baseline +-2, and
+    a 9th concurrent session with the cap at 8 gets 429."""
     h = await make_harness(max_sessions=8)
     me = psutil.Process()
 
@@ -226,7 +226,7 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 
 
 async def test_pty_dropped_clients_leave_nothing(make_harness: MakeHarness) -> None:
-    """SECURITY test 30, scaled: 50 sessions running ``sleep & bash``, then the client is
+    """docs/security.md test 30, scaled: 50 sessions running ``sleep & bash``, then the client is
     SIGKILLed (no close frame) -> after idle timeout + 2 s, 0 extra processes, 0 zombies."""
     h = await make_harness(pty_idle_s=1, max_sessions=64)
     before = procs.count_tree(os.getpid())

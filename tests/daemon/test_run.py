@@ -1,4 +1,5 @@
-"""The run controller with real agent processes over the real agent socket (DESIGN.md §2, §5)."""
+"""The run controller with real agent processes over the real agent socket (docs/design.md §2,
+§5)."""
 
 from __future__ import annotations
 

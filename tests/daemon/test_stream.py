@@ -1,5 +1,5 @@
 """StreamHub over real sockets: backlog and live frames, resume by offset, a malformed flood
-(SECURITY.md §4.4 test 23), slow viewers, events, heartbeats and shutdown."""
+(docs/security.md §4.4 test 23), slow viewers, events, heartbeats and shutdown."""
 
 from __future__ import annotations
 
@@ -235,8 +235,8 @@ MALFORMED = [
 
 
 async def test_stream_survives_a_malformed_flood(serve: Serve) -> None:
-    """SECURITY test 23, at the plan's size: 10,000 malformed lines interleaved with 10,000 valid
-    ones give 10,000 error entries with their line number and byte offset, 10,000/10,000 valid
+    """docs/security.md test 23, at the plan's size: 10,000 malformed lines interleaved with 10,000
+    valid ones give 10,000 error entries with their line number and byte offset, 10,000/10,000 valid
     entries in order, and a /api/dialog probe every 100 ms never fails (about 2 s)."""
     n = 10_000
     served = await serve()

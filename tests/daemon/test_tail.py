@@ -1,4 +1,4 @@
-"""DialogTail on real files: torn tails, oversized lines, truncation and rotation (SECURITY.md
+"""DialogTail on real files: torn tails, oversized lines, truncation and rotation (docs/security.md
 §4.4 tests 24-26; 24 at 1 GiB in the slow suite), page reads by offset, and both change sources."""
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ async def test_tail_never_opens_a_symlink(
 async def test_tail_torn_last_line_is_pending_until_finish(
     dialog: Path, tails: list[DialogTail]
 ) -> None:
-    """SECURITY test 25: a torn last line gives 0 error entries while live, exactly 1
+    """docs/security.md test 25: a torn last line gives 0 error entries while live, exactly 1
     ``truncated_tail`` after finish(), and the page read agrees."""
     append(dialog, line(0) + line(1))
     tail, seen = await start(tails, dialog)
@@ -198,8 +198,8 @@ async def test_tail_completes_a_line_written_in_pieces(
 async def test_tail_skips_an_oversized_line_in_bounded_memory(
     dialog: Path, tails: list[DialogTail], size: int
 ) -> None:
-    """SECURITY test 24: a 64 MiB line (the plan's 1 GiB in ``make test-all``) written in chunks,
-    then valid lines: 1 ``oversized_line`` entry, the following lines delivered, RSS growth
+    """docs/security.md test 24: a 64 MiB line (the plan's 1 GiB in ``make test-all``) written in
+    chunks, then valid lines: 1 ``oversized_line`` entry, the following lines delivered, RSS growth
     < 2 x max line + 8 MiB."""
     chunk = b"x" * (1 << 20)
     append(dialog, line(0))
@@ -263,9 +263,9 @@ RESETS = 100
 
 
 async def test_tail_truncate_and_rotate_100_times(dialog: Path, tails: list[DialogTail]) -> None:
-    """SECURITY test 26, at the plan's size: truncate-and-rewrite and inode swaps, 100 in all:
-    100 ``file_reset`` entries; the viewer's final view equals the final file; 0 entries reported
-    twice as new."""
+    """docs/security.md test 26, at the plan's size: truncate-and-rewrite and inode swaps, 100 in
+    all: 100 ``file_reset`` entries; the viewer's final view equals the final file; 0 entries
+    reported twice as new."""
     prefix = line(0, "session start") + line(1, "the prompt")
     append(dialog, prefix + line(2, "first run"))
     tail, seen = await start(tails, dialog)

@@ -1,4 +1,4 @@
-"""SECURITY.md §4.3 test 17: path traversal against every route of a live daemon.
+"""docs/security.md §4.3 test 17: path traversal against every route of a live daemon.
 
 A canary file sits next to the run folder; a few hundred payloads try to reach it (and
 /etc/passwd) through the path, the ``name`` of ``/api/logs`` and other query strings.

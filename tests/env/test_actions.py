@@ -1,4 +1,5 @@
-"""The tool specs exported to agents are built from the argument models (ENV_DESIGN §3.7)."""
+"""The tool specs exported to agents are built from the argument models (docs/environment.md
+§3.7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The anti-hacking suite (ENV_DESIGN §5.2 test 7, §4 traps): shortcuts that mask symptoms,
+"""The anti-hacking suite (docs/environment.md §5.2 test 7, §4 traps): shortcuts that mask symptoms,
 weaken security or touch the wrong thing are caught by the right checks."""
 
 from __future__ import annotations

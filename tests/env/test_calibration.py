@@ -1,5 +1,5 @@
-"""Calibration (ENV_DESIGN §5.2 test 8, §6.12-§6.14): task by task, the heuristic expert and the
-loudest-anomaly calibrator do what each task file says; the hard tier defeats both."""
+"""Calibration (docs/environment.md §5.2 test 8, §6.12-§6.14): task by task, the heuristic expert
+and the loudest-anomaly calibrator do what each task file says; the hard tier defeats both."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Determinism (ENV_DESIGN §5.2 test 3): equal transcripts across runs and processes, metric
-reads that do not depend on order, seeded random runs that repeat, and golden trajectories."""
+"""Determinism (docs/environment.md §5.2 test 3): equal transcripts across runs and processes,
+metric reads that do not depend on order, seeded random runs that repeat, and golden
+trajectories."""
 
 from __future__ import annotations
 

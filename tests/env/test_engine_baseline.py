@@ -1,4 +1,5 @@
-"""The noise-free engine reproduces the §6.1 baseline rows to 1e-6 (ENV_DESIGN §5.2 test 8)."""
+"""The noise-free engine reproduces the §6.1 baseline rows to 1e-6 (docs/environment.md §5.2 test
+8)."""
 
 import pytest
 
@@ -7,7 +8,7 @@ from srez_env.sim.rules import firing
 from srez_env.world import topology as topo
 from srez_env.world.schema import BASE_FILES
 
-# ENV_DESIGN §6.1, "Derived constants"
+# docs/environment.md §6.1, "Derived constants"
 DESIGN_ROWS = {
     #          rps     p99      cpu    mem   cpu_needed
     "gateway": (400.0, 190.47, 33.3, 35.0, 740.7),

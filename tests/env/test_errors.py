@@ -1,5 +1,5 @@
-"""Errors (ENV_DESIGN §5.2 test 9): every error code is triggered by a crafted call; an invalid
-call costs a step and a minute and changes nothing else."""
+"""Errors (docs/environment.md §5.2 test 9): every error code is triggered by a crafted call; an
+invalid call costs a step and a minute and changes nothing else."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Faults really show (ENV_DESIGN §5.2 test 4, §6.6) and decoys stay benign (§6.10)."""
+"""Faults really show (docs/environment.md §5.2 test 4, §6.6) and decoys stay benign (§6.10)."""
 
 from __future__ import annotations
 

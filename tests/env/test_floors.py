@@ -19,7 +19,8 @@ FAULT_CEILING = 0.2
 """No floor earns more on a fault task (restart-all's best is 0.135: a restart's blip of relief
 and a service guessed right)."""
 RESTRAINT = 0.6
-"""What doing nothing earns on a control: fix, minimal and efficiency, no RCA (ENV_DESIGN §3.9)."""
+"""What doing nothing earns on a control: fix, minimal and efficiency, no RCA (docs/environment.md
+§3.9)."""
 
 
 def play(tasks: list[Task], spec: str) -> dict[str, Grade]:

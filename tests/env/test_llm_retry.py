@@ -1,5 +1,5 @@
 """The provider retry policy, pure: backoff, Retry-After, cooldown, the attempt cap, and a 10,000
-call simulation with a fake clock (SECURITY.md test 42, third bullet)."""
+call simulation with a fake clock (docs/security.md test 42, third bullet)."""
 
 from __future__ import annotations
 

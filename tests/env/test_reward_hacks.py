@@ -1,5 +1,5 @@
-"""Reward hacks found by replaying adversarial trajectories (ENV_DESIGN §6.15), one test per
-class, each generated from task data over every task it applies to (not hand-picked):
+"""Reward hacks found by replaying adversarial trajectories (docs/environment.md §6.15), one test
+per class, each generated from task data over every task it applies to (not hand-picked):
 
 1. fixing the running service, then writing the broken value back into the file;
 3. neutralising a protection (a rate limit, a timeout, the db's connection limit) by pushing it

@@ -1,4 +1,4 @@
-"""The ordering invariants of the reward (README "What the grade rewards"), as properties over
+"""The ordering invariants of the reward (docs/tasks.md, "What the grade rewards"), as properties over
 every task and as a pure property of :func:`srez_env.grade.reward_total`.
 
 Over the tasks: correct fix + correct RCA > a mitigation that keeps the SLO while the cause still

@@ -1,5 +1,5 @@
-"""Rules (ENV_DESIGN §5.2 test 5): the base state fires nothing, T0 fires exactly the injected
-instances, the reference fix clears everything, and decoy config edits fire nothing."""
+"""Rules (docs/environment.md §5.2 test 5): the base state fires nothing, T0 fires exactly the
+injected instances, the reference fix clears everything, and decoy config edits fire nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Solvability (ENV_DESIGN §5.2 test 2): the oracle scores 1.0 with every check on all 40 tasks,
-and its diff equals the reference patch and the golden file (``tests/env/golden/<id>.patch``)."""
+"""Solvability (docs/environment.md §5.2 test 2): the oracle scores 1.0 with every check on all 40
+tasks, and its diff equals the reference patch and the golden file
+(``tests/env/golden/<id>.patch``)."""
 
 from __future__ import annotations
 

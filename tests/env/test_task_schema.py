@@ -1,4 +1,4 @@
-"""The task files and their schema (ENV_DESIGN §3.6, §3.11, §4, §5.2 test 1)."""
+"""The task files and their schema (docs/environment.md §3.6, §3.11, §4, §5.2 test 1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Witnesses (ENV_DESIGN §5.2 test 6): each evidence witness appears in the oracle's observation
-and not in an unrelated one; decoy log texts match no heuristic signature."""
+"""Witnesses (docs/environment.md §5.2 test 6): each evidence witness appears in the oracle's
+observation and not in an unrelated one; decoy log texts match no heuristic signature."""
 
 from __future__ import annotations
 

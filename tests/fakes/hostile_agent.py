@@ -1,4 +1,5 @@
-"""A hostile agent for the sandbox tests (SECURITY.md §4.8 tests 43 and 44); standard library only.
+"""A hostile agent for the sandbox tests (docs/security.md §4.8 tests 43 and 44); standard library
+only.
 
 Started by the daemon as ``SREZ_AGENT_CMD=[python, this file, STATE, MARK, MODE]``: ``STATE`` is
 the launcher's ``$SREZ_STATE`` (where ``local`` keeps live runs), ``MARK`` a string unique to the

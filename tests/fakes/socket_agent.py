@@ -1,4 +1,4 @@
-"""Test agents written as small scripts that speak the agent socket (DESIGN.md §5).
+"""Test agents written as small scripts that speak the agent socket (docs/design.md §5).
 
 :func:`agent_script` puts a test's own lines after :data:`CLIENT`, a standard-library client whose
 ``call(method, path, body=None)`` sends one request to ``$SREZ_AGENT_SOCKET`` and returns

@@ -1,6 +1,6 @@
 """The run image against the real engine: it builds through ``images/build.py`` (or is already
-built), hides every task secret from the agent user (SECURITY.md §4.2 test 10: 0 bytes of ground
-truth readable by uid 1001, in the image and at run time), and runs the daemon.
+built), hides every task secret from the agent user (docs/security.md §4.2 test 10: 0 bytes of
+ground truth readable by uid 1001, in the image and at run time), and runs the daemon.
 
 Every container and image made here carries ``srez.test-session=<uuid>`` and is removed when the
 session ends. Without an engine these tests skip; with ``REQUIRE_DOCKER=1`` they fail instead.
@@ -174,7 +174,7 @@ def test_help_works(engine: Any, run_image: str, session_labels: dict[str, str])
         container.remove(force=True)
 
 
-# --- SECURITY.md §4.2 test 10 -----------------------------------------------------------------
+# --- docs/security.md §4.2 test 10 ---------------------------------------------------------------
 
 
 def test_the_agent_user_reads_no_task_secret(

@@ -1,13 +1,14 @@
-"""The README walk's machinery: the commands the README shows, and a newcomer who runs them.
+"""The README walk's machinery: the commands the documentation shows, and a newcomer who runs them.
 
-:func:`readme_commands` reads every command line of README.md's ``sh`` blocks (continuations
-joined, comments dropped, spaces collapsed). :class:`Walker` runs concrete :class:`Step` commands
+:func:`readme_commands` reads every command line of a page's ``sh`` blocks (continuations joined,
+comments dropped, spaces collapsed); :func:`documented_commands` those of README.md and of every
+page of ``docs/``, the pages the README sends a reader to. :class:`Walker` runs concrete :class:`Step` commands
 in a fresh clone (the repository's files as ``git ls-files`` lists them, nothing else: no
 ``results/``, no generated sets, no state), under a home folder of its own, with no ``SREZ_*``
 variable and no provider key from the machine: what a person who just cloned the repository and
 ran ``make setup`` has. Each step runs through ``bash`` (so pipes, ``$(...)`` and ``<(...)`` work
 as they do for the reader) and must exit with its status and print what it expects; a failure
-names the README line it walks.
+names the documented line it walks.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 VENV_BIN = Path(sys.executable).parent
 
 _SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
@@ -43,6 +45,16 @@ def readme_commands(text: str) -> list[str]:
             if command:
                 lines.append(command)
     return lines
+
+
+def documents() -> list[Path]:
+    """README.md, then every page of ``docs/`` in name order: what the walk covers."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def documented_commands() -> dict[str, list[str]]:
+    """Every command line of every document's ``sh`` blocks, by the document's repository path."""
+    return {str(d.relative_to(ROOT)): readme_commands(d.read_text()) for d in documents()}
 
 
 def options(command: str) -> set[str]:
@@ -77,6 +89,8 @@ class Walker:
     """The last output of each README line walked, for the section's own checks."""
     seconds: dict[str, float] = field(default_factory=dict)
     """How long each README line took to walk (to keep the walk within the suite's minutes)."""
+    terminals: int = 0
+    """How many terminals this walker has opened (each gets a tmux server of its own)."""
 
     @classmethod
     def fresh(cls, where: Path) -> Walker:
@@ -144,7 +158,9 @@ class Walker:
                 timeout=step.timeout_s,
             )
             output = done.stdout + done.stderr
-            where = f"README: {readme_line}\nwalked: {command}\nexit {done.returncode}\n{output}"
+            where = (
+                f"documented: {readme_line}\nwalked: {command}\nexit {done.returncode}\n{output}"
+            )
             assert done.returncode == step.status, where
             expect = self.filled(step.expect)
             found = re.search(expect, output, re.M)
@@ -156,9 +172,13 @@ class Walker:
 
     def terminal(self, command: str) -> Terminal:
         """``command`` in a real terminal (tmux, 160x45, ``ixon`` on as in a user's terminal)."""
-        done = self.home / f"exit-{len(self.outputs)}"
+        # A server of its own per terminal: a new session on the socket of a server that
+        # kill-server is still ending can be lost with it (seen on a loaded machine).
+        self.terminals += 1
+        socket = f"walk-{os.getpid()}-{id(self):x}-{self.terminals}"
+        done = self.home / f"exit-{len(self.outputs)}-{self.terminals}"
         shell = f"stty ixon; {self.filled(command)}; echo $? > {done}; sleep 60"
-        terminal = Terminal(f"walk-{os.getpid()}-{id(self):x}", done, self.environment)
+        terminal = Terminal(socket, done, self.environment)
         terminal.tmux(
             "new-session", "-d", "-s", "walk", "-x", "160", "-y", "45", "-c", str(self.clone), shell
         )

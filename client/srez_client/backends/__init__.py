@@ -1,4 +1,4 @@
-"""Backends: where and how a run executes (DESIGN.md §9).
+"""Backends: where and how a run executes (docs/design.md §9).
 
 The interface is :class:`~srez_client.backends.base.Backend`; the registry
 (:mod:`srez_client.backends.registry`) makes one by name from its config, importing its module

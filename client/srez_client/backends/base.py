@@ -1,8 +1,8 @@
-"""The backend interface (DESIGN.md §9): where a run executes and how the client reaches it.
+"""The backend interface (docs/design.md §9): where a run executes and how the client reaches it.
 
 Every backend implements :class:`Backend`, and one conformance suite
 (``tests/client/backend_contract.py``) runs against each. A run is named by a :class:`RunHandle`;
-its labels (DESIGN.md §8) say what it is and whose it is. Discovery uses labels, authority does
+its labels (docs/design.md §8) say what it is and whose it is. Discovery uses labels, authority does
 not: a backend acts (copy out, stop, remove) only on runs its own state launched, where both the
 owner uid and the 128-bit nonce match, unless it was made with ``any_owner=True``.
 
@@ -55,7 +55,7 @@ LABEL_KEYS: Final = (
     "srez.owner",
     "srez.version",
 )
-"""The labels every run carries (DESIGN.md §8)."""
+"""The labels every run carries (docs/design.md §8)."""
 
 AGENT_ENV_KEY: Final = re.compile(r"^SREZ_LLM_[A-Z0-9_]+$")
 """Names :attr:`LaunchSpec.agent_env` accepts."""
@@ -142,7 +142,7 @@ class RunHandle(BaseModel):
     owned: bool = True
     """Whether this state launched it (owner uid and nonce match); others are listed, not acted on."""
     labels: dict[str, str] = {}
-    """The labels of DESIGN.md §8 (``srez.run``, ``srez.task`` ...)."""
+    """The labels of docs/design.md §8 (``srez.run``, ``srez.task`` ...)."""
 
     @property
     def results_root(self) -> Path:

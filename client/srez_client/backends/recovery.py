@@ -9,7 +9,7 @@ into their ``srez.results`` folder. Per run:
 * a run the backend may not mirror here is refused (by default, any run this state did not
   launch: its labels would choose where this user's files go);
 * a run whose results folder exists is skipped: mirroring is idempotent and never replaces a run
-  folder (SECURITY.md A10: a replayed run id changes nothing);
+  folder (docs/security.md A10: a replayed run id changes nothing);
 * otherwise its files are copied out, a run its daemon left without a grade is graded by the host
   from its transcript (:mod:`srez_client.results.regrade`), and it is mirrored. Its state is kept
   unless the caller asks to remove it (``srez runs rm`` deletes it, now that a copy exists).

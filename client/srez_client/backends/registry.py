@@ -122,7 +122,7 @@ REGISTRY: Final[Mapping[str, BackendEntry]] = {entry.name: entry for entry in EN
 BACKEND_NAMES: Final = tuple(REGISTRY)
 """The names ``--backend`` accepts."""
 DEFAULT_BACKEND: Final = "local"
-"""Where ``srez run`` and ``srez runs`` look without ``--backend`` (DESIGN.md §9)."""
+"""Where ``srez run`` and ``srez runs`` look without ``--backend`` (docs/design.md §9)."""
 
 
 def entry_for(name: str) -> BackendEntry:

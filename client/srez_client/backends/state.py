@@ -1,11 +1,11 @@
 """The client's own state under ``$SREZ_STATE``: which runs it launched, and their labels.
 
-Discovery uses labels, authority does not (DESIGN.md §8, SECURITY.md A10). When a backend launches
-a run it writes a ledger entry ``$SREZ_STATE/owned/<run-id>.json`` holding a fresh 128-bit nonce
-and the launcher's uid, and gives the run the same nonce and uid as labels. A run is *owned*, and
-the client acts on it (copy out, stop, remove), only when its labels and the ledger agree on both;
-a stale record, a replayed run id or another user's run with our labels is listed but left alone
-unless the caller passes ``any_owner`` (``--any``).
+Discovery uses labels, authority does not (docs/design.md §8, docs/security.md A10). When a backend
+launches a run it writes a ledger entry ``$SREZ_STATE/owned/<run-id>.json`` holding a fresh 128-bit
+nonce and the launcher's uid, and gives the run the same nonce and uid as labels. A run is *owned*,
+and the client acts on it (copy out, stop, remove), only when its labels and the ledger agree on
+both; a stale record, a replayed run id or another user's run with our labels is listed but left
+alone unless the caller passes ``any_owner`` (``--any``).
 
 Every state file is written atomically (temp file, fsync, rename, fsync of the folder), and the
 state folders are private (0700).
@@ -68,7 +68,7 @@ def make_labels(
     owner: int,
     version: str,
 ) -> dict[str, str]:
-    """The labels of DESIGN.md §8 for a run."""
+    """The labels of docs/design.md §8 for a run."""
     return {
         "srez.run": run_id,
         "srez.task": task_id,
@@ -109,8 +109,9 @@ class Ledger:
     def claim(
         self, run: RunManifest | RunSummary, *, backend: str, results_root: Path, created_at: str
     ) -> dict[str, str]:
-        """Record that this state launched ``run`` under a fresh nonce; the run's labels (DESIGN.md
-        §8), which carry that nonce and this user's uid, as :func:`is_owned` checks them."""
+        """Record that this state launched ``run`` under a fresh nonce; the run's labels
+        (docs/design.md §8), which carry that nonce and this user's uid, as :func:`is_owned` checks
+        them."""
         nonce, owner = new_nonce(), os.getuid()
         entry = OwnedRun(
             run_id=run.run_id, backend=backend, nonce=nonce, owner=owner, created_at=created_at

@@ -1,4 +1,4 @@
-"""``srez tasks generate``: a fresh, verified task set from a seed (ENV_DESIGN §6.15).
+"""``srez tasks generate``: a fresh, verified task set from a seed (docs/environment.md §6.15).
 
 Every task is a row of the matrix placed in its own drawn world and held to the canonical
 contract (oracle 1.000, T0 fires exactly its injection, the reference clears it, the calibrators

@@ -1,4 +1,4 @@
-"""``srez managed ...``: long multi-target evaluations (DESIGN.md §10; docs/managed.md).
+"""``srez managed ...``: long multi-target evaluations (docs/design.md §10; docs/managed.md).
 
 ``create``, ``add-target``, ``remove-target``, ``list``, ``status``, ``run``, ``pause``,
 ``clear-pause``, ``stop``, ``summarize``, ``export-queue``, ``delete-target-artifacts`` and

@@ -1,7 +1,7 @@
 """What the run commands share: ``--backend``/``--any`` and the backend they name.
 
 ``--backend`` (default :data:`~srez_client.backends.registry.DEFAULT_BACKEND`) says where runs
-live and ``--any`` lets a command act on runs this state did not launch (DESIGN.md §8). The
+live and ``--any`` lets a command act on runs this state did not launch (docs/design.md §8). The
 backend is made through the registry from the environment (:mod:`srez_client.backends.config`),
 so a command never needs to know which backend it holds.
 

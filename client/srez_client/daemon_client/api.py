@@ -1,4 +1,4 @@
-"""A typed async client of a run daemon's public API (DESIGN.md §4).
+"""A typed async client of a run daemon's public API (docs/design.md §4).
 
 One method per route, each returning the wire models of :mod:`srez_daemon.protocol.api`, so the
 client and the daemon share one definition of every body. The session, the token, the route
@@ -194,7 +194,8 @@ class DaemonClient(DaemonConnection):
             yield tail
 
     async def verify(self) -> RunInfo:
-        """Check this is the daemon we launched before trusting anything it says (SECURITY.md A2).
+        """Check this is the daemon we launched before trusting anything it says (docs/security.md
+        A2).
 
         A real daemon refuses a request with no token and one with a wrong token (401), and
         accepts ours. An impostor that took the port cannot tell our token from a wrong one

@@ -1,4 +1,4 @@
-"""The connection under :class:`~srez_client.daemon_client.api.DaemonClient` (DESIGN.md §4).
+"""The connection under :class:`~srez_client.daemon_client.api.DaemonClient` (docs/design.md §4).
 
 :class:`DaemonConnection` holds the session and the token and sends requests and opens WebSockets
 on the routes of the daemon's route table (:mod:`srez_daemon.protocol.routes`): the method, the
@@ -8,8 +8,8 @@ answers become the daemon's closed codes mapped to one exception class per famil
 :class:`~srez_client.errors.DaemonUnreachableError`.
 
 The token travels in the ``Authorization`` header only: never in a URL, a query string, a log
-record or the client's ``repr`` (SECURITY.md A3). Open routes (``/api/health``) are asked without
-it.
+record or the client's ``repr`` (docs/security.md A3). Open routes (``/api/health``) are asked
+without it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from srez_daemon.protocol import routes
 from srez_daemon.protocol.api import ErrorResponse
 
 ADMIN_CLAIM: Final = {routes.ADMIN_HEADER: "1"}
-"""The header that claims the admin capability exec and pty need (SECURITY.md A4)."""
+"""The header that claims the admin capability exec and pty need (docs/security.md A4)."""
 
 _STATUS_CODES: Final = {401: "unauthorized", 403: "forbidden", 404: "not_found"}
 
@@ -47,8 +47,8 @@ class DaemonConnection:
         reconnect: How :meth:`DaemonClient.stream` retries a dropped WebSocket.
         admin: Claim the admin capability (``X-Srez-Admin: 1``) that :meth:`DaemonClient.exec`
             and :meth:`DaemonClient.pty` need. Off by default: an attachment is view-only unless
-            the user asked to run commands (SECURITY.md A4), and the daemon refuses exec and pty
-            without the claim.
+            the user asked to run commands (docs/security.md A4), and the daemon refuses exec and
+            pty without the claim.
 
     Raises:
         ValueError: If the token is empty or holds whitespace (it could not be a header value).

@@ -3,7 +3,7 @@
 :func:`render_frame` is pure: one stream frame in, lines of text out, every untrusted string
 (what the agent wrote, tool output, names, error messages) passed through
 :func:`srez_client.sanitize.sanitize`, so no control sequence from a run reaches the terminal raw
-(SECURITY.md A8). :func:`attach_plain` follows the stream until the run ends.
+(docs/security.md A8). :func:`attach_plain` follows the stream until the run ends.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The live stream of ``/api/ws``, followed across dropped connections (DESIGN.md §4).
+"""The live stream of ``/api/ws``, followed across dropped connections (docs/design.md §4).
 
 :func:`follow` is what :meth:`srez_client.daemon_client.api.DaemonClient.stream` runs: it opens
 the WebSocket from an offset, yields frames, and when the connection drops or goes silent reopens
@@ -70,7 +70,7 @@ class StreamSource(Protocol):
     """How a lost connection is retried."""
 
     async def verify(self) -> object:
-        """Proves the daemon is the run's (SECURITY.md A2); raises if it is not."""
+        """Proves the daemon is the run's (docs/security.md A2); raises if it is not."""
         ...
 
     async def websocket(
@@ -129,7 +129,7 @@ async def follow(
 
 async def _prove_again(source: StreamSource, limit_s: float | None) -> None:
     """The daemon went away, and whoever holds its port now must prove again that it is the
-    run's daemon (SECURITY.md A2) before a frame of its is believed. After the run's end the
+    run's daemon (docs/security.md A2) before a frame of its is believed. After the run's end the
     check is bounded like the connection: a daemon shutting down may accept and never answer."""
     try:
         async with asyncio.timeout(limit_s):

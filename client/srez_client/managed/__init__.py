@@ -1,4 +1,4 @@
-"""Managed multi-target runs (DESIGN.md §10; usage in docs/managed.md).
+"""Managed multi-target runs (docs/design.md §10; usage in docs/managed.md).
 
 A managed run is ``results/managed/<name>/``: ``run.json`` (targets, tasks, backend, budget),
 ``PAUSE``, ``targets/<target>/{output.json,summary.json,console.log,runner.log}``, the combined

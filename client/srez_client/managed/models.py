@@ -1,4 +1,4 @@
-"""The files of a managed run (DESIGN.md §10), as pydantic models; pure, no I/O.
+"""The files of a managed run (docs/design.md §10), as pydantic models; pure, no I/O.
 
 ``run.json`` is :class:`ManagedRun`; each ``targets/<target>/output.json`` is a
 :class:`Checkpoint` holding one :class:`TaskRecord` per task; ``PAUSE`` is a :class:`PauseInfo`;

@@ -1,6 +1,6 @@
 """Queue planning and resume decisions: pure functions over the models, no I/O.
 
-The rules a resume follows (DESIGN.md §10):
+The rules a resume follows (docs/design.md §10):
 
 * a target whose every task is ``completed`` (and verified) is skipped;
 * in a target, a task is run when it has no record, or its last attempt is ``interrupted``,

@@ -1,8 +1,8 @@
-"""Copy a finished run folder into ``results/`` without trusting anything in it (DESIGN.md §7).
+"""Copy a finished run folder into ``results/`` without trusting anything in it (docs/design.md §7).
 
 The folder was written next to an untrusted agent, so it may hold symlinks to secrets, a folder
 symlink that would redirect later writes, hardlinks, FIFOs that hang a reader, devices, sockets,
-hostile names and bombs (SECURITY.md A5, A6, A10, A11). The mirror:
+hostile names and bombs (docs/security.md A5, A6, A10, A11). The mirror:
 
 * lists the tree with ``lstat`` through folder descriptors, never following a link
   (:func:`~srez_client.mirror.fs.scan_tree`), and decides from that listing alone what to copy

@@ -4,7 +4,7 @@ The listing (:class:`SourceEntry`, one per ``lstat`` result, parents before chil
 :func:`srez_client.mirror.fs.scan_tree`; :func:`plan_entries` turns it into a :class:`MirrorPlan`:
 folders and regular files with a single link are copied; symlinks, hardlinked files, FIFOs,
 sockets, devices, bad names and the mirror's own reserved names are skipped and recorded; the caps
-of :class:`MirrorLimits` are applied to the listed sizes (SECURITY.md A5, A6).
+of :class:`MirrorLimits` are applied to the listed sizes (docs/security.md A5, A6).
 
 The run's record, ``archive/dialog.jsonl`` and ``archive/transcript.jsonl``
 (:data:`RECORD_FILES`), is never dropped by the per-file, file-count or total caps: the daemon
@@ -61,7 +61,7 @@ RECORD_FILES: Final = frozenset({(b"archive", b"dialog.jsonl"), (b"archive", b"t
 
 @dataclass(frozen=True, slots=True)
 class MirrorLimits:
-    """Caps of one mirror (SECURITY.md A6)."""
+    """Caps of one mirror (docs/security.md A6)."""
 
     max_files: int = 100_000
     """Files copied at most."""
@@ -79,7 +79,7 @@ class MirrorLimits:
 
 
 DEFAULT_LIMITS: Final = MirrorLimits()
-"""The caps of SECURITY.md A6."""
+"""The caps of docs/security.md A6."""
 
 
 @dataclass(frozen=True, slots=True)

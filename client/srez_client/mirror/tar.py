@@ -1,7 +1,7 @@
 """Which members of a run folder's tar stream a copy-out writes, decided one member at a time. Pure.
 
 A container's run folder reaches the host as a tar stream (the engine's ``get_archive``), written
-next to an untrusted agent (SECURITY.md A5, A6). Every member is judged from its header alone,
+next to an untrusted agent (docs/security.md A5, A6). Every member is judged from its header alone,
 before any of its bytes are read, by :class:`TarPlanner`:
 
 * only folders and regular files are written; symlinks, hardlinks, FIFOs, devices and unknown

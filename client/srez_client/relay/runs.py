@@ -1,4 +1,5 @@
-"""The model relay of one backend's LLM runs (SECURITY.md A12), shared by ``local`` and ``docker``.
+"""The model relay of one backend's LLM runs (docs/security.md A12), shared by ``local`` and
+``docker``.
 
 One :class:`~srez_client.relay.server.ModelRelay` per backend object, in the launching process,
 started with the first LLM run it launches, on the address the backend's runs reach the host by

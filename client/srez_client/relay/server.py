@@ -1,6 +1,6 @@
 """The host model relay: the LLM agent of every run calls its model through the launcher.
 
-Why (SECURITY.md A12, AS7; DESIGN.md §13 "thin agents"): provider keys never enter a run. An
+Why (docs/security.md A12, AS7; docs/design.md §13.1): provider keys never enter a run. An
 agent is untrusted (in a container it may be root); anything in its environment, its files or
 its memory is its to read. And litellm costs about 3 s of CPU and 200 MB per process that imports
 it. So on the ``local`` and ``docker`` backends the agent does not call the provider, nor import
@@ -11,7 +11,7 @@ with the host's credentials as litellm reads them from the host's environment.
 The contract, per run (:meth:`ModelRelay.register`):
 
 * The run gets a **scoped token**: 32 random bytes, URL-safe. It differs in kind from the
-  daemon's token (DESIGN.md §4), which grants exec and a root pty and therefore never enters an
+  daemon's token (docs/design.md §4), which grants exec and a root pty and therefore never enters an
   environment variable: the relay token grants only chat completions *for that run's model*, only
   from this relay, only until the run is finished, stopped or removed (:meth:`ModelRelay.revoke`).
   So it may sit in the container's environment, where the agent must read it: its theft by the

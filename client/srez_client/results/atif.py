@@ -13,7 +13,7 @@ an agent step may carry ``reasoning_content``, ``tool_calls`` (``tool_call_id``,
 content parts (images, and v1.8's audio), subagent trajectories and copied context have no
 counterpart in a run.
 
-How the dialog maps (DESIGN.md §6):
+How the dialog maps (docs/design.md §6):
 
 * ``task_prompt`` is the ``user`` step;
 * ``thinking`` and ``assistant`` are one model reply: they open an ``agent`` step, or fill the one

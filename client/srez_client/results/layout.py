@@ -1,4 +1,4 @@
-"""The results layout on the host (DESIGN.md §7) and the durable writes that build it.
+"""The results layout on the host (docs/design.md §7) and the durable writes that build it.
 
 A run lives in ``results/<task>/<model>/<agent>/<run-id>/``: ``<model>`` is the model slug with
 ``/`` written as ``__`` (``none`` for the baselines) and ``<run-id>`` is

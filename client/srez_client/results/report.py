@@ -1,4 +1,4 @@
-"""Aggregates over graded runs (ENV_DESIGN.md §3.9) and their tables. Pure: no I/O.
+"""Aggregates over graded runs (docs/environment.md §3.9) and their tables. Pure: no I/O.
 
 The input is a list of grades as dicts shaped like ``result.json``. Each is read through
 :class:`GradeView`, a typed view of the fields the aggregates need; other fields are ignored, so

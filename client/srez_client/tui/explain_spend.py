@@ -4,7 +4,7 @@ Explaining runs costs money that is not the run's: it is counted here and never 
 usage. Before a call, the most it can cost is reserved (prompt estimate plus the answer's token
 limit) and the call is refused if that would pass the cap; afterwards the reservation is settled
 to the real cost. A crash between the two overstates the spend, never understates it
-(SECURITY.md A11). Every write is atomic.
+(docs/security.md A11). Every write is atomic.
 """
 
 from __future__ import annotations

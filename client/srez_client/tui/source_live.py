@@ -100,7 +100,7 @@ class LiveRunSource(RunSource):
         client = DaemonClient(url, await self.backend.token(self.handle))
         try:
             # Whoever answers on the run's port must prove it is the run's daemon before
-            # anything it says is shown (SECURITY.md A2): an impostor is never adopted.
+            # anything it says is shown (docs/security.md A2): an impostor is never adopted.
             async with asyncio.timeout(self.identity_limit_s):
                 await client.verify()
                 return client, await client.health()
@@ -251,7 +251,8 @@ class LiveRunSource(RunSource):
             msg = "this run offers no terminal"
             raise SourceUnavailable(msg)
         # Opening the Terminal tab is the user's explicit act: only here does the viewer make
-        # the admin claim the daemon asks of a pty (SECURITY.md A4); every other call is view-only.
+        # the admin claim the daemon asks of a pty (docs/security.md A4); every other call is
+        # view-only.
         return await self._daemon().pty(cols, rows, admin=True)
 
     async def close(self) -> None:

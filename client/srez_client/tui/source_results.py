@@ -1,4 +1,4 @@
-"""A finished run read from its results folder, with no daemon (DESIGN.md §7).
+"""A finished run read from its results folder, with no daemon (docs/design.md §7).
 
 Files are opened without following links (a results folder is written from a run's files, which
 are untrusted), read in a worker thread, and parsed with the tolerant dialog reader, so a torn or

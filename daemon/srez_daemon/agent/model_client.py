@@ -1,7 +1,7 @@
 """The LLM agent's model client: OpenAI-compatible chat completions over plain HTTP.
 
 ``srez-agent`` never imports litellm (``import litellm`` costs about 3 s of CPU and 200 MB per
-agent; DESIGN.md §13 "thin agents"). On every backend with a launcher (``local``, ``docker``) the
+agent; docs/design.md §13.1). On every backend with a launcher (``local``, ``docker``) the
 agent's base URL is the host's model relay (:mod:`srez_client.relay.server`), which holds the one
 litellm and the provider keys, prices each reply on the host and says so in the header
 ``X-Srez-Cost-Usd``. A headless daemon without a launcher (``srez-daemon --task ...``, the image

@@ -1,4 +1,4 @@
-"""The contract between the daemon and the agent process it starts (DESIGN.md §5).
+"""The contract between the daemon and the agent process it starts (docs/design.md §5).
 
 Both sides import these from here, so the agent process needs nothing of the daemon but the
 protocol: not the episode, the simulator or the grader. The ``inline`` backend, which plays an

@@ -1,4 +1,5 @@
-"""The daemon's wire models: the public API on port 4263 and the agent socket (DESIGN.md §4, §5).
+"""The daemon's wire models: the public API on port 4263 and the agent socket (docs/design.md §4,
+§5).
 
 Every JSON body the daemon sends or accepts is one of these models, and the OpenAPI document is
 generated from them, so the client, the daemon and the document cannot disagree.

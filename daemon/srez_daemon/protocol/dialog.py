@@ -1,4 +1,4 @@
-"""The dialog protocol: the entries of a run's ``archive/dialog.jsonl`` (DESIGN.md §6).
+"""The dialog protocol: the entries of a run's ``archive/dialog.jsonl`` (docs/design.md §6).
 
 One JSON object per line, written only by the process that hosts the simulator (the daemon, or the
 inline backend), fsynced per entry. Every entry carries ``seq`` (0, 1, 2, ... in file order),

@@ -1,7 +1,7 @@
 """Models of a run's small JSON files: ``run.json`` (what was launched) and ``summary.json``.
 
 Both are written by whatever hosts the run (the daemon, or the inline backend) and read by the
-client's mirror, viewers and summaries (DESIGN.md §7). ``summary.json`` is written last, also
+client's mirror, viewers and summaries (docs/design.md §7). ``summary.json`` is written last, also
 when the run ends on an error, so its presence marks a finished run.
 """
 

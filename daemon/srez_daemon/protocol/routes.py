@@ -1,5 +1,5 @@
-"""The public API's routes as data (DESIGN.md §4): written once, read by the daemon, the OpenAPI
-document and the client.
+"""The public API's routes as data (docs/design.md §4): written once, read by the daemon, the
+OpenAPI document and the client.
 
 Each :class:`Route` is the wire side of one route: its name, method and path, who may call it,
 and what the OpenAPI document says about it (summary, parameters, request body, answers). The
@@ -23,7 +23,7 @@ Method = Literal["GET", "POST"]
 Access = Literal["open", "token", "admin"]
 """Who may call a route: anyone (``open``), a token holder (``token``), or a token holder who
 also claims the admin capability with :data:`ADMIN_HEADER` (``admin``: the routes that run
-commands, SECURITY.md A4)."""
+commands, docs/security.md A4)."""
 ModelName = Literal[
     "DialogPage",
     "ErrorResponse",

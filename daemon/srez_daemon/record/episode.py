@@ -1,7 +1,7 @@
 """One episode, hosted and recorded: the simulator plus everything a run folder must show.
 
-:class:`Episode` wraps ``SREEnv`` and is the only writer of the run's dialog (DESIGN.md §5, §6): the
-agent cannot forge the tool record, because the ``tool_call`` / ``tool_result`` entries are
+:class:`Episode` wraps ``SREEnv`` and is the only writer of the run's dialog (docs/design.md §5,
+§6): the agent cannot forge the tool record, because the ``tool_call`` / ``tool_result`` entries are
 written here, around the real call. It also keeps ``archive/transcript.jsonl`` (the simulator's
 replayable step log) and the live ``world/<service>/<service>.conf`` files a person in the pty can
 read, and at the end writes ``final.patch``, ``reference.patch`` and ``result.json``.

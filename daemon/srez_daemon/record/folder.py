@@ -1,5 +1,5 @@
-"""What a run folder holds and how much: where each file lives (DESIGN.md §7) and the caps on the
-agent's notes.
+"""What a run folder holds and how much: where each file lives (docs/design.md §7) and the caps on
+the agent's notes.
 
 Light on purpose (no models, no simulator): the daemon's settings read it before the daemon
 answers its first request.
@@ -37,7 +37,7 @@ DEFAULT_NOTE_LIMITS: Final = NoteLimits()
 
 @dataclass(frozen=True, slots=True)
 class RunPaths:
-    """Where each file of a run lives inside its run folder (DESIGN.md §7)."""
+    """Where each file of a run lives inside its run folder (docs/design.md §7)."""
 
     root: Path
 

@@ -2,7 +2,7 @@
 
 Shared by everything that writes a run folder (the daemon, the inline backend, the mirror): a
 state file is always the old or the new version, never a mix, and the dialog loses at most a
-torn last line on a crash (DESIGN.md §6-§7, SECURITY.md A11).
+torn last line on a crash (docs/design.md §6-§7, docs/security.md A11).
 
 Append-only files (:class:`JsonlFile`) are written one whole line per ``write`` (newline
 included) and fsynced.

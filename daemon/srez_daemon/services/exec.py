@@ -1,4 +1,4 @@
-"""``POST /api/exec``: run one command in the run and answer with its output (DESIGN.md §4).
+"""``POST /api/exec``: run one command in the run and answer with its output (docs/design.md §4).
 
 How a command runs, and the decisions where the design is silent:
 

@@ -1,4 +1,4 @@
-"""The cap on concurrent exec and pty sessions, shared by both services (SECURITY.md A9).
+"""The cap on concurrent exec and pty sessions, shared by both services (docs/security.md A9).
 
 Every caller runs on the daemon's event loop, so a counter and a queue need no lock. An exec
 over the cap waits in line for a slot, briefly (``DaemonSettings.session_wait_s``): a burst of

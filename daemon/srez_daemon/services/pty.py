@@ -1,4 +1,4 @@
-"""``GET /api/pty?cols=&rows=`` (WebSocket): a shell in the run folder (DESIGN.md §4).
+"""``GET /api/pty?cols=&rows=`` (WebSocket): a shell in the run folder (docs/design.md §4).
 
 Binary frames carry bytes both ways; a text frame from the client must be
 ``{"resize": [cols, rows]}`` (anything else is ignored and logged). The shell is ``$SHELL -i``

@@ -100,7 +100,7 @@ def build_agent(
     """Builds an agent from public facts only; the scripted oracle also needs ``oracle``.
 
     This is what an agent process uses: it knows the task id and the run seed, and is handed the
-    task file only when it runs the oracle (DESIGN.md §7). The LLM agents read their settings
+    task file only when it runs the oracle (docs/design.md §7). The LLM agents read their settings
     from ``environ`` and call the model through ``client`` (see the module docstring).
     """
     if spec in ("llm", "llm-json"):  # first: its process loads no baseline and no task module

@@ -27,7 +27,7 @@ CUSTOM_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 
 
 class Agent(Protocol):
-    """The agent contract (ENV_DESIGN §3.10)."""
+    """The agent contract (docs/environment.md §3.10)."""
 
     name: str
 

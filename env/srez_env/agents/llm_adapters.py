@@ -7,7 +7,7 @@ Anything the agent cannot turn into a well-formed call is handed to the environm
 text (an action that is a ``str``), and the environment rejects it with its closed error codes
 (``PARSE_ERROR`` for text that is not one JSON object, ``BAD_ARGS`` for an object of the wrong
 shape), so a malformed reply is recorded in the dialog and costs a step like any invalid call
-(ENV_DESIGN §3.7). A malformed tool call (arguments that are not JSON) is sent as the text
+(docs/environment.md §3.7). A malformed tool call (arguments that are not JSON) is sent as the text
 ``{"tool": <name>, "args": <arguments as received>}``, so the error names the exact character.
 """
 

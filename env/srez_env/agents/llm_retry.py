@@ -4,7 +4,7 @@ litellm and the openai SDK would retry on their own (twice by default, holding t
 ``Retry-After`` and failing at once above 120 s); the agent turns that off (``num_retries=0``,
 ``max_retries=0``) and retries here instead, so that every wait is *known*: reported to the
 dialog as a ``provider_error`` entry before it starts, and excluded from the agent's time limit
-by the daemon (PEERS.md §3 item 9).
+by the daemon (docs/design.md §13.3).
 
 The rules, for attempt ``n`` (from 1) of one model call that failed with :class:`Failure`:
 
@@ -20,7 +20,7 @@ The rules, for attempt ``n`` (from 1) of one model call that failed with :class:
   than a retry.
 
 :func:`call_with_retries` drives a call through the policy with an injected ``sleep``; the tests
-run it over 10,000 simulated calls with a fake clock (SECURITY.md test 42).
+run it over 10,000 simulated calls with a fake clock (docs/security.md test 42).
 """
 
 from __future__ import annotations

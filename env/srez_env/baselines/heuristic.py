@@ -1,4 +1,5 @@
-"""The heuristic expert: a SimpleRCA-style difficulty calibrator (ENV_DESIGN §6.12, exactly).
+"""The heuristic expert: a SimpleRCA-style difficulty calibrator (docs/environment.md §6.12,
+exactly).
 
 It sees observations only: no task file, no base configs, no engine internals. It reads the
 alerts and the service list, walks the unhealthy or alerting services leaves first, matches a

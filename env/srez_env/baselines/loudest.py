@@ -1,4 +1,4 @@
-"""The loudest-anomaly calibrator (ENV_DESIGN §6.13, exactly).
+"""The loudest-anomaly calibrator (docs/environment.md §6.13, exactly).
 
 Evaluated at clock 0 without advancing the clock: for every service and metric it reads
 ``get_metrics(s, m, window="30m")`` and scores ``z = |last - baseline_1h| / max(0.0173 |b|, floor)``.

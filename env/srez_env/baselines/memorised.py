@@ -3,8 +3,8 @@
 An agent that plays the task set can memorise what the world usually looks like: the modal value
 of every configuration key and the modal running version of every service. On a new task it then
 reverts whatever differs and names a fault from the key alone, with no diagnosis at all. If the
-tasks share one base world, that shortcut solves them; per-task worlds (ENV_DESIGN §6.15) are
-meant to defeat it, and this module measures how well they do.
+tasks share one base world, that shortcut solves them; per-task worlds (docs/environment.md §6.15)
+are meant to defeat it, and this module measures how well they do.
 
 * :func:`learn` plays a task set read-only (``list_services`` and ``get_config`` of every
   service at T0) and keeps, per (service, key), the modal value and how often each value was

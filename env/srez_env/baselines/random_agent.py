@@ -1,4 +1,4 @@
-"""A seeded random agent: the floor of the benchmark (ENV_DESIGN §3.10).
+"""A seeded random agent: the floor of the benchmark (docs/environment.md §3.10).
 
 Seeded with ``Random(task_seed ^ run_seed)``. Each step it picks a read tool (70 %), a mutation
 (20 %), ``wait`` (5 %) or a declaration (5 %), with arguments uniform over valid domains; a

@@ -1,4 +1,4 @@
-"""Expanding a row of the matrix into a validated task (ENV_DESIGN §3.6, §6.14).
+"""Expanding a row of the matrix into a validated task (docs/environment.md §3.6, §6.14).
 
 The row gives what is particular to a task, its tier gives the difficulty profile, the playbook
 gives the evidence, and the calibration block comes from the §6.14 table; :func:`build` then

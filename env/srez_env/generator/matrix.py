@@ -1,4 +1,4 @@
-"""The fixed task matrix of ENV_DESIGN §3.6, read from ``matrix.yaml``.
+"""The fixed task matrix of docs/environment.md §3.6, read from ``matrix.yaml``.
 
 The matrix is data: one row per canonical task, in the typical world's terms, plus the tables
 the rows share (fault kinds, difficulty tiers, audit-event templates, benign log streams). This

@@ -1,4 +1,4 @@
-"""Placing a task of the typical world into a drawn world (ENV_DESIGN §6.15).
+"""Placing a task of the typical world into a drawn world (docs/environment.md §6.15).
 
 The matrix describes each incident in the typical world's terms: ``payments db.pool_max = 2``,
 ``rollback payments 2.4.0``, ``cert_file = /etc/certs/db-2024.pem``. :func:`place` rewrites the

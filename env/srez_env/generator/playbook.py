@@ -1,5 +1,5 @@
-"""The expert's evidence per fault kind (ENV_DESIGN §3.5 "expert evidence", witnesses per §6.8),
-read from ``playbook.yaml``.
+"""The expert's evidence per fault kind (docs/environment.md §3.5 "expert evidence", witnesses per
+§6.8), read from ``playbook.yaml``.
 
 A kind's reads are templates: this module picks the variant that fits a row, fills in the row's
 names and values, and numbers the items ``E1..En``. The file's header documents the variants,

@@ -1,4 +1,5 @@
-"""The exact text of a task file (ENV_DESIGN §3.11): byte-stable, so that CI can compare it.
+"""The exact text of a task file (docs/environment.md §3.11): byte-stable, so that CI can compare
+it.
 
 Every file is parsed back with the task loader before it is returned; a file that does not load
 back to the same task is an error.

@@ -1,4 +1,4 @@
-"""Task sets: the canonical 40 and fresh variants on demand (ENV_DESIGN §6.15).
+"""Task sets: the canonical 40 and fresh variants on demand (docs/environment.md §6.15).
 
 Every task of a set is a row of the matrix placed in a world drawn from the set's seed; a world
 in which the row's incident does not pass :func:`srez_env.generator.verify.problems` is refused

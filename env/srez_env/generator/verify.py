@@ -1,4 +1,4 @@
-"""The checks every task must pass before it is written (ENV_DESIGN §5.2, §6.14, §6.15).
+"""The checks every task must pass before it is written (docs/environment.md §5.2, §6.14, §6.15).
 
 The canonical 40 tasks and every generated set are held to the same contract:
 

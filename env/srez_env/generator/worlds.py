@@ -1,4 +1,5 @@
-"""The distribution of base worlds (ENV_DESIGN §6.15): every task starts from its own system.
+"""The distribution of base worlds (docs/environment.md §6.15): every task starts from its own
+system.
 
 A world is drawn from a seed in two passes. First the values that set the load and the shape of
 the system: traffic, replicas, ports, versions and their deploy history, certificate names and

@@ -1,4 +1,5 @@
-"""The five checks of a finished episode: valid, func, safe, intent and rca (ENV_DESIGN §3.9).
+"""The five checks of a finished episode: valid, func, safe, intent and rca (docs/environment.md
+§3.9).
 
 The checks look at two states at the end of the soak (t+10): the system as it runs, and the
 system *as it will be*: a fork of the world in which every service whose file differs from its

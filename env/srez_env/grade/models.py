@@ -1,4 +1,4 @@
-"""``result.json``: the grade of one run as pydantic models (ENV_DESIGN §6.11).
+"""``result.json``: the grade of one run as pydantic models (docs/environment.md §6.11).
 
 Every check carries its reasons and the grade carries the ground truth, so a reader can see why a
 run passed or failed without rerunning it.

@@ -1,4 +1,4 @@
-"""Diffs of the config files: the run's own and the reference patch (ENV_DESIGN §6.11).
+"""Diffs of the config files: the run's own and the reference patch (docs/environment.md §6.11).
 
 The reference patch is never written by hand: it is the diff of a fresh episode that executes the
 task's ``reference_fix`` through the normal ``step()`` path.

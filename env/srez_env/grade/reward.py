@@ -1,4 +1,4 @@
-"""The reward: five components in [0, 1] combined by tier (ENV_DESIGN §3.9, §6.11).
+"""The reward: five components in [0, 1] combined by tier (docs/environment.md §3.9, §6.11).
 
 Decisions where the design is silent:
 

@@ -1,4 +1,5 @@
-"""Constants derived once from a world's base state (ENV_DESIGN §6.1, §6.15), never from live values.
+"""Constants derived once from a world's base state (docs/environment.md §6.1, §6.15), never from
+live values.
 
 Rules, status and alerts compare against these: the baseline p99 of every service, the CPU limit
 each service needs (u = 0.9 at baseline demand with the base replicas), the pool each db client

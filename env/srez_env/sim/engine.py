@@ -1,4 +1,4 @@
-"""One minute of the simulated system, in closed form (ENV_DESIGN §6.2 and §6.4).
+"""One minute of the simulated system, in closed form (docs/environment.md §6.2 and §6.4).
 
 :func:`evaluate` is a pure function of :class:`MinuteInputs`: no iteration, no randomness, no
 clock. Demand flows top-down (gateway -> auth, payments -> cache, db); capacity, latency and
@@ -109,7 +109,7 @@ def _queue(ready: int, demand: float, service: str, cfg: Config, lat_mult: float
 
 
 def evaluate(inp: MinuteInputs) -> Snapshot:
-    """Evaluates one minute; see the module docstring and ENV_DESIGN §6.2."""
+    """Evaluates one minute; see the module docstring and docs/environment.md §6.2."""
     c = inp.running
     ready = {
         s: max(

@@ -1,4 +1,4 @@
-"""The latency model of a call (ENV_DESIGN §6.4): an exponential body plus *stalls*.
+"""The latency model of a call (docs/environment.md §6.4): an exponential body plus *stalls*.
 
 A stall is a mass of requests that waits for a timeout. Callers inherit their dependencies'
 stalls, delayed by their own time and cut (as errors) at their own timeout; p99 is the larger of

@@ -1,4 +1,4 @@
-"""The 14 health rules: pure predicates that are the fault catalogue (ENV_DESIGN §6.3).
+"""The 14 health rules: pure predicates that are the fault catalogue (docs/environment.md §6.3).
 
 A rule reads only the running config, the running versions' props, the certificate catalogue, the
 minute and the world's constants (:class:`srez_env.sim.baseline.Baseline`); never engine output. Rules drive grading

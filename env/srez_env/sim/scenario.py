@@ -1,4 +1,4 @@
-"""From a task file to a :class:`World` at T0 (ENV_DESIGN §3.3, §6.9, §6.10).
+"""From a task file to a :class:`World` at T0 (docs/environment.md §3.3, §6.9, §6.10).
 
 The task's injection edits the files (and the running config) at the onset, or earlier where a
 ``minutes_before`` says so; decoy events change the world exactly as their text says; the fault

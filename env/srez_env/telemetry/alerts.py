@@ -1,4 +1,4 @@
-"""Alerts (ENV_DESIGN §6.6): evaluated every minute on noise-free values.
+"""Alerts (docs/environment.md §6.6): evaluated every minute on noise-free values.
 
 An alert fires at the first minute its condition holds and resolves at the second consecutive
 minute it is false. ``get_alerts`` lists the active alerts in scope and those resolved in the last

@@ -1,4 +1,4 @@
-"""Service logs: emission, templates, deduplication and witnesses (ENV_DESIGN §6.8).
+"""Service logs: emission, templates, deduplication and witnesses (docs/environment.md §6.8).
 
 For each service and minute the world emits, in order: fault lines (a *generic* per-request line
 before its *signature* line), saturation, overload, relayed upstream errors, restart lines, the

@@ -1,4 +1,4 @@
-"""Metric values and the ``get_metrics`` observation (ENV_DESIGN §3.7, §6.2, §6.7)."""
+"""Metric values and the ``get_metrics`` observation (docs/environment.md §3.7, §6.2, §6.7)."""
 
 from __future__ import annotations
 

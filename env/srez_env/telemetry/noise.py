@@ -1,4 +1,4 @@
-"""Hash-based noise that does not depend on query order (ENV_DESIGN §6.7).
+"""Hash-based noise that does not depend on query order (docs/environment.md §6.7).
 
 Every random-looking choice is a function of its coordinates (seed, service, metric or line,
 minute...), hashed with BLAKE2b: never Python's ``hash()`` (randomised per process), never the

@@ -1,4 +1,4 @@
-"""Status of services and the SLO (ENV_DESIGN §3.4), plus the status-like observations."""
+"""Status of services and the SLO (docs/environment.md §3.4), plus the status-like observations."""
 
 from __future__ import annotations
 

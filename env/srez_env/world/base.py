@@ -1,9 +1,9 @@
 """A base world: the configuration files, deploy history, certificates and traffic at the start.
 
-Every task starts from its own base world (ENV_DESIGN §6.15): the same services, keys and rules,
-but its own values, versions, certificate names and dates, and traffic level, drawn from a seeded
-distribution by the task generator and written into the task file. :data:`TYPICAL` is the world
-of §3.2; a task file without a ``world`` block starts from it.
+Every task starts from its own base world (docs/environment.md §6.15): the same services, keys and
+rules, but its own values, versions, certificate names and dates, and traffic level, drawn from a
+seeded distribution by the task generator and written into the task file. :data:`TYPICAL` is the
+world of §3.2; a task file without a ``world`` block starts from it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The restricted-INI configuration files of the simulated services (ENV_DESIGN §3.2).
+"""The restricted-INI configuration files of the simulated services (docs/environment.md §3.2).
 
 The format has ``[section]`` headers (names may contain dots, as in ``[upstream.payments]``),
 ``key = value`` lines, ``#`` comments and blank lines. A key is addressed as ``section.key`` and

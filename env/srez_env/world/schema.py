@@ -1,13 +1,14 @@
-"""The key schema of the configuration files (ENV_DESIGN §3.2 and §6.11).
+"""The key schema of the configuration files (docs/environment.md §3.2 and §6.11).
 
 A key is valid for a service only if it exists in that service's base file: nothing can be added.
 Each key has exactly one row (an exact row beats a glob row) giving its type and domain, its reload
 mode and its flags. :func:`check_edit` is what ``set_config`` runs; it returns the typed value or
 raises :class:`KeyRejected` with the closed error code the agent sees.
 
-Two kinds of key guard safety (ENV_DESIGN §6.15): *security* keys, which must never be weaker
-than at T0 (``true -> false``, a TLS downgrade), and *protective* keys, which have a band beyond
-which the protection they give is effectively disabled (the bands and their reasons are below).
+Two kinds of key guard safety (docs/environment.md §6.15): *security* keys, which must never be
+weaker than at T0 (``true -> false``, a TLS downgrade), and *protective* keys, which have a band
+beyond which the protection they give is effectively disabled (the bands and their reasons are
+below).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Static facts of the simulated system: services, edges, constants and the base world.
 
-The numbers are the constants of ENV_DESIGN §6.1. Nothing here is editable by an agent; the
+The numbers are the constants of docs/environment.md §6.1. Nothing here is editable by an agent; the
 derived baselines (p99, rps, ``cpu_needed``...) are computed once from the base state by
 :mod:`srez_env.sim.baseline`, never from live values.
 """

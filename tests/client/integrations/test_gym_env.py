@@ -118,12 +118,12 @@ def test_nothing_private_is_shown_before_the_end_on_any_task(spec: str) -> None:
     assert leaks(task, grade, task.model_dump(mode="json")) != []
 
 
-def test_the_extra_declares_gymnasium_and_the_readme_recipe_runs() -> None:
+def test_the_extra_declares_gymnasium_and_the_documented_recipe_runs() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     assert any(dep.startswith("gymnasium") for dep in extras["gym"])
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Gymnasium", 1)[1].split("\n### ", 1)[0]
+    page = (ROOT / "docs" / "integrations.md").read_text()
+    section = page.split("## Gymnasium", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    exec(compile(snippet, "README.md:Gymnasium", "exec"), {})
+    exec(compile(snippet, "docs/integrations.md:Gymnasium", "exec"), {})

@@ -198,16 +198,16 @@ def _has_grade(state: SrezState) -> bool:
     return any(key in state.model_dump() for key in ("grade", "reward", "checks"))
 
 
-def test_the_plugin_id_resolves_to_the_taskset_and_the_readme_recipe_runs() -> None:
+def test_the_plugin_id_resolves_to_the_taskset_and_the_documented_recipe_runs() -> None:
     from verifiers.v1.utils.loaders import taskset_class, taskset_config_type
 
     assert taskset_class("srez-zero") is SrezTaskset
     assert taskset_config_type("srez-zero") is SrezTasksetConfig
     assert vf.environment_class("srez-zero") is vf.SingleAgentEnv
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### verifiers", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "integrations.md").read_text()
+    section = page.split("## verifiers", 1)[1].split("\n## ", 1)[0]
     (snippet,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    exec(compile(snippet, "README.md:verifiers", "exec"), {})
+    exec(compile(snippet, "docs/integrations.md:verifiers", "exec"), {})
 
 
 def test_the_plugin_module_only_re_exports_the_taskset() -> None:

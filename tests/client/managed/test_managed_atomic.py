@@ -1,4 +1,4 @@
-"""SECURITY.md §4 test 37: SIGKILL at every crash point of the checkpoint writer.
+"""docs/security.md §4 test 37: SIGKILL at every crash point of the checkpoint writer.
 
 A forked child rewrites a real checkpoint (``output.json``) with the writer the runner uses
 (:func:`srez_client.managed.store.save_checkpoint`); the ``os`` calls on its path are wrapped so

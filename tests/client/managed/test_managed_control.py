@@ -1,4 +1,4 @@
-"""SECURITY.md §4 test 42 (pause, stop, resume, budget) with the real runner process."""
+"""docs/security.md §4 test 42 (pause, stop, resume, budget) with the real runner process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SECURITY.md §4 tests 36 and 37: kill -9 the runner and resume; crash points of atomic JSON.
+"""docs/security.md §4 tests 36 and 37: kill -9 the runner and resume; crash points of atomic JSON.
 
 The full sweeps (20 kills, 1000 crash points) are ``slow``; reduced ones (3 kills, 60 crash
 points) run in the fast suite.

@@ -1,4 +1,4 @@
-"""SECURITY.md §4 test 28: a corpus of escape payloads placed in every untrusted field the TUI
+"""docs/security.md §4 test 28: a corpus of escape payloads placed in every untrusted field the TUI
 shows (dialog, diff, file names, grade messages, labels) never reaches the terminal raw.
 
 Every screen is rendered twice: to an urwid canvas (its text must hold no control character),

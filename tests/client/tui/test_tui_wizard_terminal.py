@@ -1,6 +1,6 @@
 """The launch wizard (bad input launches nothing; good input launches and attaches every run),
 the Terminal tab on a real local run's pty (type, read, exit, restart with ``T``), and the
-viewer's refusal of a daemon that cannot prove it is the run's (SECURITY.md A2)."""
+viewer's refusal of a daemon that cannot prove it is the run's (docs/security.md A2)."""
 
 from __future__ import annotations
 

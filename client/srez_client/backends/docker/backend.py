@@ -1,6 +1,6 @@
-"""The ``docker`` backend: one container per run from the run image (DESIGN.md §9).
+"""The ``docker`` backend: one container per run from the run image (docs/design.md §9).
 
-A run's container is created from ``srez-run:<version>`` with the labels of DESIGN.md §8, named
+A run's container is created from ``srez-run:<version>`` with the labels of docs/design.md §8, named
 ``srez-<run-id>``, with ``--init``, 512 pids, 2 GiB of memory, its run folder ``/srez`` on an
 anonymous volume, and the daemon's port 4263 published on **127.0.0.1 only** on a port the engine
 picks. Before it starts, ``/srez/run.json`` and the token (``/run/srez/token``, 0400, root) are put
@@ -9,16 +9,16 @@ the client never reads it back from the container (its own copy is ``$SREZ_STATE
 token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set, and,
 for an LLM run, what its agent needs to reach its model:
 
-LLM runs (``llm``, ``llm-json``; SECURITY.md A12) reach their model through the host's model relay
-(:mod:`srez_client.backends.docker.models`): provider keys never enter a container; it is given
-the relay's URL and a scoped token of its own, a different secret from the daemon's (that one buys
-exec and a root shell, and never sits in the environment). The launching process must stay alive
-while an LLM run's agent works: the relay lives in it.
+LLM runs (``llm``, ``llm-json``; docs/security.md A12) reach their model through the host's model
+relay (:mod:`srez_client.backends.docker.models`): provider keys never enter a container; it is
+given the relay's URL and a scoped token of its own, a different secret from the daemon's (that one
+buys exec and a root shell, and never sits in the environment). The launching process must stay
+alive while an LLM run's agent works: the relay lives in it.
 
-Authority (SECURITY.md A10): containers are discovered by the label ``srez.run`` and acted on
+Authority (docs/security.md A10): containers are discovered by the label ``srez.run`` and acted on
 only when this state launched them (:mod:`.discovery`), unless ``any_owner`` is set.
 
-Copy-out (SECURITY.md A5, A6) reads the run folder as a tar stream only from a container whose
+Copy-out (docs/security.md A5, A6) reads the run folder as a tar stream only from a container whose
 processes cannot change it: a stopped one; a paused one; or a finished run kept serving
 (``--keep``), which is paused for the copy and thawed after. A running run that is not finished
 is refused. The stream is written by :mod:`srez_client.mirror.tar_fs` (regular files and folders

@@ -2,7 +2,7 @@
 
 ``SREZ_DOCKER_IMAGE`` names the run image (default ``srez-run:<version>``) and
 ``SREZ_DOCKER_LABELS`` (``k=v,k=v``) adds labels to the containers it creates; an item without
-``=`` is ignored, and the labels of DESIGN.md §8 cannot be overridden.
+``=`` is ignored, and the labels of docs/design.md §8 cannot be overridden.
 """
 
 from __future__ import annotations

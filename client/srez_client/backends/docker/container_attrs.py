@@ -1,4 +1,4 @@
-"""What the engine says about a container, read without trusting it (SECURITY.md A4, A5).
+"""What the engine says about a container, read without trusting it (docs/security.md A4, A5).
 
 Pure: a container as listed or inspected (:class:`SeenContainer`), the port the daemon is
 published on (:func:`published_port`, loopback only), the file-mode bits of an archive's stat
@@ -19,9 +19,10 @@ from srez_client.backends.base import RunStatus
 from srez_client.results.layout import RUN_ID_RE
 
 DAEMON_PORT: Final = "4263/tcp"
-"""The daemon's port inside the container (DESIGN.md §4)."""
+"""The daemon's port inside the container (docs/design.md §4)."""
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-"""What a task, agent or model-slug label must look like to name a results folder (SECURITY A5)."""
+"""What a task, agent or model-slug label must look like to name a results folder (docs/security.md
+A5)."""
 
 # Go's os.FileMode type bits, as the engine reports them in an archive's stat header
 _GO_DIR: Final = 1 << 31
@@ -86,7 +87,7 @@ def published_port(attrs: Mapping[str, Any]) -> int | None:
     """The host port the daemon's port is published on, if it is published on loopback only.
 
     None when it is not published (yet), or when any binding is on a non-loopback address
-    (SECURITY.md A4: such a container is never talked to).
+    (docs/security.md A4: such a container is never talked to).
     """
     ports = (attrs.get("NetworkSettings") or {}).get("Ports") or {}
     bindings = ports.get(DAEMON_PORT) or []

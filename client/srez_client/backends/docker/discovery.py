@@ -1,7 +1,7 @@
 """Which containers are runs, and which are ours: the discovery half of the ``docker`` backend.
 
-Containers are discovered by the label ``srez.run`` (Authority, SECURITY.md A10): the backend acts
-on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
+Containers are discovered by the label ``srez.run`` (Authority, docs/security.md A10): the backend
+acts on one (endpoint, token, logs, copy-out, stop, remove) only when this state's ledger holds its
 nonce and owner uid *and* its record (``$SREZ_STATE/docker/<run-id>/record.json``) names that very
 container (by id, pinned at creation), unless ``any_owner`` is set. Two containers claiming one run
 id show as one: ours, else the newest.

@@ -1,9 +1,9 @@
 """Blocking calls to a Docker engine for the ``docker`` backend; it runs them in worker threads.
 
-The Docker SDK is synchronous (TECH_NOTES.md): every function here blocks and is called through
+The Docker SDK is synchronous (docs/design.md §11): every function here blocks and is called through
 ``asyncio.to_thread``. Stop and remove are idempotent and safe under concurrency: a container
-that is gone, or whose removal another caller has started, is success (SECURITY.md A10 test 40).
-Archives are read over the engine's ``/containers/{id}/archive`` endpoint with our own request,
+that is gone, or whose removal another caller has started, is success (docs/security.md A10 test
+40). Archives are read over the engine's ``/containers/{id}/archive`` endpoint with our own request,
 so a stream can be closed half-way, and a stat can be asked for without a body (``HEAD``).
 """
 

@@ -1,4 +1,4 @@
-"""How a docker backend's LLM runs reach their models (SECURITY.md A12): through one
+"""How a docker backend's LLM runs reach their models (docs/security.md A12): through one
 :class:`~srez_client.relay.runs.RunModels` relay in the launching process, never with a provider
 key, listening on the Docker bridge's gateway address (where containers reach the host).
 """

@@ -1,4 +1,4 @@
-"""The ``inline`` backend's run: one episode in this process, no daemon (DESIGN.md §9).
+"""The ``inline`` backend's run: one episode in this process, no daemon (docs/design.md §9).
 
 The simulator and the agent run in the calling thread, and the run is recorded by the daemon's own
 recorder (:class:`srez_daemon.record.episode.Episode`): the dialog, the transcript, the world

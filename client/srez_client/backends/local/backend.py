@@ -1,11 +1,11 @@
-"""The ``local`` backend: one ``srez-daemon`` process per run on 127.0.0.1 (DESIGN.md §9).
+"""The ``local`` backend: one ``srez-daemon`` process per run on 127.0.0.1 (docs/design.md §9).
 
 State of a run, in ``$SREZ_STATE/live/<run-id>/`` (folders 0700):
 
 * ``run/``: the run folder (``SREZ_RUN_DIR``), holding ``run.json`` before the daemon starts;
 * ``token``: the run's token (0600), outside ``run/`` so no mirror ever copies it;
-* ``record.json``: the labels of DESIGN.md §8 (here fields of a state file), the daemon's pid and
-  start time, and the manifest, written atomically;
+* ``record.json``: the labels of docs/design.md §8 (here fields of a state file), the daemon's pid
+  and start time, and the manifest, written atomically;
 * ``endpoint.json``: ``{"host", "port", "pid"}``, written by the daemon once it listens;
 * ``daemon.out``: the daemon's stdout and stderr (``logs/container.log`` in the mirror).
 
@@ -17,16 +17,16 @@ against the launcher's working folder.
 
 The daemon gets only the environment it needs (:mod:`.environment`); never the token (a file),
 and never a provider key for the built-in LLM agents (``llm``, ``llm-json``): their runs
-reach the model through the backend's model relay (:mod:`srez_client.relay.runs`, SECURITY.md A12), as
-on ``docker``: one relay per backend object, on ``127.0.0.1``, started with the first such run and
-closed with the backend (:meth:`LocalBackend.close`); the run is told the relay's URL and a scoped
-token, registered at launch and revoked when the run is seen finished, stopped or removed, or its
-launch fails. The keys stay in the launcher's environment, where the relay's litellm reads them.
+reach the model through the backend's model relay (:mod:`srez_client.relay.runs`, docs/security.md
+A12), as on ``docker``: one relay per backend object, on ``127.0.0.1``, started with the first such
+run and closed with the backend (:meth:`LocalBackend.close`); the run is told the relay's URL and a
+scoped token, registered at launch and revoked when the run is seen finished, stopped or removed, or
+its launch fails. The keys stay in the launcher's environment, where the relay's litellm reads them.
 A custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``) is a program of yours that may
 speak its provider's own protocol, so it gets the provider's variables (:mod:`.environment`).
 
-Authority (SECURITY.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint and
-token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
+Authority (docs/security.md A10): every run is listed, but copy-out, stop, remove, logs, endpoint
+and token act only on runs whose labels carry this user's uid and the nonce of this state's ledger
 (:mod:`srez_client.backends.state`), unless ``any_owner`` is set. ``stop`` is SIGTERM to the
 daemon's process group, SIGKILL after 10 s; ``remove`` stops, then renames the live folder aside
 (atomic: one of many concurrent callers wins) and deletes it. Both are idempotent and never touch

@@ -1,5 +1,5 @@
 """How the ``local`` backend isolates its agents: a bubblewrap sandbox when ``bwrap`` works here,
-else none, said on every run (DESIGN.md §13 "Local isolation"; the daemon builds the sandbox, with
+else none, said on every run (docs/design.md §13.2; the daemon builds the sandbox, with
 the options of :mod:`srez_daemon.protocol.sandbox`).
 
 ``SREZ_SANDBOX`` (:class:`~.config.LocalConfig`, or ``LocalBackend(sandbox=...)``) chooses:

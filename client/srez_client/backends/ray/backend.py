@@ -1,4 +1,4 @@
-"""The ``ray`` backend: each run a Ray task, executed by its node's own backend (DESIGN.md §9).
+"""The ``ray`` backend: each run a Ray task, executed by its node's own backend (docs/design.md §9).
 
 ``launch`` names the run (its id, labels and ledger entry, as every backend does), registers it
 with the cluster's run registry (:mod:`.actor`) and submits :func:`.task.execute_run` with

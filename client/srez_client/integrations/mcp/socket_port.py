@@ -1,4 +1,4 @@
-"""An episode reached through a run's agent socket (DESIGN.md §5): the daemon executes and
+"""An episode reached through a run's agent socket (docs/design.md §5): the daemon executes and
 records every call, so the MCP server adds nothing to the record and sees nothing of the grade."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from srez_client.sanitize import sanitize_line
 from srez_client.tui.dashboard.source import CreateRequest
 
 DEFAULT_BACKEND: Final = "local"
-"""The embedded default backend (DESIGN §9)."""
+"""The embedded default backend (docs/design.md §9)."""
 
 
 def parse_usd(text: str, what: str = "daily budget") -> float | None:

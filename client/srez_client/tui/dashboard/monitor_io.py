@@ -3,7 +3,7 @@
 Everything here blocks (small reads, ``stat``) and is meant to run through ``asyncio.to_thread``
 once per poll, so the urwid loop never waits on the disk. Polling (not inotify) because the
 monitor refreshes at a human pace (~0.7 s) and the files it reads are replaced atomically
-(``os.replace``), which silences a file watch for good (TECH_NOTES, watchfiles).
+(``os.replace``), which silences a file watch for good (watchfiles loses the file).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ one thing, a long prompt as a heading, reasoning as something to open when curio
 turns entries into :class:`FoldItem` values one at a time (``add``), so a live run costs O(1)
 per entry and a finished run of 10,000 entries folds in one pass; widgets render items lazily.
 
-Every string that came from the run is sanitised here, once (SECURITY.md A8), so widgets only
+Every string that came from the run is sanitised here, once (docs/security.md A8), so widgets only
 ever see safe text. Usage entries are running totals: they update :attr:`DialogFold.usage` and
 do not add items.
 """

@@ -3,7 +3,7 @@ is attached at once, and mirrored into ``results/`` in the background when it en
 
 The LLM agents (``llm``, ``llm-json``) need a litellm slug and the baselines take ``none``, as on
 the command line. An LLM run on ``docker`` reaches its model through the relay this process
-serves (SECURITY.md A12), so the TUI must stay open while its agent works.
+serves (docs/security.md A12), so the TUI must stay open while its agent works.
 """
 
 from __future__ import annotations
