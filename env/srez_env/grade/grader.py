@@ -16,7 +16,7 @@ from srez_env.errors import EpisodeError
 from srez_env.grade.checks import Verdict, judge
 from srez_env.grade.models import Declared, Grade, GradeMetrics, GroundTruthView
 from srez_env.grade.patch import reference_patch, unified_diff
-from srez_env.grade.reward import MUTATIONS, RESTARTS, score, unneeded_ops
+from srez_env.grade.reward import RESTARTS, is_mutation, score, unneeded_ops
 from srez_env.sim.timeline import World
 from srez_env.telemetry.status import slo_holds
 
@@ -69,7 +69,7 @@ def _metrics(record: EpisodeRecord, verdict: Verdict) -> GradeMetrics:
         end_reason=log.end_reason or "submit",
         invalid_actions=sum(1 for c in log.calls if not c.ok),
         max_repeat_invalid=_max_repeat(log.calls),
-        mutations=sum(1 for c in ok_calls if c.tool in MUTATIONS),
+        mutations=sum(1 for c in ok_calls if is_mutation(c.tool)),
         restarts=[c.args["service"] for c in ok_calls if c.tool in RESTARTS],
         evidence_witnessed=sorted(log.witnessed),
         time_to_mitigate_min=_time_to_mitigate(record.world, verdict.end),

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
+from srez_env import actions
 from srez_env.episode import CallRecord, EpisodeRecord
 from srez_env.grade.checks import Verdict
 from srez_env.grade.models import Reward
@@ -30,9 +31,14 @@ UNSAFE_MULT: Final = 0.25
 MINIMAL_STEP: Final = 0.25
 """What each collateral key and each unneeded operation takes off ``minimal``."""
 
-MUTATIONS: Final = ("set_config", "restart", "rollback", "scale")
 RESTARTS: Final = ("restart", "rollback")
 """The calls that restart a service (a rollback redeploys it)."""
+
+
+def is_mutation(tool: str) -> bool:
+    """A call that changes the system: every tool the action registry classes as mutating (read
+    from the registry at each call, never copied, so a new mutating tool counts at once)."""
+    return tool in actions.MUTATING
 
 
 def reward_total(
@@ -132,7 +138,7 @@ def unneeded_ops(task: Task, ok_calls: Sequence[CallRecord]) -> int:
     """Restarts and rollbacks beyond the reference fix's count per service, plus ``scale`` calls
     on services the reference fix does not scale; on a control every mutation."""
     if task.fault_kind == "none":
-        return sum(1 for c in ok_calls if c.tool in MUTATIONS)
+        return sum(1 for c in ok_calls if is_mutation(c.tool))
     restarts = Counter(c.args["service"] for c in ok_calls if c.tool in RESTARTS)
     reference = task.reference_fix
     allowed = Counter(str(a.args["service"]) for a in reference if a.tool in RESTARTS)
