@@ -109,7 +109,7 @@ class Memory:
         return self.seen.get((service, key, render_value(value)), 0)
 
 
-def _mode(counts: Counter[str]) -> str:
+def modal(counts: Counter[str]) -> str:
     """The most frequent text; ties go to the smallest text, so input order does not matter."""
     return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
 
@@ -127,8 +127,8 @@ def summarise(snapshots: Iterable[Snapshot]) -> Memory:
         for service, version in snap.versions.items():
             versions.setdefault(service, Counter())[version] += 1
     return Memory(
-        configs={sk: parse_value(_mode(c)) for sk, c in sorted(values.items())},
-        versions={s: _mode(c) for s, c in sorted(versions.items())},
+        configs={sk: parse_value(modal(c)) for sk, c in sorted(values.items())},
+        versions={s: modal(c) for s, c in sorted(versions.items())},
         seen={(s, k, v): c for (s, k), cs in sorted(values.items()) for v, c in sorted(cs.items())},
         seen_versions={
             (s, v): c for s, cs in sorted(versions.items()) for v, c in sorted(cs.items())

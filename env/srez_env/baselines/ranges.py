@@ -26,7 +26,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from srez_env.baselines.memorised import Scope, Snapshot, TierScore, key_kind, observe, summary
+from srez_env.baselines.memorised import (
+    Scope,
+    Snapshot,
+    TierScore,
+    key_kind,
+    modal,
+    observe,
+    summary,
+)
 from srez_env.baselines.policy import (
     Action,
     Observation,
@@ -89,10 +97,6 @@ def _categorical(key: str, value: Value) -> bool:
     return not isinstance(value, int) or isinstance(value, bool) or key.endswith("port")
 
 
-def _mode(counts: Counter[str]) -> str:
-    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
-
-
 def summarise(snapshots: Iterable[tuple[Snapshot, Task]]) -> Ranges:
     """The ranges of a training set: each task's observation with its injected keys left out."""
     numbers: dict[tuple[str, str], list[float]] = {}
@@ -115,8 +119,8 @@ def summarise(snapshots: Iterable[tuple[Snapshot, Task]]) -> Ranges:
     return Ranges(
         bounds={sk: (min(v), max(v)) for sk, v in sorted(numbers.items())},
         seen={sk: frozenset(c) for sk, c in sorted(values.items())},
-        modal={sk: _mode(c) for sk, c in sorted(values.items())},
-        kinds={k: _mode(c) for k, c in sorted(kinds.items())},
+        modal={sk: modal(c) for sk, c in sorted(values.items())},
+        kinds={k: modal(c) for k, c in sorted(kinds.items())},
         tasks=n,
     )
 
