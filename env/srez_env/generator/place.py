@@ -5,10 +5,11 @@ The matrix describes each incident in the typical world's terms: ``payments db.p
 task for a drawn world, field by field and with the meaning of each field in mind:
 
 * names (versions, certificate files, ports) go through the world's maps;
-* an injected value that breaks a threshold keeps its distance to that threshold (a pool of 2 where
-  9 connections are needed becomes a pool of 2 x needed/9 in a world that needs more); values that
-  break an absolute limit (a cache of 48 MB under a 350 MB working set, a bad nameserver, a flag)
-  stay as they are;
+* an injected limit that breaks a threshold sits at a drawn share of this world's threshold
+  (:func:`_shortfall`: 30 to 70 % of what the world needs, or the typical task's share if that is
+  larger), so it is too low for this world's traffic rather than low in absolute terms; the cache
+  keeps a drawn share of its working set the same way; values that break no threshold (a wrong
+  port, a bad nameserver, a flag, zero replicas) stay as the row writes them;
 * the reference fix restores this world's own base value, never the typical one;
 * witnesses quote what this world's tools will show, and the brief's numbers are this world's.
 

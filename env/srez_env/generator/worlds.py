@@ -1,13 +1,15 @@
 """The distribution of base worlds (docs/environment.md §6.15): every task starts from its own
 system.
 
-A world is drawn from a seed in two passes. First the values that set the load and the shape of
-the system: traffic, replicas, ports, versions and their deploy history, certificate names and
-dates, CPU and memory limits, cache sizing, and the harmless settings (log levels, retention,
-TLS floor, nameserver). Then the limits that must sit above what that load needs (db pools,
-``max_connections``, rate and login limits) are drawn as a margin over the thresholds the world's
-own baseline derives, and timeouts around their typical values, so no rule fires and every SLO
-holds before the incident; :func:`draw_world` checks both before returning a world.
+A world is drawn from a seed in passes. First the values that set the load and the shape of
+the system: traffic (a factor of five across worlds), replicas, ports, versions and their deploy
+history, certificate names and dates, memory limits, cache sizing, and the harmless settings (log
+levels, retention, TLS floor, nameserver); rate limits from the traffic, then CPU limits from the
+load they let in. Then the limits that must sit above what that load needs (db pools,
+``max_connections``) are drawn as a margin over the thresholds the world's own baseline derives,
+and timeouts around their typical values. Last come a few unusual but harmless values
+(:mod:`srez_env.generator.unusual`), each kept only if the world stays healthy. No rule fires and
+every SLO holds before the incident; :func:`draw_world` checks both before returning a world.
 
 Nothing here reads a task's ground truth: the same seed gives the same world for any task.
 """
