@@ -1,4 +1,4 @@
-"""The dependency direction srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
+"""The dependency direction srez_core <- srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
 the imports of every module: what each package may import, that the recorder stays free of the
 server, that no package has an import circle; and the benchmark's ban on wall clocks and global
 randomness."""
@@ -12,6 +12,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
+    "srez_core": {
+        "aiohttp",
+        "docker",
+        "urwid",
+        "srez_env",
+        "srez_daemon",
+        "srez_client",
+        "litellm",
+        "watchfiles",
+    },
     "srez_env": {
         "aiohttp",
         "docker",
@@ -26,6 +36,7 @@ FORBIDDEN = {
 """The daemon, and the agent process within it, never import litellm (docs/design.md §13.1, thin
 agents): the LLM agent speaks OpenAI-compatible HTTP to the host's model relay, which holds it."""
 PACKAGES = {
+    "srez_core": ROOT / "core" / "srez_core",
     "srez_env": ROOT / "env" / "srez_env",
     "srez_daemon": ROOT / "daemon" / "srez_daemon",
     "srez_client": ROOT / "client" / "srez_client",
@@ -109,6 +120,19 @@ def _daemon_modules_imported(path: Path) -> set[str]:
             if parts[0] == "srez_daemon" and len(parts) > 1:
                 found.add(parts[1])
     return found
+
+
+def test_the_wire_contract_imports_only_the_bottom_layer_of_the_project() -> None:
+    # The protocol is shared by the daemon and the client: it may import itself and srez_core,
+    # never the daemon it ships in.
+    protocol = PACKAGES["srez_daemon"] / "protocol"
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(found)
+        for path in protocol.rglob("*.py")
+        if (found := _daemon_modules_imported(path) - {"protocol"})
+        or (found := _imports(path) & {"srez_env", "srez_client"})
+    }
+    assert offenders == {}
 
 
 def test_the_agent_process_imports_only_the_protocol_from_the_daemon() -> None:

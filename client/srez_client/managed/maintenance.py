@@ -21,7 +21,7 @@ from srez_client.managed.store import (
     runner_alive,
 )
 from srez_client.results.layout import run_path
-from srez_daemon.record.storage import atomic_write_bytes
+from srez_core.atomic import atomic_write_bytes
 
 
 def _paths(root: Path, name: str) -> ManagedPaths:

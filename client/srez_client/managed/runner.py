@@ -76,7 +76,7 @@ from srez_client.managed.store import (
 )
 from srez_client.managed.summarize import summarize
 from srez_client.runs import run_to_results, scratch_dir
-from srez_daemon.record.aio import spawn
+from srez_core.aio import spawn
 from srez_env.errors import EnvError
 
 logger = logging.getLogger(__name__)

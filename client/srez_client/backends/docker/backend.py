@@ -72,8 +72,8 @@ from srez_client.errors import BackendError, NoDaemonError, UsageError
 from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
 from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE
+from srez_core.atomic import atomic_write_json
 from srez_daemon.protocol import srez_version
-from srez_daemon.record.storage import atomic_write_json
 from srez_env.agents import make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.agents.python_agent import import_path

@@ -30,8 +30,9 @@ from srez_client.backends.base import LaunchSpec
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce, private_dir
 from srez_client.errors import BackendError
 from srez_client.results.layout import new_run_id, run_path
+from srez_core.atomic import atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest
-from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 
 RUN_DIR: Final = "/srez"
 """The run folder inside the container (``SREZ_RUN_DIR`` of the image)."""

@@ -36,12 +36,12 @@ from typing import Any, Final
 
 from srez_client.errors import ResultsError
 from srez_client.results.layout import RandomBytes, RunFolder, new_run_id, run_path
+from srez_core.clock import Clock, system_clock, utc_timestamp
 from srez_daemon.protocol import RunManifest, RunSummary, srez_version
 from srez_daemon.protocol.agent import SUBMIT_TOOL, tool_call
 from srez_daemon.protocol.api import submit_args
 from srez_daemon.record.episode import Episode, run_summary
 from srez_daemon.record.folder import RunPaths
-from srez_daemon.record.storage import Clock, system_clock, utc_timestamp
 from srez_env.agents import Agent, AgentSpecError, make_agent
 from srez_env.grade import Grade
 from srez_env.provenance import task_provenance

@@ -94,8 +94,9 @@ from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, Usage
 from srez_client.relay.runs import RunModels
 from srez_client.relay.server import ModelRelay
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
+from srez_core.atomic import atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
-from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.provenance import task_provenance

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srez_client.mirror.copier import copy_tree
 from srez_client.mirror.plan import DEFAULT_LIMITS
+from srez_core.atomic import atomic_write_json
 from srez_daemon.protocol import RunManifest
-from srez_daemon.record.storage import atomic_write_json
 
 logger = logging.getLogger(__name__)
 

@@ -52,8 +52,9 @@ from srez_client.backends.state import Ledger, is_owned, private_dir, read_recor
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
 from srez_client.mirror.tar_fs import extract_run_tar, finish_copy_out
 from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
+from srez_core.atomic import atomic_write_bytes, atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
-from srez_daemon.record.storage import atomic_write_bytes, atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.provenance import task_provenance
 from srez_env.tasks import load_tasks
