@@ -274,6 +274,20 @@ def test_no_package_has_an_import_circle(package: str) -> None:
     assert _cycles(_module_graph(package)) == []
 
 
+def test_the_client_has_no_import_circle_between_its_folders() -> None:
+    # a folder (or top-level module) of srez_client is a layer: the backends below the mirror,
+    # the results and the model relay, the host lifecycle above them; none reaches back down
+    graph = _module_graph("srez_client")
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        parts = module.split(".")
+        if len(parts) < 2:
+            continue
+        home = folders.setdefault(parts[1], set())
+        home |= {t.split(".")[1] for t in targets if len(t.split(".")) > 1} - {parts[1]}
+    assert _cycles(folders) == []
+
+
 def test_the_recorder_never_reaches_the_server() -> None:
     # The inline backend and the client's background tasks host the recorder: importing it must
     # not pull in aiohttp, directly or through another daemon module it imports.

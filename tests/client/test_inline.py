@@ -186,7 +186,7 @@ def test_an_inline_run_flushes_its_folder_once_not_each_entry(
     rename, then the parent folder (the rename) once."""
     import os
 
-    from srez_client.results import layout
+    from srez_client import layout
     from srez_core import atomic
 
     fsyncs: list[int] = []

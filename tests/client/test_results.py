@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from srez_client.errors import ResultsError
-from srez_client.results.layout import (
+from srez_client.layout import (
     DIALOG_PATH,
     RUN_ID_RE,
     RunFolder,

@@ -1,11 +1,11 @@
 """``srez mirror`` and ``srez regrade``: bring stopped runs into their results folders.
 
 ``srez mirror RUN`` mirrors one stopped run of a backend that keeps runs apart from their results
-(:meth:`~srez_client.backends.base.Backend.mirror_stopped`); ``--backend`` picks one, else the run
+(:func:`~srez_client.lifecycle.recovery.mirror_stopped`); ``--backend`` picks one, else the run
 is looked for in each such backend in registry order (a ``local`` run of this state first, then
 a docker container). ``srez mirror --watch`` mirrors every run that has stopped, then each one as
 it stops (``--once``: only those stopped now; ``--timeout S``: stop watching after S seconds), on
-a backend that follows stops (:meth:`~srez_client.backends.base.Backend.watch_stopped`; docker's
+a backend that follows stops (:func:`~srez_client.lifecycle.recovery.watch_stopped`; docker's
 containers). One line per run on stdout: ``<run-id>: mirrored to PATH``, ``skipped (...)``,
 ``refused: ...`` or ``failed: ...``.
 
@@ -25,7 +25,7 @@ import signal
 import sys
 from pathlib import Path
 
-from srez_client.backends.base import Backend, MirrorOutcome, WatchOptions
+from srez_client.backends.base import Backend
 from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.registry import (
     DEFAULT_BACKEND,
@@ -35,8 +35,14 @@ from srez_client.backends.registry import (
     names_where,
 )
 from srez_client.errors import RunNotFoundError, UsageError
-from srez_client.results.layout import RUN_ID_RE
-from srez_client.runs import scratch_dir
+from srez_client.layout import RUN_ID_RE
+from srez_client.lifecycle.recovery import (
+    MirrorOutcome,
+    WatchOptions,
+    mirror_stopped,
+    watch_stopped,
+)
+from srez_client.lifecycle.run import scratch_dir
 from srez_client.sanitize import sanitize_line
 
 EXIT_REFUSED = 2
@@ -100,8 +106,8 @@ async def _mirror_one(
         if last:
             raise
         return None
-    outcome = await backend.mirror_stopped(
-        handle, scratch_dir(config.state_dir), results_root=args.results, remove=args.rm
+    outcome = await mirror_stopped(
+        backend, handle, scratch_dir(config.state_dir), results_root=args.results, remove=args.rm
     )
     _print(outcome)
     return _exit_status(outcome)
@@ -131,7 +137,7 @@ def _watch(args: argparse.Namespace) -> int:
                 remove=args.rm,
                 report=_print,
             )
-            outcomes = await backend.watch_stopped(scratch_dir(config.state_dir), options)
+            outcomes = await watch_stopped(backend, scratch_dir(config.state_dir), options)
         except asyncio.CancelledError:
             sys.stderr.write("srez: mirror watch stopped\n")
             return 0

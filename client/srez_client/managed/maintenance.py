@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from srez_client.errors import UsageError
+from srez_client.layout import run_path
 from srez_client.managed.models import check_name
 from srez_client.managed.plan import queue, queue_commands
 from srez_client.managed.store import (
@@ -20,7 +21,6 @@ from srez_client.managed.store import (
     load_run,
     runner_alive,
 )
-from srez_client.results.layout import run_path
 from srez_core.atomic import atomic_write_bytes
 
 
