@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import os
 import signal
 import sys
@@ -35,13 +34,13 @@ from srez_client.backends.registry import (
     names_where,
 )
 from srez_client.errors import RunNotFoundError, UsageError
-from srez_client.layout import RUN_ID_RE
 from srez_client.lifecycle.recovery import (
     MirrorOutcome,
     WatchOptions,
     mirror_stopped,
     watch_stopped,
 )
+from srez_client.lifecycle.regrade import regrade_target
 from srez_client.lifecycle.run import scratch_dir
 from srez_client.sanitize import sanitize_line
 
@@ -171,43 +170,9 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
 def _regrade_target(run: str, results: Path) -> Path:
     """The folder of RUN: a mirrored run under ``results``, else the folder of a stopped run of
-    the default backend kept on this host (a local run's ``run/``).
-
-    Raises:
-        RunNotFoundError: If RUN names no run, or several.
-        UsageError: If the local run's daemon still runs (it grades the run itself).
-    """
-    if not run or not all(c.isalnum() or c == "-" for c in run):
-        msg = f"RUN must be a run id or a prefix of one (YYYYMMDDTHHMMSSZ-<8 hex>), got {run!r}"
-        raise UsageError(msg)
-    found = sorted(
-        p
-        for p in results.glob(f"[!.]*/[!.]*/[!.]*/{glob.escape(run)}*")
-        if RUN_ID_RE.match(p.name) and p.is_dir() and not p.is_symlink()
-    )
-    if len({p.name for p in found}) > 1:
-        names = ", ".join(sorted({p.name for p in found}))
-        msg = f"run prefix {run!r} matches several runs under {results}: {names}"
-        raise RunNotFoundError(msg)
-    if found:
-        return found[0]
+    the default backend kept on this host (:func:`~srez_client.lifecycle.regrade.regrade_target`)."""
     backend = make_backend(_config(DEFAULT_BACKEND))
-    missing = f"no run {run!r} under {results} nor among this state's {backend.name} runs"
-
-    async def kept_here() -> Path:
-        try:
-            handle = await backend.get(run)
-        except RunNotFoundError as e:
-            raise RunNotFoundError(missing) from e
-        if handle.status == "running":
-            msg = f"{backend.name} run {handle.run_id} is still running: its daemon grades it"
-            raise UsageError(msg)
-        folder = await backend.stopped_run_folder(handle)
-        if folder is None:
-            raise RunNotFoundError(missing)
-        return folder
-
     try:
-        return asyncio.run(kept_here())
+        return asyncio.run(regrade_target(backend, run, results))
     finally:
         backend.close()
