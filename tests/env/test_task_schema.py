@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 import subprocess
 import sys
@@ -29,7 +30,17 @@ from srez_env.task import (
     derive_seed,
     task_digest,
 )
-from srez_env.tasks import load_task, load_tasks, parse_task
+from srez_env.tasks import (
+    INDEX_FORMAT,
+    INDEX_NAME,
+    index_text,
+    load_task,
+    load_tasks,
+    packaged_summaries,
+    parse_task,
+    read_index,
+    task_mapping,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 GEN_TASKS = REPO / "env" / "tools" / "gen_tasks.py"
@@ -107,13 +118,12 @@ def test_gen_tasks_check_passes() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "40 task files up to date"
+    assert result.stdout.strip() == "40 task files and their index up to date"
 
 
 def test_gen_tasks_check_reports_a_changed_file(tmp_path: Path) -> None:
     folder = resources.files("srez_env.tasks")
-    for n in range(1, 41):
-        name = f"sre-{n:03d}.yaml"
+    for name in [f"sre-{n:03d}.yaml" for n in range(1, 41)] + [INDEX_NAME]:
         (tmp_path / name).write_text((folder / name).read_text(encoding="utf-8"), encoding="utf-8")
     edited = tmp_path / "sre-012.yaml"
     edited.write_text(edited.read_text(encoding="utf-8") + "# hand edit\n", encoding="utf-8")
@@ -128,6 +138,71 @@ def test_gen_tasks_check_reports_a_changed_file(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         "sre-012.yaml: differs from the matrix; run python env/tools/gen_tasks.py"
     ]
+
+
+def test_the_index_holds_each_packaged_file_as_its_yaml_reads() -> None:
+    folder = resources.files("srez_env.tasks")
+    index = read_index(folder)
+    names = sorted(e.name for e in folder.iterdir() if e.name.endswith(".yaml"))
+    assert sorted(index) == names
+    for name in names:
+        text = (folder / name).read_text(encoding="utf-8")
+        assert index[name]["data"] == yaml.safe_load(text), name
+        assert task_mapping(folder, name, index) is index[name]["data"]  # served from the index
+
+
+def _one_task_folder(tmp_path: Path, index: str | None) -> tuple[Path, str]:
+    name = "sre-007.yaml"
+    text = (resources.files("srez_env.tasks") / name).read_text(encoding="utf-8")
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    if index is not None:
+        (tmp_path / INDEX_NAME).write_text(index, encoding="utf-8")
+    return tmp_path, name
+
+
+def test_a_file_whose_bytes_match_its_digest_is_read_from_the_index(tmp_path: Path) -> None:
+    folder, name = _one_task_folder(tmp_path, None)
+    planted = json.loads(index_text({name: (folder / name).read_text(encoding="utf-8")}))
+    planted["tasks"][name]["data"]["title"] = "read from the index"
+    (folder / INDEX_NAME).write_text(json.dumps(planted), encoding="utf-8")
+    assert task_mapping(folder, name, read_index(folder))["title"] == "read from the index"
+
+
+def test_an_edited_file_is_read_from_its_yaml_not_from_a_stale_index(tmp_path: Path) -> None:
+    folder, name = _one_task_folder(tmp_path, None)
+    (folder / INDEX_NAME).write_text(
+        index_text({name: (folder / name).read_text(encoding="utf-8")}), encoding="utf-8"
+    )
+    edited = (
+        (folder / name).read_text(encoding="utf-8").replace("title: ", "title: Edited by hand, ", 1)
+    )
+    (folder / name).write_text(edited, encoding="utf-8")
+    data = task_mapping(folder, name, read_index(folder))
+    assert data["title"].startswith("Edited by hand, ")
+
+
+@pytest.mark.parametrize(
+    "index",
+    [None, "not json", '{"format": "another/9", "tasks": {}}', f'{{"format": "{INDEX_FORMAT}"}}'],
+)
+def test_a_missing_or_foreign_index_falls_back_to_the_yaml(
+    tmp_path: Path, index: str | None
+) -> None:
+    folder, name = _one_task_folder(tmp_path, index)
+    expected = yaml.safe_load((folder / name).read_text(encoding="utf-8"))
+    assert task_mapping(folder, name, read_index(folder)) == expected
+
+
+def test_summaries_match_the_validated_tasks(tasks: dict[str, Task]) -> None:
+    summaries = packaged_summaries()
+    assert [s.id for s in summaries] == sorted(tasks)
+    for summary in summaries:
+        task = tasks[summary.id]
+        assert (summary.title, summary.difficulty, summary.brief) == (
+            task.title,
+            task.difficulty,
+            task.incident.brief,
+        )
 
 
 def test_briefs_read_like_pages_and_hide_the_cause(tasks: dict[str, Task]) -> None:

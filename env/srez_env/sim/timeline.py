@@ -80,6 +80,7 @@ class Minute:
     _snapshot: Snapshot | None = None
     log_memo: dict[str, list[str]] = field(default_factory=dict)  # filled by telemetry.logs
     alert_memo: dict[tuple[str, str], str] | None = None  # filled by telemetry.alerts
+    alert_fold: object | None = None  # telemetry.alerts' state machine after this minute
 
     def memory_mb(self, service: str) -> float:
         """Mean replica memory of a service (its base memory when it does not leak)."""
@@ -177,6 +178,7 @@ class World:
         )
         self._minutes: list[Minute] = []
         self.memo: dict[tuple[str, ...], int] = {}  # per-episode facts derived from history
+        self._turns = _turning_minutes(self.certs, self.effects)
 
     # ------------------------------------------------------------------ cursor and history
     @property
@@ -198,6 +200,7 @@ class World:
         twin._cursor = self._cursor.copy()
         twin._minutes = list(self._minutes)
         twin.memo = dict(self.memo)
+        twin._turns = self._turns
         return twin
 
     def at(self, minute: int) -> Minute:
@@ -244,6 +247,27 @@ class World:
 
     # ------------------------------------------------------------------ one minute
     def _advance(self, m: int) -> Minute:
+        previous = self._minutes[-1] if self._minutes else None
+        if previous is not None and self._quiet(m, previous):
+            return _repeat(previous, m)
+        return self._compute(m)
+
+    def _quiet(self, m: int, previous: Minute) -> bool:
+        """True when minute ``m`` resolves exactly as ``previous`` did: no change is due, nothing
+        leaks or restarts, no certificate expires and no effect starts or ends at ``m``, and no
+        restart leaves a counting window. Most of a four-hour history is such minutes."""
+        return (
+            not (self._pending and self._pending[0].minute <= m)
+            and not previous.replica_memory
+            and not previous.restarting
+            and m not in self._turns
+            and not any(
+                m - 60 in restarts or m - 15 in restarts
+                for restarts in self._cursor.restarts.values()
+            )
+        )
+
+    def _compute(self, m: int) -> Minute:
         cur = self._cursor
         blips: set[str] = set()
         rollouts: set[str] = set()
@@ -337,6 +361,37 @@ class World:
                 age = 0
             memory.append(topo.BASE_MEMORY_MB[s] + leak * max(0, age))
         return killed, tuple(memory)
+
+
+def _turning_minutes(certs: Mapping[str, int], effects: list[Effect]) -> frozenset[int]:
+    """Minutes at which a certificate expires or an effect window opens or closes: the
+    autonomous changes a minute with no timed change can still see."""
+    turns = set(certs.values())
+    for eff in effects:
+        turns |= {eff.from_min, eff.to_min + 1}
+    return frozenset(turns)
+
+
+def _repeat(previous: Minute, m: int) -> Minute:
+    """Minute ``m`` resolved as ``previous`` was (see :meth:`World._quiet`). Minutes are never
+    changed once built, so the two share their maps, and the engine's snapshot too."""
+    return Minute(
+        minute=m,
+        files=previous.files,
+        running=previous.running,
+        props=previous.props,
+        killed=previous.killed,
+        restarting=previous.restarting,
+        replica_memory=previous.replica_memory,
+        cert_rejected=previous.cert_rejected,
+        extra_rps=previous.extra_rps,
+        lat_mult=previous.lat_mult,
+        restarts_1h=previous.restarts_1h,
+        restarts_15m=previous.restarts_15m,
+        last_restart=previous.last_restart,
+        baseline=previous.baseline,
+        same_inputs_as=previous,
+    )
 
 
 def _same_engine_inputs(a: Minute, b: Minute) -> bool:
