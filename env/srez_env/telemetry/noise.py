@@ -19,7 +19,7 @@ NOISE: Final = 0.03
 
 def unit_hash(*coords: object) -> float:
     """A uniform number in [0, 1) determined by the coordinates alone."""
-    digest = hashlib.blake2b("|".join(str(x) for x in coords).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b("|".join(map(str, coords)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
 
 

@@ -7,6 +7,7 @@ derived baselines (p99, rps, ``cpu_needed``...) are computed once from the base 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -140,6 +141,7 @@ def cert_subject(path: str) -> str:
     return f"CN={service}.svc.internal"
 
 
+@functools.lru_cache(maxsize=1 << 14)  # logs and alerts stamp the same minutes again and again
 def timestamp(t0: datetime, minute: int, second: int = 0) -> str:
     """ISO-8601 UTC with whole seconds, ``minute`` minutes after T0."""
     moment = t0 + timedelta(minutes=minute, seconds=second)
