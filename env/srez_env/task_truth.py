@@ -11,7 +11,6 @@ from typing import Literal
 from pydantic import Field, StrictInt, field_validator, model_validator
 
 from srez_env import actions
-from srez_env.actions import MUTATING, TOOLS
 from srez_env.task_scenario import KEY_RE, SERVICE_RE
 from srez_env.task_world import Strict
 from srez_env.vocab import SERVICES, FaultKind, ServiceName
@@ -26,7 +25,9 @@ def evidence_tool_args(tool: str) -> frozenset[str] | None:
 
 
 MUTATING_TOOL_ARGS: Mapping[str, frozenset[str]] = {
-    name: frozenset(spec.args.model_fields) for name, spec in TOOLS.items() if name in MUTATING
+    name: frozenset(spec.args.model_fields)
+    for name, spec in actions.TOOLS.items()
+    if name in actions.MUTATING
 }
 """The mutating tools and their exact arguments; a reference fix uses only these."""
 
