@@ -277,6 +277,16 @@ def test_the_file_names_layers_once_and_imports_only_layers_below() -> None:
     assert outside == [], "a path is outside every package the file names"
 
 
+def test_the_backends_stay_below_what_is_done_with_their_runs() -> None:
+    # a backend executes runs; mirroring them, filing their results, relaying their models and
+    # keeping the registry of runs are done above it, so no relaxing of the file may let it reach
+    # those layers
+    assert reach()["client.backends"].isdisjoint(
+        {"client.mirror", "client.results", "client.relay", "client.runs"}
+    )
+    assert "env.grade" not in reach()["env.simulation"]
+
+
 def test_the_project_packages_exist() -> None:
     assert {"env/srez_env", "daemon/srez_daemon", "client/srez_client"} <= set(existing_packages())
 
