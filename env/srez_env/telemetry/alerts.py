@@ -114,12 +114,16 @@ class _Fold:
     state: dict[AlertKey, tuple[int, int | None]]
     summary: dict[AlertKey, str]
     current: dict[AlertKey, str]
+    settled: bool = True
+    """Every active alert holds now: another minute with the same conditions changes nothing."""
 
 
 _EMPTY: Final = _Fold({}, {}, {})
 
 
 def _step(fold: _Fold, current: dict[AlertKey, str], m: int) -> _Fold:
+    if fold.settled and current == fold.current:  # most of a history: share, do not copy
+        return _Fold(fold.state, fold.summary, current)
     state = dict(fold.state)
     summary = dict(fold.summary)
     for alert, text in current.items():
@@ -129,7 +133,10 @@ def _step(fold: _Fold, current: dict[AlertKey, str], m: int) -> _Fold:
     for alert, (since, resolved) in list(state.items()):
         if resolved is None and alert not in current and alert not in fold.current:
             state[alert] = (since, m)
-    return _Fold(state, summary, current)
+    settled = all(
+        resolved is not None or alert in current for alert, (_, resolved) in state.items()
+    )
+    return _Fold(state, summary, current, settled)
 
 
 def _fold_at(world: World, minute: int) -> _Fold:
