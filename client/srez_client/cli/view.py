@@ -21,8 +21,9 @@ async def serve(args: argparse.Namespace, ready: asyncio.Event | None = None) ->
     """Serves until cancelled; prints the address once listening."""
     from aiohttp import web
 
-    from srez_client.web.app import ViewServer, make_app
+    from srez_client.web.app import make_app
     from srez_client.web.security import allowed_hosts
+    from srez_client.web.state import ViewServer
 
     results: Path = args.results
     live = None

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import aiohttp
 import orjson
@@ -30,6 +30,7 @@ from srez_client.errors import ClientError
 from srez_client.tui.source import RunSource, SourceUnavailable
 from srez_client.tui.source_live import LiveRunSource
 from srez_client.web.catalog import RunRow
+from srez_client.web.state import SERVER, LiveRuns, ViewServer
 from srez_client.web.views import RunView
 from srez_daemon.record.aio import spawn
 
@@ -112,22 +113,22 @@ class BackendLiveRuns:
         """Nothing is held between requests."""
 
 
-def _server(request: web.Request) -> Any:
-    from srez_client.web.app import SERVER
-
-    return request.app[SERVER]
+def _server(request: web.Request) -> tuple[ViewServer, LiveRuns]:
+    server = request.app[SERVER]
+    assert server.live is not None  # these routes are added only with live runs
+    return server, server.live
 
 
 async def _source(request: web.Request) -> tuple[RunSource, bool] | None:
     """The run's live source (connected), or its finished one; and whether it is live."""
-    server = _server(request)
+    server, live = _server(request)
     run_id = request.match_info["run_id"]
     await server.refresh()
     finished = server.finished_source(run_id)
     if finished is not None:
         return finished, False
     await server.rows()  # the backends listed again: a run launched since is known
-    source = server.live.source(run_id)
+    source = live.source(run_id)
     if source is None:
         return None
     await source.connect()
@@ -166,9 +167,9 @@ async def live_view(request: web.Request) -> web.StreamResponse:
 async def act(request: web.Request) -> web.StreamResponse:
     """``POST /api/runs/{id}/{stop|remove|detach}``."""
     action = request.match_info["action"]
-    server = _server(request)
+    _, live = _server(request)
     try:
-        text = await server.live.act(request.match_info["run_id"], action)
+        text = await live.act(request.match_info["run_id"], action)
     except ClientError as e:
         return web.json_response({"error": str(e)}, status=409)
     return web.json_response({"ok": True, "text": text})

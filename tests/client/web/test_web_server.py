@@ -14,8 +14,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, hostile_run, real_results
 
-from srez_client.web.app import ViewServer, make_app
+from srez_client.web.app import make_app
 from srez_client.web.security import COOKIE, CSP, allowed_hosts
+from srez_client.web.state import ViewServer
 
 
 @pytest.fixture(scope="module")
