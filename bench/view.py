@@ -1,0 +1,107 @@
+"""``srez view``: the runs list of a big results folder, served through real loopback HTTP.
+
+* ``list``: ``GET /api/runs`` (the first page, newest first, with the tab counts and
+  filter menus) over 10,000 finished runs, the median and p90 of 20 requests, against the
+  300 ms target; ``filtered`` the same with a task, an agent and a text filter;
+* ``index``: the first listing of the folder (every ``summary.json`` read) and a refresh that
+  finds nothing new (only the folders listed again), which the server does at most every 2 s.
+
+The folder is made here: 10,000 run folders of 40 tasks × 5 agents × 50 runs, each with the
+``summary.json`` a run writes (the list reads nothing else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Final
+
+import aiohttp
+import orjson
+from aiohttp.test_utils import TestServer
+
+from srez_client.web.app import make_app
+from srez_client.web.security import allowed_hosts
+from srez_client.web.state import ViewServer
+
+RUNS: Final = 10_000
+TARGET_MS: Final = 300.0
+AGENTS: Final = ("scripted", "heuristic", "random", "noop", "llm")
+
+
+def make_results(root: Path, runs: int = RUNS) -> None:
+    """``runs`` finished runs' summaries under ``root``."""
+    for i in range(runs):
+        task, agent = f"sre-{i % 40 + 1:03d}", AGENTS[i // 40 % len(AGENTS)]
+        run_id = f"20260{i // 2000 + 1}01T{i % 24:02d}{i % 60:02d}00Z-{i:08x}"
+        folder = root / task / "none" / agent / run_id
+        folder.mkdir(parents=True)
+        summary = {
+            "run_id": run_id, "task_id": task, "agent": agent, "model": "none",
+            "status": "ok" if i % 7 else "error", "reward": (i % 100) / 100,
+            "resolved": i % 3 == 0, "passed": i % 5 == 0, "steps": i % 40,
+            "finished_at": f"2026-01-01T00:00:{i % 60:02d}.{i:06d}Z",
+        }  # fmt: skip
+        (folder / "summary.json").write_bytes(orjson.dumps(summary))
+
+
+def _ms(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+    return {
+        "median_ms": round(statistics.median(ordered) * 1000, 1),
+        "p90_ms": round(ordered[int(len(ordered) * 0.9)] * 1000, 1),
+    }
+
+
+async def _requests(
+    base: str, token: str, params: dict[str, str], runs: int, n: int = 20
+) -> list[float]:
+    jar = aiohttp.CookieJar(unsafe=True)
+    async with aiohttp.ClientSession(base_url=base, cookie_jar=jar) as s:
+        await (await s.get(f"/?token={token}")).release()
+        times = []
+        for _ in range(n):
+            started = time.perf_counter()
+            async with s.get("/api/runs", params=params) as r:
+                assert r.status == 200, await r.text()
+                body = await r.json()
+            times.append(time.perf_counter() - started)
+        assert body["counts"]["all"] == runs
+        return times
+
+
+async def _figures(root: Path, runs: int) -> dict[str, Any]:
+    view = ViewServer(root, hosted=True)
+    started = time.perf_counter()
+    await view.refresh(force=True)
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    await view.refresh(force=True)
+    again = time.perf_counter() - started
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    try:
+        assert server.port is not None
+        view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+        base = f"http://127.0.0.1:{server.port}"
+        plain = _ms(await _requests(base, view.gate.token, {}, runs))
+        wanted = {"task": "sre-007", "agent": "random", "q": "0"}
+        filtered = _ms(await _requests(base, view.gate.token, wanted, runs))
+    finally:
+        await server.close()
+    return {
+        "runs": runs,
+        "list": {**plain, "vs_target": round(plain["p90_ms"] / TARGET_MS, 3)},
+        "filtered": filtered,
+        "index": {"first_s": round(first, 2), "refresh_s": round(again, 2)},
+    }
+
+
+def view_figures(runs: int = RUNS) -> dict[str, Any]:
+    """Every figure of this section (over ``runs`` runs)."""
+    with tempfile.TemporaryDirectory(prefix="srez-bench-view-") as tmp:
+        make_results(Path(tmp), runs)
+        return asyncio.run(_figures(Path(tmp), runs))
