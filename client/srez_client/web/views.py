@@ -97,6 +97,7 @@ class RunView:
         meta = meta_json(self.meta, prompt=self.prompt, isolation=self.isolation)
         meta["phase"] = self.phase or meta["phase"]
         meta["live"] = self.live
+        meta["source"] = "daemon" if self.source.live else "results"
         return meta
 
     async def snapshot(self) -> dict[str, Any]:

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from web_kit import HOSTILE_ID, SCRIPT, hostile_run, real_results
 
+from fakes.socket_agent import agent_script
+
 pytestmark = pytest.mark.browser
-WAIT_S = 20.0
+WAIT_S = 30.0
 
 
 def _artifacts(tmp_path: Path) -> Path:
@@ -90,10 +92,10 @@ def _wait(driver: Any, css: str, count: int = 1) -> list[Any]:
     return list(driver.find_elements(By.CSS_SELECTOR, css))
 
 
-def _until(driver: Any, test: Callable[[Any], bool]) -> None:
+def _until(driver: Any, test: Callable[[Any], bool], seconds: float = WAIT_S) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, WAIT_S).until(test)
+    WebDriverWait(driver, seconds).until(test)
 
 
 def _errors(driver: Any) -> list[str]:
@@ -106,6 +108,7 @@ def test_browse_filter_and_read_a_run(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
+    _errors(browser)  # what earlier tests left in the log
     address = view(results)
     browser.get(address)
     rows = _wait(browser, "tr.run-row", 7)
@@ -201,3 +204,75 @@ def test_hosted_mode_offers_no_stop_no_terminal_and_reads_no_link(
         HOSTILE_ID,
     )
     assert status == 403
+
+
+SLOW_AGENT = agent_script(
+    """
+    for i in range(8):  # about 12 s live: time for the page to follow it and use its terminal
+        call("POST", "/tools/get_alerts", {})
+        time.sleep(1.5)
+    call("POST", "/tools/declare_root_cause", {"service": "none", "fault": "none"})
+    call("POST", "/submit", {"summary": "slow"})
+    """
+)
+
+
+def test_follow_a_live_local_run_and_use_its_terminal(
+    browser: Any, view: Callable[..., str], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    _errors(browser)  # what earlier tests left in the log
+    results = tmp_path / "results"
+    results.mkdir()
+    (tmp_path / "slow.py").write_text(SLOW_AGENT)
+    env = {**os.environ, "SREZ_STATE": str(tmp_path / "state"), "SREZ_TUI_BACKENDS": "local"}
+    address = view(results, "--backend", "local")
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "srez_client.cli", "run", "--backend", "local", "--task", "sre-001",
+            "--agent", "cmd:slow", "--agent-cmd", f"{sys.executable} {tmp_path / 'slow.py'}",
+            "--results", str(results),
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        browser.get(address)
+        _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.run-row"))
+        browser.find_element(By.CSS_SELECTOR, "button[data-tab='running']").click()
+        link = _wait(browser, "tr.run-row a")[0]
+        link.click()
+        _until(browser, lambda d: "Live" in d.find_element(By.ID, "footer-state").text)
+        _wait(browser, "#dialog .item.tool")
+        assert browser.find_element(By.ID, "source").text == "from its daemon"
+        assert browser.find_elements(By.CSS_SELECTOR, "#actions button[data-action='stop']")
+        browser.find_element(By.CSS_SELECTOR, "button[data-area='terminal']").click()
+        screen = _wait(browser, "#terminal")[0]
+        _until(browser, lambda d: d.find_element(By.ID, "terminal").text.strip() != "")  # a prompt
+        screen.send_keys("echo hello-$((6*7))-view\n")
+        _until(browser, lambda d: "hello-42-view" in d.find_element(By.ID, "terminal").text)
+        browser.save_screenshot(str(_artifacts(tmp_path) / "view-live.png"))
+        _until(
+            browser,
+            lambda d: d.find_element(By.ID, "footer-state").text.startswith("Session complete"),
+        )
+        # the run ends, and the page reads it from its results folder without a reload
+        _until(browser, lambda d: d.find_element(By.ID, "source").text == "from results", 60)
+        assert browser.find_elements(By.CSS_SELECTOR, "#actions button") == []
+        assert [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#areas button")] == [
+            "Changes",
+            "Evaluation",
+            "Logs",
+        ]
+        assert browser.find_element(By.ID, "phase").text == "phase done"
+        assert browser.find_element(
+            By.CSS_SELECTOR, "button[data-side='truth']"
+        )  # read from results
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    # the page asks for the run's results until they are mirrored: those 404s are expected
+    assert [e for e in _errors(browser) if "404" not in e and "WebSocket" not in e] == []

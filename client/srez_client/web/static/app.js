@@ -111,6 +111,19 @@ async function runsPage(params) {
     el("button", { id: "next", disabled: data.page >= data.pages, onclick: () => go({ page: data.page + 1 }) }, "next ›"));
   show(tabs, el("div", { class: "filters" }, menu("task", "task"), menu("model", "model"), menu("agent", "agent"), status, text),
     el("table", { id: "runs" }, el("thead", {}, head), el("tbody", {}, rows)), pager);
+  if (config.live) {
+    // live runs come and go: look again every two seconds, redrawing only when the list changed
+    const seen = JSON.stringify(data);
+    let timer = null;
+    const poll = async () => {
+      const now = await getJSON(`/api/runs?${api}`).catch(() => null);
+      if (now && JSON.stringify(now) !== seen && document.activeElement !== text) await runsPage(params);
+      else timer = setTimeout(poll, 2000);
+    };
+    timer = setTimeout(poll, 2000);
+    const previous = closeCurrent;
+    closeCurrent = () => { clearTimeout(timer); previous(); };
+  }
 }
 
 // ------------------------------------------------------------------ leaderboard and matrix
@@ -306,7 +319,8 @@ function renderRun(runId, view) {
     el("span", { class: "task", id: "task", text: `${m.task_id}${m.difficulty ? ` (${m.difficulty})` : ""}` }),
     el("span", { text: `model ${m.model || "?"}` }), el("span", { text: `agent ${m.agent || "?"}` }),
     el("span", { text: `backend ${m.backend || "?"}` }), m.isolation ? el("span", { text: `isolation ${m.isolation}` }) : null,
-    phase, el("button", { id: "more-details", onclick: () => { details.hidden = !details.hidden; } }, "More details"), actions);
+    phase, el("span", { class: "muted", id: "source", text: m.source === "daemon" ? "from its daemon" : "from results" }),
+    el("button", { id: "more-details", onclick: () => { details.hidden = !details.hidden; } }, "More details"), actions);
   const drawActions = () => {
     actions.replaceChildren();
     if (!m.live || config.hosted) return;
@@ -363,9 +377,21 @@ function renderRun(runId, view) {
     } else if (frame.type === "phase" || frame.type === "end") {
       m = frame.meta; fillDetails(); phase.textContent = `phase ${m.phase || "?"}`; drawActions();
       if (frame.footer) { footerState.className = frame.footer.state; footerState.textContent = frame.footer.text; }
+      if (frame.type === "end") await switchToResults(runId);
     }
   };
   return { apply };
+}
+
+async function switchToResults(runId) {
+  // The run ended: once its folder is mirrored, show the same views from the results, in place.
+  const url = `/api/runs/${encodeURIComponent(runId)}`;
+  for (let i = 0; i < 60; i++) {
+    if (!location.hash.endsWith(encodeURIComponent(runId))) return; // the user went elsewhere
+    const response = await fetch(url, { credentials: "same-origin" });
+    if (response.ok) { closeCurrent(); closeCurrent = () => {}; renderRun(runId, await response.json()); return; }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 function terminalNode(runId) {
