@@ -1,6 +1,6 @@
 """``srez view``: the runs in a browser (:mod:`srez_client.web`).
 
-It prints one address with the token in it and serves until Ctrl-C. The address is the only
+It prints one address with the token in it and serves until Ctrl-C or SIGTERM. The address is the only
 place the token appears: the page drops it from the URL at once (see
 :mod:`srez_client.web.security`), and the access log is off, so no log line holds it either.
 """
@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -47,8 +48,10 @@ async def serve(args: argparse.Namespace, ready: asyncio.Event | None = None) ->
     )
     if ready is not None:
         ready.set()
+    stop = asyncio.Event()  # SIGTERM ends the server as Ctrl-C does: cleanly
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         if live is not None:
             await live.close()

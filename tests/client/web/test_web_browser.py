@@ -37,7 +37,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def view(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Starts ``srez view`` on a results folder; returns the address it printed."""
-    started: list[subprocess.Popen[str]] = []
+    started: list[tuple[subprocess.Popen[str], str]] = []
 
     def start(root: Path, *flags: str) -> str:
         proc = subprocess.Popen(
@@ -47,17 +47,20 @@ def view(tmp_path: Path) -> Iterator[Callable[..., str]]:
             text=True,
             env={**os.environ, "SREZ_STATE": str(tmp_path / "state")},
         )
-        started.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "http://127.0.0.1:" in line, line + (proc.stderr.read() if proc.stderr else "")
-        return line.split(": ", 1)[1].strip()
+        address = line.split(": ", 1)[1].strip()
+        started.append((proc, address.split("token=")[1]))
+        return address
 
     yield start
-    for proc in started:
+    for proc, token in started:
         proc.terminate()
-        _, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=10)
         assert "Traceback" not in err, err
+        assert token not in out + err  # printed once, in the address, and never logged
+        assert "srez view stopped" in err
 
 
 @pytest.fixture(scope="module")

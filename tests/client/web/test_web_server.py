@@ -324,3 +324,12 @@ async def test_the_leaderboard_and_the_matrix(session: aiohttp.ClientSession) ->
 
 
 _ = web  # the application type of make_app
+
+
+def test_the_host_names_answered_to() -> None:
+    assert allowed_hosts("127.0.0.1", 8080) == {"127.0.0.1:8080", "localhost:8080"}
+    assert allowed_hosts("0.0.0.0", 443, ["srez.example.org"]) == {
+        "0.0.0.0:443",
+        "srez.example.org:443",
+    }
+    assert "srez.example.org" in allowed_hosts("127.0.0.1", 80, ["srez.example.org"])  # no port
