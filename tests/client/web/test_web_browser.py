@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_kit import HOSTILE_ID, SCRIPT, hostile_run, real_results
-
-from fakes.socket_agent import agent_script
+from web_kit import HOSTILE_ID, SCRIPT, SLOW_AGENT, hostile_run, real_results
 
 pytestmark = pytest.mark.browser
 WAIT_S = 30.0
@@ -207,17 +205,6 @@ def test_hosted_mode_offers_no_stop_no_terminal_and_reads_no_link(
         HOSTILE_ID,
     )
     assert status == 403
-
-
-SLOW_AGENT = agent_script(
-    """
-    for i in range(8):  # about 12 s live: time for the page to follow it and use its terminal
-        call("POST", "/tools/get_alerts", {})
-        time.sleep(1.5)
-    call("POST", "/tools/declare_root_cause", {"service": "none", "fault": "none"})
-    call("POST", "/submit", {"summary": "slow"})
-    """
-)
 
 
 def test_follow_a_live_local_run_and_use_its_terminal(

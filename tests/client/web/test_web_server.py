@@ -3,7 +3,10 @@ mode, the runs list and a run's views, and what an agent wrote shown as text (do
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import sys
 from collections.abc import AsyncIterator, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, hostile_run, real_results
+from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, SLOW_AGENT, hostile_run, real_results
 
 from srez_client.web.app import make_app
 from srez_client.web.security import COOKIE, CSP, allowed_hosts
@@ -333,3 +336,53 @@ def test_the_host_names_answered_to() -> None:
         "srez.example.org:443",
     }
     assert "srez.example.org" in allowed_hosts("127.0.0.1", 80, ["srez.example.org"])  # no port
+
+
+async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path) -> None:
+    from srez_client.backends.local.backend import LocalBackend
+    from srez_client.web.live import BackendLiveRuns
+
+    (tmp_path / "slow.py").write_text(SLOW_AGENT)
+    results = tmp_path / "results"
+    env = {**os.environ, "SREZ_STATE": str(tmp_path / "state")}
+    run = await asyncio.create_subprocess_exec(  # noqa: TID251 - a subprocess, not a task
+        sys.executable, "-m", "srez_client.cli", "run", "--backend", "local", "--task", "sre-001",
+        "--agent", "cmd:slow", "--agent-cmd", f"{sys.executable} {tmp_path / 'slow.py'}",
+        "--results", str(results), env=env, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    results.mkdir(exist_ok=True)
+    backend = LocalBackend(tmp_path / "state")
+    view = ViewServer(results, live=BackendLiveRuns([backend]))
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        async with aiohttp.ClientSession(
+            base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)
+        ) as s:
+            await (await s.get(f"/?token={view.gate.token}")).release()
+            rows: list[dict[str, object]] = []
+            for _ in range(100):
+                async with s.get("/api/runs", params={"tab": "running"}) as r:
+                    rows = (await r.json())["rows"]
+                if rows:
+                    break
+                await asyncio.sleep(0.2)
+            (live,) = rows
+            origin = {"Origin": base}
+            texts = []
+            for action in ("detach", "stop", "stop", "remove", "remove"):
+                async with s.post(f"/api/runs/{live['run_id']}/{action}", headers=origin) as r:
+                    assert r.status == 200, await r.text()
+                    texts.append((await r.json())["text"])
+            assert texts[0].startswith("detached from") and texts[1].startswith("stopped")
+            assert texts[3].startswith("removed") and "not live here" in texts[4]
+        await asyncio.wait_for(run.communicate(), 60)
+    finally:
+        if run.returncode is None:
+            run.kill()
+            await run.communicate()
+        await server.close()

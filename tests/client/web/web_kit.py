@@ -9,6 +9,7 @@ from typing import Final
 
 import orjson
 
+from fakes.socket_agent import agent_script
 from srez_client.backends.inline.host import run_inline
 from srez_daemon.protocol import (
     Assistant,
@@ -94,3 +95,14 @@ def token_of(banner: str) -> str:
     found = re.search(r"\?token=([A-Za-z0-9_-]+)", banner)
     assert found is not None, banner
     return found.group(1)
+
+
+SLOW_AGENT = agent_script(
+    """
+    for i in range(8):  # about 12 s live: time for the page to follow it and use its terminal
+        call("POST", "/tools/get_alerts", {})
+        time.sleep(1.5)
+    call("POST", "/tools/declare_root_cause", {"service": "none", "fault": "none"})
+    call("POST", "/submit", {"summary": "slow"})
+    """
+)
