@@ -10,7 +10,7 @@ JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
 .PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base \
-	docs docs-serve cli-docs tui-screens view-screens clean
+	docs docs-serve cli-docs architecture-docs tui-screens view-screens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ docs-serve: $(STAMP)
 # Rewrite docs/cli.md from the argument parser; tests/test_cli_reference.py fails while it is stale.
 cli-docs: $(STAMP)
 	$(PY) docs/gen_cli.py
+
+# Redraw the layers section of docs/architecture.md from architecture.toml;
+# tests/test_architecture_doc.py fails while it is stale.
+architecture-docs: $(STAMP)
+	$(PY) docs/gen_architecture.py
 
 # Text screenshots of the real TUI (tmux capture-pane) into docs/watch.md.
 tui-screens: $(STAMP)

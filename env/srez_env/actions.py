@@ -1,5 +1,5 @@
-"""The 14 tools: argument models, tool specs and the closed set of error codes (docs/environment.md
-§3.7).
+"""The tools: argument models, tool specs (the registry :data:`TOOLS`) and the closed set of error
+codes (docs/environment.md §3.7).
 
 Arguments are pydantic models with ``extra="forbid"``; the OpenAI-style function specs handed to
 LLM agents are exported from the same models, so the schema an agent sees is the one we validate.
@@ -252,8 +252,19 @@ TOOLS: Final = {
         ),
     )
 }
-MUTATING: Final = frozenset(n for n, t in TOOLS.items() if t.tool_class == "mutate")
-READ_TOOLS: Final = tuple(n for n, t in TOOLS.items() if t.tool_class == "read")
+"""The action registry: every tool by name, in the order agents are told about them. What else
+names tools (the mutating set, the read tools, what an evidence item or the random agent may
+use) is derived from it, never copied."""
+
+
+def tools_of(tool_class: ToolClass) -> tuple[str, ...]:
+    """The registry's tools of one class, in registry order (read at each call, so a tool added
+    to :data:`TOOLS` belongs to its class at once)."""
+    return tuple(name for name, tool in TOOLS.items() if tool.tool_class == tool_class)
+
+
+MUTATING: Final = frozenset(tools_of("mutate"))
+READ_TOOLS: Final = tools_of("read")
 
 _DURATION = re.compile(r"^(\d+)([mhd])$")
 _UNIT_MIN: Final = {"m": 1, "h": 60, "d": 1440}
@@ -274,5 +285,5 @@ def _openai_tools_json() -> str:
 
 
 def openai_tools() -> list[dict[str, Any]]:
-    """All 14 tools as OpenAI-style function definitions, in a fixed order (a fresh copy)."""
+    """All the tools as OpenAI-style function definitions, in a fixed order (a fresh copy)."""
     return list(json.loads(_openai_tools_json()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from srez_env.agents import Agent
+from srez_env.agent_contract import Agent
 from srez_env.env import SREEnv
 from srez_env.task import Task
 

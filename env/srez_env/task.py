@@ -34,7 +34,6 @@ from srez_env.task_scenario import (
     VersionSpec,
 )
 from srez_env.task_truth import (
-    EVIDENCE_TOOL_ARGS,
     MUTATING_TOOL_ARGS,
     Action,
     Calibration,
@@ -50,7 +49,6 @@ from srez_env.world.base import TYPICAL, BaseWorld
 
 __all__ = [
     "BASE_REGISTRY",
-    "EVIDENCE_TOOL_ARGS",
     "FAULT_KINDS",
     "INERT_KEYS",
     "MUTATING_TOOL_ARGS",

@@ -12,8 +12,7 @@ from typing import Literal
 from pydantic import AwareDatetime, Field, field_validator, model_validator
 
 from srez_env.task_world import CERT_PATH_RE, SUBJECT_RE, Strict
-from srez_env.telemetry.alerts import SEVERITY
-from srez_env.vocab import SERVICES, ServiceName
+from srez_env.vocab import ALERT_SEVERITY, SERVICES, ServiceName
 from srez_env.world.schema import BASE_FILES, is_inert
 
 INERT_KEYS: Mapping[str, frozenset[str]] = {
@@ -21,7 +20,7 @@ INERT_KEYS: Mapping[str, frozenset[str]] = {
 }
 """Per service, the keys no rule or engine term reads (§3.2); only these may be decoy edits."""
 
-ALERT_NAMES: frozenset[str] = frozenset(SEVERITY)
+ALERT_NAMES: frozenset[str] = frozenset(ALERT_SEVERITY)
 """The alert names of §6.6."""
 
 VERSION_PROPS: Mapping[str, type] = {

@@ -10,34 +10,36 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, field_validator, model_validator
 
-from srez_env.actions import MUTATING, READ_TOOLS, TOOLS
+from srez_env import actions
 from srez_env.task_scenario import KEY_RE, SERVICE_RE
 from srez_env.task_world import Strict
 from srez_env.vocab import SERVICES, FaultKind, ServiceName
 
-EVIDENCE_TOOL_ARGS: Mapping[str, frozenset[str]] = {
-    name: frozenset(TOOLS[name].args.model_fields) for name in READ_TOOLS
-}
-"""The arguments of each read-only tool an evidence item may name (§3.7)."""
+
+def evidence_tool_args(tool: str) -> frozenset[str] | None:
+    """The arguments of ``tool`` if an evidence item may name it, else None: an evidence item
+    names any read tool of the action registry (§3.7), read at each call, never copied."""
+    if tool not in actions.tools_of("read"):
+        return None
+    return frozenset(actions.TOOLS[tool].args.model_fields)
+
 
 MUTATING_TOOL_ARGS: Mapping[str, frozenset[str]] = {
-    name: frozenset(spec.args.model_fields) for name, spec in TOOLS.items() if name in MUTATING
+    name: frozenset(spec.args.model_fields)
+    for name, spec in actions.TOOLS.items()
+    if name in actions.MUTATING
 }
 """The mutating tools and their exact arguments; a reference fix uses only these."""
 
 _CHANGE_RE = re.compile(rf"^(?:{SERVICE_RE}):{KEY_RE}$")
 
 
-EvidenceTool = Literal[
-    "get_logs", "get_metrics", "get_config", "get_status", "get_events", "get_alerts"
-]
-
-
 class EvidenceItem(Strict):
     """An observation an expert makes before acting (§3.9): matched by args and a witness."""
 
     id: str = Field(min_length=1)
-    tool: EvidenceTool
+    tool: str
+    """A read tool of the action registry (:func:`evidence_tool_args`)."""
     match: dict[str, str] = {}
     """Arguments a call must have, compared by equality; the others are free."""
     oracle_args: dict[str, StrictInt | str] = {}
@@ -46,9 +48,18 @@ class EvidenceItem(Strict):
     """A substring the observation must contain (for ``get_config``: a whole line)."""
     why: str = Field(min_length=1)
 
+    @field_validator("tool")
+    @classmethod
+    def _a_read_tool(cls, tool: str) -> str:
+        if evidence_tool_args(tool) is None:
+            tools = ", ".join(actions.tools_of("read"))
+            msg = f"{tool!r} is not a read tool (allowed: {tools})"
+            raise ValueError(msg)
+        return tool
+
     @model_validator(mode="after")
     def _args_of_tool(self) -> EvidenceItem:
-        allowed = EVIDENCE_TOOL_ARGS[self.tool]
+        allowed = evidence_tool_args(self.tool) or frozenset()
         shown = ", ".join(sorted(allowed)) or "none"
         for field, args in (("match", self.match), ("oracle_args", self.oracle_args)):
             unknown = sorted(set(args) - allowed)

@@ -2,7 +2,7 @@
 
 Every exported trajectory here is validated by the ``atif`` package's models (where it is
 installed: the dev extras) and checked for what those models let through: the exact version tag,
-``llm_call_count`` on every step, the 14 tool definitions, and the step-count identity with
+``llm_call_count`` on every step, the registry's tool definitions, and the step-count identity with
 ``summary.json`` that :mod:`srez_client.results.atif` documents."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_export_atif_writes_the_trajectory_beside_the_dialog(
     agent = t["agent"]
     assert (agent["name"], agent["version"], agent["model_name"]) == ("llm", "0.1.0", "openai/fake")
     assert [d["function"]["name"] for d in agent["tool_definitions"]] == list(TOOLS)
-    assert len(agent["tool_definitions"]) == 14 and agent["extra"] == {"agent_spec": "llm"}
+    assert len(agent["tool_definitions"]) == len(TOOLS) and agent["extra"] == {"agent_spec": "llm"}
     assert [s["source"] for s in t["steps"]] == ["user", "system", "agent", "agent"]
     assert [s["step_id"] for s in t["steps"]] == [1, 2, 3, 4]
     assert [s["llm_call_count"] for s in t["steps"]] == [0, 0, 1, 0]

@@ -68,7 +68,7 @@ def text(result: CallToolResult) -> str:
 
 
 async def assert_served_as_the_task(client: Client) -> None:
-    """The 14 tools with the exact schemas of ``srez_env.actions``; the prompt twice."""
+    """The tools with the exact schemas of ``srez_env.actions``; the prompt twice."""
     listed = (await client.list_tools()).tools
     specs = [t["function"] for t in openai_tools()]
     assert [(t.name, t.description, t.input_schema) for t in listed] == [

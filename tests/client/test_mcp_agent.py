@@ -24,6 +24,7 @@ from srez_client.integrations.mcp.agent_kind import (
     fill,
     server_spec,
 )
+from srez_env.actions import TOOLS
 
 AGENT = Path(__file__).resolve().parents[1] / "fakes" / "mcp_agent.py"
 
@@ -110,7 +111,7 @@ def test_an_mcp_client_agent_plays_a_local_run_in_its_sandbox_like_inline_eval(
         for line in (run_dir / "logs" / "agent.log").read_text().splitlines()
         if line.startswith("{")
     ]
-    assert facts[0]["prompt_is_instructions"] is True and len(facts[0]["tools"]) == 14
+    assert facts[0]["prompt_is_instructions"] is True and len(facts[0]["tools"]) == len(TOOLS)
     assert [f["tool"] for f in facts[1:]] == [a["tool"] for a in actions][: len(facts) - 1]
 
 

@@ -14,10 +14,10 @@ from srez_env.observe import Observer
 from srez_env.vocab import FAULT_KINDS
 
 
-def test_fourteen_tools_in_openai_form_with_closed_arguments() -> None:
+def test_the_registry_tools_in_openai_form_with_closed_arguments() -> None:
     specs = openai_tools()
     assert [s["function"]["name"] for s in specs] == list(TOOLS)
-    assert len(specs) == 14
+    assert len(specs) == len(TOOLS)
     for spec in specs:
         params = spec["function"]["parameters"]
         assert spec["type"] == "function" and spec["function"]["description"]

@@ -14,6 +14,7 @@ import pytest
 
 from fakes.openai_server import FakeOpenAI, error, text, tool_call
 from srez_daemon.agent.model_client import HTTPModelClient
+from srez_env.actions import TOOLS
 from srez_env.agents import build_agent
 from srez_env.agents.llm import LLMAgent, LLMConfigError, LLMSettings
 from srez_env.agents.llm_retry import ProviderGaveUp
@@ -56,7 +57,7 @@ def test_tool_calling_sends_the_tools_and_the_brief_and_reports_tokens(
     assert [t["function"]["name"] for t in sent.tools or []] == [
         t["function"]["name"] for t in prompt["tools"]
     ]
-    assert len(sent.tools or []) == 14
+    assert len(sent.tools or []) == len(TOOLS)
     assert sent.messages[0]["role"] == "system" and sent.messages[1]["content"] == prompt["text"]
     notes = agent.drain_notes()
     assert [n["type"] for n in notes] == ["thinking", "assistant", "usage"]

@@ -28,6 +28,7 @@ import re
 from walk_kit import Step
 
 from srez_daemon.protocol import srez_version as version_of
+from srez_env.actions import TOOLS
 from srez_env.agents import make_agent
 from srez_env.env import SREEnv
 from srez_env.tasks import load_tasks
@@ -458,7 +459,7 @@ MCP: list[tuple[str, tuple[Step, ...]]] = [
         (
             Step(
                 f"{PLAY} srez mcp --task sre-007 --name my-client",
-                rf"(?s)^14 tools; prompt: .*^submit ok$.*^srez: run (?P<mcp_run>{RUN_ID}): sre-007"
+                rf"(?s)^{len(TOOLS)} tools; prompt: .*^submit ok$.*^srez: run (?P<mcp_run>{RUN_ID}): sre-007"
                 r" as my-client, filed in results/sre-007/none/my-client/",
             ),
             Step(
@@ -477,7 +478,7 @@ MCP: list[tuple[str, tuple[Step, ...]]] = [
             ),
             Step(
                 "cat results/sre-007/none/mcp-stdio/*/logs/agent.log",
-                r"(?s)^14 tools; prompt: You are the on-call SRE.*^declare_root_cause ok$",
+                rf"(?s)^{len(TOOLS)} tools; prompt: You are the on-call SRE.*^declare_root_cause ok$",
             ),
         ),
     ),

@@ -21,8 +21,8 @@ from srez_client.cli.parser import MCP_DEFAULT_NAME as DEFAULT_NAME
 from srez_client.cli.tasks import one_task
 from srez_client.errors import UsageError
 from srez_client.models_catalog import valid_slug
+from srez_env.agent_contract import CUSTOM_NAME
 from srez_env.agents import BUILTIN_AGENT_NAMES
-from srez_env.agents.contract import CUSTOM_NAME
 from srez_env.task import Task
 
 

@@ -2,7 +2,7 @@
 
 ATIF is the JSON trajectory format of Harbor / Terminal-Bench. The root has ``schema_version``
 (``ATIF-v1.8``), ``session_id`` and ``trajectory_id`` (both the run id), ``agent`` (name, version,
-model_name, ``tool_definitions``: the 14 tools in OpenAI function form, as the agent was offered
+model_name, ``tool_definitions``: the tools in OpenAI function form, as the agent was offered
 them, and ``extra.agent_spec``), ``steps``, ``final_metrics``, ``notes`` and ``extra``. Each step has a ``step_id``
 (from 1), a ``source`` (``system``, ``user`` or ``agent``), a ``message`` and ``llm_call_count``;
 an agent step may carry ``reasoning_content``, ``tool_calls`` (``tool_call_id``,

@@ -1,4 +1,5 @@
-"""Agents: the contract every agent meets, and the factory the harness uses.
+"""Agents: the factory the harness uses, and the contract every agent meets (defined in
+:mod:`srez_env.agent_contract`, below the baselines, and re-exported here).
 
 An agent is anything with a ``name`` and ``act(observation) -> action``. The first call receives
 the prompt from ``SREEnv.reset()``; each later call receives the observation of the previous
@@ -28,9 +29,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from srez_env.agents.contract import BUILTIN_AGENT_NAMES as BUILTIN_AGENT_NAMES
-from srez_env.agents.contract import CUSTOM_NAME
-from srez_env.agents.contract import Agent as Agent
+from srez_env.agent_contract import BUILTIN_AGENT_NAMES as BUILTIN_AGENT_NAMES
+from srez_env.agent_contract import CUSTOM_NAME
+from srez_env.agent_contract import Agent as Agent
 from srez_env.errors import EnvError
 
 if TYPE_CHECKING:

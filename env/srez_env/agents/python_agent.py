@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Final, cast
 
-from srez_env.agents.contract import BUILTIN_AGENT_NAMES, CUSTOM_NAME, Agent
+from srez_env.agent_contract import BUILTIN_AGENT_NAMES, CUSTOM_NAME, Agent
 from srez_env.errors import EnvError
 
 IMPORT_PATH: Final = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*)$")

@@ -1,10 +1,13 @@
 """A seeded random agent: the floor of the benchmark (docs/environment.md §3.10).
 
 Seeded with ``Random(task_seed ^ run_seed)``. Each step it picks a read tool (70 %), a mutation
-(20 %), ``wait`` (5 %) or a declaration (5 %), with arguments uniform over valid domains; a
-set_config value comes from the key's sample domain (integers base/10, base and base*10 clamped
-to the domain, the flipped boolean, enum members, the service's certificates, a good or bad
-nameserver). On its last step it submits.
+(20 %), ``wait`` (5 %) or a declaration (5 %). The read and mutating tools are the action
+registry's (:func:`srez_env.actions.tools_of`, read at each step), so a tool added there is one
+it may pick. It fills the arguments it knows, uniform over valid domains, and leaves any other
+at its default: a service, a metric of it, a key and a value from the key's sample domain
+(integers base/10, base and base*10 clamped to the domain, the flipped boolean, enum members, the
+service's certificates, a good or bad nameserver), a version of its history, a replica count. On
+its last step it submits.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, Final
 
-from srez_env.actions import READ_TOOLS
+from srez_env import actions
 from srez_env.task import FAULT_KINDS, SERVICES
 from srez_env.telemetry.metrics import METRICS
 from srez_env.world.conffile import render_value
@@ -71,29 +74,27 @@ class RandomAgent:
         }
 
     def _read(self) -> dict[str, Any]:
-        tool = self.rng.choice(READ_TOOLS)
-        service = self.rng.choice(SERVICES)
-        if tool in ("list_services", "get_alerts"):
-            return {"tool": tool, "args": {}}
-        if tool == "get_metrics":
-            return {
-                "tool": tool,
-                "args": {"service": service, "metric": self.rng.choice(METRICS[service])},
-            }
-        if tool == "get_events":
-            return {"tool": tool, "args": {"service": service}}
-        return {"tool": tool, "args": {"service": service}}
+        tool = self.rng.choice(actions.tools_of("read"))
+        return {"tool": tool, "args": self._args(tool, self.rng.choice(SERVICES))}
 
     def _mutation(self) -> dict[str, Any]:
-        tool = self.rng.choice(("set_config", "restart", "rollback", "scale"))
-        service = self.rng.choice(SERVICES)
-        if tool == "set_config":
-            key = self.rng.choice(editable_keys(service))
-            value = self.rng.choice(sample_values(service, key))
-            return {"tool": tool, "args": {"service": service, "key": key, "value": value}}
-        if tool == "rollback":
-            version = self.rng.choice([name for name, _ in BASE_REGISTRY[service]])
-            return {"tool": tool, "args": {"service": service, "version": version}}
-        if tool == "scale":
-            return {"tool": tool, "args": {"service": service, "replicas": self.rng.randint(0, 10)}}
-        return {"tool": tool, "args": {"service": service}}
+        tool = self.rng.choice(actions.tools_of("mutate"))
+        return {"tool": tool, "args": self._args(tool, self.rng.choice(SERVICES))}
+
+    def _args(self, tool: str, service: str) -> dict[str, Any]:
+        """The arguments of ``tool`` this agent knows how to fill, drawn in a fixed order."""
+        fields = actions.TOOLS[tool].args.model_fields
+        args: dict[str, Any] = {}
+        if "service" in fields:
+            args["service"] = service
+        if "metric" in fields:
+            args["metric"] = self.rng.choice(METRICS[service])
+        if "key" in fields:
+            args["key"] = self.rng.choice(editable_keys(service))
+            if "value" in fields:
+                args["value"] = self.rng.choice(sample_values(service, args["key"]))
+        if "version" in fields:
+            args["version"] = self.rng.choice([name for name, _ in BASE_REGISTRY[service]])
+        if "replicas" in fields:
+            args["replicas"] = self.rng.randint(0, 10)
+        return args

@@ -13,21 +13,10 @@ from typing import Final
 from srez_env.sim.engine import flag
 from srez_env.sim.timeline import Minute, World
 from srez_env.telemetry.status import status_of
+from srez_env.vocab import ALERT_SEVERITY
 from srez_env.world import topology as topo
 
 AlertKey = tuple[str, str]  # (name, service)
-SEVERITY: Final = {
-    "HighErrorRate": "warning",
-    "HighLatencyP99": "warning",
-    "ServiceDown": "critical",
-    "HighCPU": "warning",
-    "PodRestarting": "warning",
-    "DiskAlmostFull": "warning",
-    "CertExpired": "critical",
-    "CertExpiringSoon": "warning",
-    "HighRejectRate": "warning",
-    "CacheHitRatioLow": "warning",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +162,7 @@ def severity(name: str, service: str) -> str:
     """The gateway carries the user-facing SLO, so its error and latency alerts are critical."""
     if service == "gateway" and name in ("HighErrorRate", "HighLatencyP99"):
         return "critical"
-    return SEVERITY[name]
+    return ALERT_SEVERITY[name]
 
 
 def in_scope(alert: Alert, scope: str, also: tuple[str, ...]) -> bool:

@@ -17,6 +17,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from rl_kit import leaks  # noqa: E402
 
 from srez_client.integrations.gym import ENV_ID, SREZeroEnv  # noqa: E402
+from srez_env.actions import TOOLS  # noqa: E402
 from srez_env.agents import make_agent  # noqa: E402
 from srez_env.baselines.heuristic import HeuristicAgent  # noqa: E402
 from srez_env.grade import grade_episode  # noqa: E402
@@ -99,7 +100,7 @@ def test_the_prompt_is_the_observation_and_the_structure_is_in_info() -> None:
     env = SREZeroEnv("sre-007", render_mode="ansi")
     obs, info = env.reset(seed=1)
     assert obs == info["prompt"]["text"] and env.render() == obs
-    assert len(info["prompt"]["tools"]) == 14
+    assert len(info["prompt"]["tools"]) == len(TOOLS)
     obs, *_ = env.step({"tool": "get_status", "args": {"service": "db"}})
     assert json.loads(obs)["tool"] == "get_status" and env.render() == obs
 

@@ -2,7 +2,7 @@
 
 ``inspect eval srez/sre_zero --model ...`` plays the selected tasks (``-T tasks=...``,
 ``-T difficulty=...``, ``-T tasks_dir=...``, ``-T seed=... -T count=...``), one episode per sample
-and epoch, with the 14 tools under their exact schemas, and scores each with the project's grade:
+and epoch, with the tools under their exact schemas, and scores each with the project's grade:
 the reward and the five checks as one multi-value score, explained by the grade's reasons.
 
 Offline use: Inspect's ``mockllm`` counts the tokens of a reply that carries no usage with

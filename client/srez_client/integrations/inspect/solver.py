@@ -3,7 +3,7 @@
 For each sample the solver builds a :class:`~srez_client.integrations.inspect.episode.SampleEpisode`
 (the sample id names the task, the epoch the run seed: epoch 1 is run seed 0, as ``srez eval
 --seeds N`` numbers its runs), gives the model the project's system prompt, the incident prompt
-and the 14 tools, then calls ``generate`` one reply at a time (``tool_calls="single"``: Inspect
+and the tools, then calls ``generate`` one reply at a time (``tool_calls="single"``: Inspect
 executes every tool call of the reply) until the episode ends. The episode object lives in this
 closure, not in the sample's store (it is not JSON); the store receives the grade
 (:data:`GRADE_KEY`), which the scorer reads.

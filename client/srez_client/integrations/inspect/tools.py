@@ -1,4 +1,4 @@
-"""The 14 tools as Inspect ``ToolDef`` objects, bound to one sample's episode.
+"""The tools as Inspect ``ToolDef`` objects, bound to one sample's episode.
 
 Each tool's parameters are the project's own JSON Schema (:func:`srez_env.actions.openai_tools`,
 the schema every agent of the project sees), read into Inspect's ``ToolParams``. Inspect's schema
@@ -41,7 +41,7 @@ def _rewrite(node: Any) -> Any:
 
 
 def episode_tools(episode: SampleEpisode) -> list[ToolDef]:
-    """The 14 tools, in the project's order, each calling into ``episode``."""
+    """The tools, in the project's order, each calling into ``episode``."""
     return [_tool_def(episode, spec["function"]) for spec in openai_tools()]
 
 

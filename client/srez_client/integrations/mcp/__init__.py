@@ -1,4 +1,4 @@
-"""``srez mcp``: the agent's 14 tools as an MCP server (issue 14).
+"""``srez mcp``: the agent's tools as an MCP server (issue 14).
 
 * :mod:`.port`: what the server needs of an episode (:class:`~.port.EpisodePort`: the task, and
   one tool call at a time) and the rules of its calls (:class:`~.port.ToolCalls`);

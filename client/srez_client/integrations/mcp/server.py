@@ -1,4 +1,4 @@
-"""The MCP server: the agent's 14 tools, the incident prompt, over stdio or streamable HTTP.
+"""The MCP server: the agent's tools, the incident prompt, over stdio or streamable HTTP.
 
 Built on the ``mcp`` library's low-level :class:`mcp.server.Server`, so each tool keeps the exact
 JSON Schema the task hands out (``GET /task``: the specs of :mod:`srez_env.actions`, arguments

@@ -68,7 +68,7 @@ class SrezToolset(vf.Toolset[vf.ToolsetConfig, SrezState]):
         self.episode.reset()
 
     def register(self, mcp: Any) -> None:
-        """Adds the 14 tools, each a step of the episode with the state synced around it."""
+        """Adds the tools, each a step of the episode with the state synced around it."""
         for spec in TOOLS.values():
             synced = self._with_state(self._tool(spec))
             mcp.add_tool(self._serialised(synced), name=spec.name, description=spec.description)

@@ -1,5 +1,6 @@
-"""The agent contract, and the names an agent may file its runs under. Pure: no imports of
-other agents (the factory in :mod:`srez_env.agents` and the loaders import this)."""
+"""The agent contract, and the names an agent may file its runs under. Pure, and below every
+agent: the factory in :mod:`srez_env.agents`, the loaders, the baselines and
+:func:`srez_env.play.play_episode` import it, and it imports none of them."""
 
 from __future__ import annotations
 
