@@ -40,8 +40,8 @@ test-all: $(STAMP)
 	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
-	$(VENV)/bin/ruff check env daemon client bench images tests docs
-	$(VENV)/bin/ruff format --check env daemon client bench images tests docs
+	$(VENV)/bin/ruff check core env daemon client bench images tests docs
+	$(VENV)/bin/ruff format --check core env daemon client bench images tests docs
 	$(VENV)/bin/mypy
 
 # The peers make bench compares the daemon with, each in a venv of its own (never in the

@@ -18,12 +18,12 @@ from pathlib import Path
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.registry import get_backend
+from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.managed.api import create_managed
 from srez_client.managed.models import Checkpoint, TaskRecord, make_target
 from srez_client.managed.runner import run_managed
 from srez_client.managed.store import ManagedPaths, save_checkpoint
 from srez_client.managed.summarize import summarize
-from srez_client.runs import run_to_results, scratch_dir
 
 TASKS = ("sre-001", "sre-002", "sre-003", "sre-004", "sre-005")
 

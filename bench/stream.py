@@ -38,10 +38,10 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from srez_core.aio import spawn
+from srez_core.clock import system_clock, utc_timestamp
 from srez_daemon.file_watch import Watcher
 from srez_daemon.protocol import Thinking, encode_entry
-from srez_daemon.record.aio import spawn
-from srez_daemon.record.storage import system_clock, utc_timestamp
 from srez_daemon.stream import StreamHub
 from srez_daemon.tail import DialogTail
 

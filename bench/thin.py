@@ -10,10 +10,10 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
 * ``concurrent``: after one warm-up run (the launcher's first call through litellm, a one-off
   reported as ``launcher_first_call_s``, as ``import litellm`` is as ``launcher_litellm_import_s``),
   N ``local`` LLM runs (``llm`` on sre-001, the default sandbox) launched at once
-  (at most 4 launches in flight) by one :class:`~srez_client.backends.local.backend.LocalBackend`,
-  so through its one model relay, against a stand-in provider that answers every request after
-  1 s and scripts a short episode (``get_alerts``, ``list_services``, ``submit``). The provider
-  holds each run's first request until every run has made one (or 240 s passed), so all N runs
+  (at most 4 launches in flight) by one :class:`~srez_client.backends.local.backend.LocalBackend`
+  and one :class:`~srez_client.lifecycle.launch.RunLauncher`, so through its one model relay,
+  against a stand-in provider that answers every request after 1 s and scripts a short episode
+  (``get_alerts``, ``list_services``, ``submit``). The provider holds each run's first request until every run has made one (or 240 s passed), so all N runs
   are alive at once when memory is sampled: the PSS (``/proc/<pid>/smaps_rollup``) of each run's
   daemon and everything under it (the sandbox and the agent), summed and divided by N; the
   launcher (relay and litellm included) is reported apart. Also: runs per minute (N over the
@@ -261,8 +261,10 @@ def _litellm_in_every_agent(folder: Path) -> Iterator[None]:
 async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
     from srez_client.backends.base import LaunchSpec, RunHandle
     from srez_client.backends.local.backend import LocalBackend
+    from srez_client.lifecycle.launch import RunLauncher
 
     backend = LocalBackend(root / "state", ready_timeout_s=300.0)
+    launcher = RunLauncher(backend)  # one model relay for every run
     gate = asyncio.Semaphore(LAUNCHES_IN_FLIGHT)
     launched_at: dict[int, float] = {}
     ready_at: dict[int, float] = {}
@@ -284,12 +286,13 @@ async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
             async with gate:
                 launched_at[i] = time.monotonic()
                 try:
-                    handles[i] = await backend.launch(spec)
+                    handles[i] = await launcher.launch(spec)
                 except Exception as e:
                     failures.append(f"{type(e).__name__}: {str(e)[:200]}")
                     return
                 ready_at[i] = time.monotonic()
             await backend.wait(handles[i], timeout_s=900)
+            launcher.revoke(handles[i].run_id)
 
         started = time.monotonic()
         tasks = [asyncio.ensure_future(one(i)) for i in range(runs)]
@@ -313,6 +316,7 @@ async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
             if json.loads(summary.read_text()).get("status") == "ok":
                 completed += 1
     await asyncio.gather(*(backend.remove(h) for h in handles.values()), return_exceptions=True)
+    launcher.close()
     backend.close()
     total_mb = sum(mb for mb, _ in sampled)
     first.sort()

@@ -35,7 +35,7 @@ AGENT_UID: Final = 1001
 ANSI_SGR: Final = re.compile(r"\x1b\[[0-9;]*m")  # the engine colours a step's stderr
 PULL_TIMEOUT_S: Final = 20  # a read timeout: a pull that makes progress is not cut short
 
-SOURCE_DIRS: Final = ("env", "daemon", "client")
+SOURCE_DIRS: Final = ("core", "env", "daemon", "client")
 SOURCE_FILES: Final = ("pyproject.toml", "README.md")  # README is the distribution's readme
 SKIP_DIRS: Final = frozenset(
     {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "build", "dist"}

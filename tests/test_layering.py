@@ -1,4 +1,4 @@
-"""The dependency direction srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
+"""The dependency direction srez_core <- srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
 the imports of every module: what each package may import, that the recorder stays free of the
 server, that no package has an import circle; and the benchmark's ban on wall clocks and global
 randomness."""
@@ -12,6 +12,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
+    "srez_core": {
+        "aiohttp",
+        "docker",
+        "urwid",
+        "srez_env",
+        "srez_daemon",
+        "srez_client",
+        "litellm",
+        "watchfiles",
+    },
     "srez_env": {
         "aiohttp",
         "docker",
@@ -26,6 +36,7 @@ FORBIDDEN = {
 """The daemon, and the agent process within it, never import litellm (docs/design.md §13.1, thin
 agents): the LLM agent speaks OpenAI-compatible HTTP to the host's model relay, which holds it."""
 PACKAGES = {
+    "srez_core": ROOT / "core" / "srez_core",
     "srez_env": ROOT / "env" / "srez_env",
     "srez_daemon": ROOT / "daemon" / "srez_daemon",
     "srez_client": ROOT / "client" / "srez_client",
@@ -109,6 +120,19 @@ def _daemon_modules_imported(path: Path) -> set[str]:
             if parts[0] == "srez_daemon" and len(parts) > 1:
                 found.add(parts[1])
     return found
+
+
+def test_the_wire_contract_imports_only_the_bottom_layer_of_the_project() -> None:
+    # The protocol is shared by the daemon and the client: it may import itself and srez_core,
+    # never the daemon it ships in.
+    protocol = PACKAGES["srez_daemon"] / "protocol"
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(found)
+        for path in protocol.rglob("*.py")
+        if (found := _daemon_modules_imported(path) - {"protocol"})
+        or (found := _imports(path) & {"srez_env", "srez_client"})
+    }
+    assert offenders == {}
 
 
 def test_the_agent_process_imports_only_the_protocol_from_the_daemon() -> None:
@@ -248,6 +272,20 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_no_package_has_an_import_circle(package: str) -> None:
     assert _cycles(_module_graph(package)) == []
+
+
+def test_the_client_has_no_import_circle_between_its_folders() -> None:
+    # a folder (or top-level module) of srez_client is a layer: the backends below the mirror,
+    # the results and the model relay, the host lifecycle above them; none reaches back down
+    graph = _module_graph("srez_client")
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        parts = module.split(".")
+        if len(parts) < 2:
+            continue
+        home = folders.setdefault(parts[1], set())
+        home |= {t.split(".")[1] for t in targets if len(t.split(".")) > 1} - {parts[1]}
+    assert _cycles(folders) == []
 
 
 def test_the_recorder_never_reaches_the_server() -> None:

@@ -27,7 +27,7 @@ from typing import Final
 
 from srez_client.errors import UsageError
 from srez_client.integrations.mcp.agent_kind import launcher_argv
-from srez_client.shell_words import split_words
+from srez_client.shell_words import absolute_argv, split_words
 from srez_env.agents import MCP_PREFIX, AgentSpecError, custom_agent_name
 
 ENV_VAR: Final = "SREZ_AGENT_CMD"
@@ -108,23 +108,6 @@ SCRIPT_SUFFIXES: Final = frozenset({".py", ".sh", ".js", ".mjs", ".ts", ".rb", "
 """Suffixes that make an argument a script the command runs: one that is missing would start
 the interpreter only to fail (``python3`` exits 2, read as a refused configuration), so it is
 refused before the launch."""
-
-
-def absolute_argv(argv: Sequence[str], cwd: Path) -> tuple[str, ...]:
-    """``argv`` with each argument that names an existing file or folder relative to ``cwd``
-    made absolute: the daemon starts the agent elsewhere (its sandbox's scratch folder, or the
-    run folder), and a sandbox shows it the files its command names. A bare program name
-    (``python3``, the first argument without a ``/``) is left to be looked up on ``PATH``, even
-    when a file of that name is in ``cwd``; options (``-u``) are left as they are."""
-    out = []
-    for i, arg in enumerate(argv):
-        path = Path(arg)
-        named = "/" in arg or i > 0
-        relative = arg and not arg.startswith("-") and not path.is_absolute()
-        if named and relative and (cwd / path).exists():
-            arg = str((cwd / path).resolve())
-        out.append(arg)
-    return tuple(out)
 
 
 def absolute_replay(agent_spec: str) -> str:

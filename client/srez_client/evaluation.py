@@ -29,9 +29,10 @@ from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.registry import config_for, make_backend
 from srez_client.errors import ClientError
-from srez_client.mirror.fs import read_small_file
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.results.tally import run_row
-from srez_client.runs import run_to_results, scratch_dir
+from srez_client.transfer.fs import read_small_file
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 from srez_env.task import Task
@@ -94,6 +95,7 @@ async def _eval(
     model: str = "none",
 ) -> EvalResult:
     gate = asyncio.Semaphore(parallel)
+    launcher = RunLauncher(backend)
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
     interrupted = asyncio.Event()
     in_flight: dict[str, RunHandle] = {}
@@ -122,12 +124,14 @@ async def _eval(
                 run_seed=seed,
                 results_root=results_root,
             )
-            handle = await backend.launch(launch)
+            handle = await launcher.launch(launch)
             in_flight[handle.run_id] = handle
             try:
                 if interrupted.is_set():  # launched while the others were being stopped
                     await backend.stop(handle)
-                outcome = await run_to_results(backend, launch, scratch, handle=handle)
+                outcome = await run_to_results(
+                    backend, launch, scratch, handle=handle, launcher=launcher
+                )
             finally:
                 in_flight.pop(handle.run_id, None)
             await backend.remove(outcome.handle)
@@ -151,6 +155,7 @@ async def _eval(
         await asyncio.gather(*stopping, return_exceptions=True)
     finally:
         bar.close()
+        launcher.close()
         if not interrupted.is_set():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)

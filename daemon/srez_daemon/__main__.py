@@ -13,10 +13,10 @@ from pathlib import Path
 
 from aiohttp import web
 
+from srez_core.atomic import atomic_write_json
 from srez_daemon.app import HOST, RunHost, create_app
 from srez_daemon.errors import DaemonError
 from srez_daemon.headless import copy_run, outcome, prepare_headless
-from srez_daemon.record.storage import atomic_write_json
 from srez_daemon.settings import DaemonSettings
 
 logger = logging.getLogger("srez_daemon")

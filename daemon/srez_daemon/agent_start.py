@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from srez_daemon.record.storage import utc_timestamp
+from srez_core.clock import utc_timestamp
 from srez_daemon.run_setup import agent_command, agent_env, agent_sandbox, load_manifest
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import AgentProcess, AgentUser

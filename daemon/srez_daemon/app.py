@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Final
 import orjson
 from aiohttp import web
 
+from srez_core.aio import spawn
+from srez_core.wire_version import PROTOCOL_VERSION, srez_version
 from srez_daemon.auth import load_token, make_auth_middleware
 from srez_daemon.errors import RunSetupError
 from srez_daemon.http import MAX_BODY, Handler, error_response, errors_middleware
 from srez_daemon.probe import terminal_available
 from srez_daemon.protocol.routes import HEALTH, ROUTES, Route
-from srez_daemon.record.aio import spawn
 from srez_daemon.settings import DaemonSettings
-from srez_daemon.wire_version import PROTOCOL_VERSION, srez_version
 
 if TYPE_CHECKING:
     from srez_daemon.agent_start import EarlyAgent

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from srez_core.aio import cancel_and_wait, spawn
 from srez_daemon.inotify import Inotify
-from srez_daemon.record.aio import cancel_and_wait, spawn
 
 logger = logging.getLogger(__name__)
 

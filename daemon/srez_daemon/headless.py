@@ -21,9 +21,10 @@ from pathlib import Path
 
 import orjson
 
+from srez_core.atomic import atomic_write_bytes
+from srez_core.clock import utc_timestamp
+from srez_core.wire_version import srez_version
 from srez_daemon.errors import RunSetupError
-from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
-from srez_daemon.wire_version import srez_version
 
 AGENTS = ("scripted", "heuristic", "random", "llm", "llm-json")
 

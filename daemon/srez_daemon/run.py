@@ -43,16 +43,17 @@ from typing import Any
 
 from aiohttp import web
 
+from srez_core.aio import spawn
+from srez_core.clock import utc_timestamp
 from srez_daemon.agent_clock import AgentClock, time_left
 from srez_daemon.agent_socket import create_agent_app
 from srez_daemon.agent_start import EarlyAgent, bind_agent_socket
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
 from srez_daemon.errors import RecordError, RunSetupError
 from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
-from srez_daemon.record.aio import spawn
 from srez_daemon.record.episode import Episode, ErrorKind, ForcedReason, Outcome, run_summary
 from srez_daemon.record.folder import NoteLimits
-from srez_daemon.record.storage import DialogWriter, SpaceReserve, utc_timestamp
+from srez_daemon.record.storage import DialogWriter, SpaceReserve
 from srez_daemon.run_agent import AgentRequests, Publish
 from srez_daemon.run_files import RunFiles
 from srez_daemon.run_setup import agent_command, agent_env, agent_sandbox, load_manifest

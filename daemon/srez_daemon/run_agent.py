@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from srez_core.aio import spawn
 from srez_daemon.agent_clock import AgentClock
 from srez_daemon.agent_socket import AgentPort
 from srez_daemon.errors import NoteRefused, RecordError
@@ -32,7 +33,6 @@ from srez_daemon.protocol.api import (
     RunState,
     TokenTotals,
 )
-from srez_daemon.record.aio import spawn
 from srez_daemon.record.episode import Episode, ErrorKind, Outcome
 from srez_env.task import Task
 

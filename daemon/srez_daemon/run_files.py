@@ -13,10 +13,11 @@ import time
 from datetime import UTC, datetime
 from typing import Final
 
+from srez_core.atomic import atomic_write_bytes
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunSummary
 from srez_daemon.protocol.api import RunState
 from srez_daemon.record.folder import RunPaths
-from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
 
 logger = logging.getLogger(__name__)
 

@@ -13,10 +13,11 @@ import asyncio
 import orjson
 from aiohttp import web
 
+from srez_core.aio import spawn
+from srez_core.wire_version import srez_version
 from srez_daemon.agent_start import EarlyAgent
 from srez_daemon.http import JSON, Handler
 from srez_daemon.protocol import routes
-from srez_daemon.record.aio import spawn
 from srez_daemon.routes import PublicRoutes
 from srez_daemon.run import RunController
 from srez_daemon.services.exec import ExecService
@@ -25,7 +26,6 @@ from srez_daemon.services.pty import PtyService
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.stream import StreamHub
 from srez_daemon.tail import DialogTail
-from srez_daemon.wire_version import srez_version
 
 
 class Runtime:

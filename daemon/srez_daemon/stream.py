@@ -31,10 +31,10 @@ import orjson
 from aiohttp import WSCloseCode, WSMsgType, web
 from pydantic import BaseModel
 
+from srez_core.aio import cancel_and_wait, spawn
+from srez_core.clock import system_clock, utc_timestamp
 from srez_daemon.http import ApiError, error_response, json_response
 from srez_daemon.protocol.api import DialogFrame, DiffFrame, GradeFrame, HeartbeatFrame, PhaseFrame
-from srez_daemon.record.aio import cancel_and_wait, spawn
-from srez_daemon.record.storage import system_clock, utc_timestamp
 from srez_daemon.tail import DialogTail
 
 logger = logging.getLogger(__name__)

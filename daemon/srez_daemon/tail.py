@@ -35,12 +35,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from srez_core.aio import cancel_and_wait, spawn
+from srez_core.clock import system_clock, utc_timestamp
 from srez_daemon.dialog_lines import DIGEST_SIZE, LONGEST, Line, LineSplitter, line_entry
 from srez_daemon.file_watch import FileWatch, Watcher
 from srez_daemon.protocol import ErrorEntry
 from srez_daemon.protocol.api import DialogFrame, DialogPage
-from srez_daemon.record.aio import cancel_and_wait, spawn
-from srez_daemon.record.storage import system_clock, utc_timestamp
 
 logger = logging.getLogger(__name__)
 

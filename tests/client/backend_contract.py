@@ -29,9 +29,10 @@ import aiohttp
 import pytest
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
-from srez_client.backends.recovery import is_mirrored
 from srez_client.backends.registry import make_backend, parse_config
 from srez_client.errors import NoDaemonError, RunNotFoundError
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.recovery import is_mirrored, mirror_stopped, recover_unmirrored
 from srez_daemon.protocol import Provenance, RunManifest, RunSummary, SessionStarted, iter_dialog
 from srez_daemon.protocol.api import Health
 from srez_env.generator.sets import CANONICAL_SEED
@@ -126,8 +127,14 @@ def applies(backend: Backend, step: str) -> bool:
 
 
 async def check_launch_listed(backend: Backend, spec: LaunchSpec) -> RunHandle:
-    """Launch; the run is listed (with include_exited), owned, labelled, findable by prefix."""
-    handle = await backend.launch(spec)
+    """Launch what the host gives a run (its spec completed by the host's launcher: the agent's
+    command, the task's provenance); the run is listed (with include_exited), owned, labelled,
+    findable by prefix."""
+    launcher = RunLauncher(backend)
+    try:
+        handle = await backend.launch(await launcher.prepare(spec))
+    finally:
+        launcher.close()
     assert handle.backend == backend.name
     assert handle.task_id == spec.task_id
     assert handle.owned
@@ -223,16 +230,17 @@ async def check_stop_idempotent(backend: Backend, handle: RunHandle) -> None:
 
 
 async def check_mirror_hooks(backend: Backend, handle: RunHandle, scratch: Path) -> None:
-    """A stopped run is mirrored into its results folder by ``mirror_stopped`` (or is there
-    already), a second time changes nothing, and ``recover_unmirrored`` then has nothing left."""
+    """A stopped run is mirrored into its results folder by the host's ``mirror_stopped`` (or is
+    there already), a second time changes nothing, and ``recover_unmirrored`` then has nothing
+    left: the host composes every backend with the mirror through its lifecycle alone."""
     stopped = await backend.get(handle.run_id)
-    first = await backend.mirror_stopped(stopped, scratch, results_root=stopped.results_root)
+    first = await mirror_stopped(backend, stopped, scratch, results_root=stopped.results_root)
     assert first.run_id == stopped.run_id
     assert first.outcome == ("skipped" if backend.writes_results else "mirrored"), first
     assert is_mirrored(stopped)
-    again = await backend.mirror_stopped(stopped, scratch, results_root=stopped.results_root)
+    again = await mirror_stopped(backend, stopped, scratch, results_root=stopped.results_root)
     assert again.outcome == "skipped", again
-    assert await backend.recover_unmirrored(scratch) == []
+    assert await recover_unmirrored(backend, scratch) == []
     assert stopped.run_id in {r.run_id for r in await backend.list(include_exited=True)}
 
 

@@ -28,8 +28,8 @@ from image_kit import BuildError, chosen_image_problem, image_of_this_tree
 from srez_client.backends.docker.backend import DockerBackend, default_image
 from srez_client.backends.docker.state import DockerRecord, container_name, new_token, write_state
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce
-from srez_client.results.layout import RUN_ID_RE, new_run_id
-from srez_daemon.record.storage import utc_timestamp
+from srez_client.layout import RUN_ID_RE, new_run_id
+from srez_core.clock import utc_timestamp
 
 SREZ = Path(sys.executable).parent / "srez"
 SESSION_LABEL = "srez.test-session"

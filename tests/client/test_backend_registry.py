@@ -28,11 +28,13 @@ from srez_client.errors import UsageError
 
 CLIENT = Path(__file__).resolve().parents[2] / "client" / "srez_client"
 BACKENDS = CLIENT / "backends"
-COMMAND_SOURCES = sorted((CLIENT / "cli").glob("*.py")) + [
+COMMAND_SOURCES = [
+    *sorted((CLIENT / "cli").glob("*.py")),
     CLIENT / "evaluation.py",
-    CLIENT / "runs.py",
+    *sorted((CLIENT / "lifecycle").glob("*.py")),
 ]
-"""The command line and the flows it drives: no branch on a backend's name in them."""
+"""The command line, the flows it drives and the host lifecycle that composes a backend with the
+rest: no branch on a backend's name in them."""
 CONCRETE_CLASSES = {entry.location.partition(":")[2] for entry in ENTRIES}
 
 
@@ -67,24 +69,32 @@ def test_entry_names_its_config_and_class_in_its_own_folder(
 
 
 @pytest.mark.parametrize("name", BACKEND_NAMES)
-def test_traits_agree_with_the_hooks_a_backend_overrides(name: str) -> None:
+def test_capability_flags_agree_with_the_methods_a_backend_overrides(name: str) -> None:
     cls = backend_class(name)
     overrides = {
-        hook
-        for hook in (
-            "recover_unmirrored",
-            "mirror_stopped",
-            "watch_stopped",
+        method
+        for method in (
+            "stops",
+            "copy_out_read_only",
+            "host_address",
             "relayed_dialog",
             "from_config",
         )
-        if getattr(cls, hook) is not getattr(Backend, hook)
+        if getattr(cls, method) is not getattr(Backend, method)
     }
     assert "from_config" in overrides
-    assert cls.follows_stops == ("watch_stopped" in overrides)
+    assert cls.follows_stops == ("stops" in overrides)
+    assert cls.copies_unowned == ("copy_out_read_only" in overrides)
+    assert cls.reaches_host == ("host_address" in overrides)
     assert cls.relays_dialog == ("relayed_dialog" in overrides)
-    # a backend with something to mirror says how, and recovers what nobody mirrored
-    assert ({"recover_unmirrored", "mirror_stopped"} <= overrides) == (not cls.writes_results)
+
+
+def test_the_backend_interface_is_the_lifecycle_alone() -> None:
+    # the mirror, recovery of stranded runs, regrade and the model relay are the host's
+    # (srez_client.lifecycle): the interface carries no hook of theirs
+    names = {n for n in vars(Backend) if not n.startswith("_")}
+    assert not {n for n in names if "mirror" in n or "recover" in n or "watch" in n}
+    assert "relay" not in names and "models" not in names
 
 
 def test_importing_the_registry_loads_no_backend_module() -> None:
@@ -254,7 +264,7 @@ def test_the_check_finds_the_branches_it_forbids() -> None:
         'if args.backend != "inline":\n    pass',
         'ok = name in ("local", "docker")',
         'match name:\n    case "local":\n        pass',
-        "from srez_client.backends.docker.watch import watch",
+        "from srez_client.backends.docker.engine import bridge_network",
         "from srez_client.backends.local.backend import LocalBackend",
         "assert isinstance(backend, DockerBackend)",
     ]
@@ -266,3 +276,29 @@ def test_the_check_finds_the_branches_it_forbids() -> None:
 @pytest.mark.parametrize("path", COMMAND_SOURCES, ids=lambda p: p.name)
 def test_the_command_line_has_no_backend_specific_branch(path: Path) -> None:
     assert backend_specific(path.read_text(), str(path.relative_to(CLIENT))) == []
+
+
+# ---------------------------------------------------------------------- what a backend imports
+
+HOST_SIDE = ("mirror", "results", "relay", "lifecycle", "agent_command")
+"""What composes a backend with the rest of the host: a backend imports none of it."""
+
+
+def _client_imports(path: Path) -> set[str]:
+    """The ``srez_client`` modules a file imports, at any depth (function-level imports count)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {name for name in found if name.startswith("srez_client.")}
+
+
+def test_a_backend_imports_nothing_of_the_host_that_composes_it() -> None:
+    offenders = {
+        str(path.relative_to(CLIENT)): sorted(found)
+        for path in BACKENDS.rglob("*.py")
+        if (found := {m for m in _client_imports(path) if m.split(".")[1] in HOST_SIDE})
+    }
+    assert offenders == {}

@@ -10,13 +10,14 @@ import pytest
 from backend_contract import CASES, ContractCase, run_contract, spec_for
 
 from srez_client.agent_command import absolute_replay
-from srez_client.backends.base import Backend, LaunchSpec, WatchOptions
+from srez_client.backends.base import Backend, LaunchSpec
 from srez_client.backends.config import BackendSettings
 from srez_client.backends.local.backend import LocalBackend
 from srez_client.backends.local.environment import passed_environment
 from srez_client.backends.registry import get_backend
 from srez_client.errors import BackendError, NoDaemonError, RunNotFoundError, UsageError
-from srez_client.runs import run_to_results
+from srez_client.lifecycle.recovery import WatchOptions, recover_unmirrored, watch_stopped
+from srez_client.lifecycle.run import run_to_results
 from srez_env.errors import EnvError
 
 
@@ -86,12 +87,12 @@ async def test_backend_run_to_results_mirrors_one_complete_folder(
     await under_test.remove(outcome.handle)
 
 
-async def test_backend_hooks_have_nothing_to_do_on_an_empty_state(
+async def test_the_host_lifecycle_has_nothing_to_do_on_an_empty_state(
     under_test: Backend, tmp_path: Path
 ) -> None:
-    assert await under_test.recover_unmirrored(tmp_path / "scratch") == []
+    assert await recover_unmirrored(under_test, tmp_path / "scratch") == []
     if not under_test.follows_stops:
-        watched = await under_test.watch_stopped(tmp_path / "scratch", WatchOptions(tmp_path))
+        watched = await watch_stopped(under_test, tmp_path / "scratch", WatchOptions(tmp_path))
         assert watched == []
 
 

@@ -13,7 +13,7 @@ from client_helpers import expert_actions, play
 
 from srez_client.cli import main
 from srez_client.cli.play import INT_ARGS
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.layout import RUN_ID_RE
 from srez_daemon.protocol import (
     ErrorEntry,
     SessionCompleted,

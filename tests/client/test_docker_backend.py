@@ -24,11 +24,17 @@ from backend_contract import spec_for
 from client_helpers import after_a_killed_mirror, expert_actions
 from docker_kit import SREZ, Engine, fake_run, figure, sh, tree_digest, wait_state
 
-from srez_client.backends.base import LaunchSpec, MirrorOutcome, WatchOptions
+from srez_client.backends.base import LaunchSpec
 from srez_client.backends.docker.backend import DockerBackend
 from srez_client.errors import BackendError, NotOwnedError
-from srez_client.mirror.plan import MirrorLimits
-from srez_client.runs import run_to_results
+from srez_client.lifecycle.recovery import (
+    MirrorOutcome,
+    WatchOptions,
+    mirror_stopped,
+    watch_stopped,
+)
+from srez_client.lifecycle.run import run_to_results
+from srez_client.transfer.plan import MirrorLimits
 from srez_env.tasks import load_tasks
 
 pytestmark = pytest.mark.docker
@@ -369,7 +375,7 @@ async def test_sec36_a_killed_cli_loses_nothing_the_watch_mirrors_its_run(
             seen.set()
 
     watcher = asyncio.ensure_future(
-        backend.watch_stopped(state / "tmp", WatchOptions(results, timeout_s=90, report=report))
+        watch_stopped(backend, state / "tmp", WatchOptions(results, timeout_s=90, report=report))
     )
     args = ["run", "--backend", "docker", "--task", "sre-002", "--agent", "heuristic"]
     cli = await asyncio.create_subprocess_exec(
@@ -482,24 +488,24 @@ async def test_sec41_a_wrong_nonce_is_never_stopped_removed_or_mirrored_as_owned
         await backend.copy_out(handle, tmp_path / "copy")
     cli = engine.srez(tmp_path / "state", "runs", "rm", "--backend", "docker", spoof.run_id)
     assert cli.returncode == 2 and "not launched from this state" in cli.stderr
-    outcome = await backend.mirror_stopped(handle, tmp_path / "scratch", results_root=results)
+    outcome = await mirror_stopped(backend, handle, tmp_path / "scratch", results_root=results)
     assert outcome.outcome == "skipped"  # running: a read-only mirror never pauses or stops it
     spoof.container.reload()
     assert spoof.container.status == "running"
     spoof.container.stop(timeout=1)
     stopped = await backend.get(spoof.run_id)
-    elsewhere = await backend.mirror_stopped(
-        stopped, tmp_path / "scratch", results_root=tmp_path / "other"
+    elsewhere = await mirror_stopped(
+        backend, stopped, tmp_path / "scratch", results_root=tmp_path / "other"
     )
     assert elsewhere.outcome == "refused" and "not launched from this state" in elsewhere.detail
-    here = await backend.mirror_stopped(
-        stopped, tmp_path / "scratch", results_root=results, remove=True
+    here = await mirror_stopped(
+        backend, stopped, tmp_path / "scratch", results_root=results, remove=True
     )
     assert here.outcome == "mirrored"  # read-only, into the accepted root; never removed
     spoof.container.reload()
     assert spoof.container.status == "exited"
     digest = tree_digest(results)
-    replay = await backend.mirror_stopped(stopped, tmp_path / "scratch", results_root=results)
+    replay = await mirror_stopped(backend, stopped, tmp_path / "scratch", results_root=results)
     assert replay.outcome == "skipped" and tree_digest(results) == digest
     figure("foreign containers stopped/removed/mirrored-as-owned", 0)
 

@@ -24,7 +24,8 @@ from fakes.openai_server import FakeOpenAI, error, tool_call
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.docker.backend import DockerBackend
 from srez_client.backends.docker.state import container_name
-from srez_client.runs import run_to_results
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import run_to_results
 from srez_env.tasks import load_tasks
 
 pytestmark = pytest.mark.docker
@@ -78,11 +79,12 @@ async def test_llm_run_reaches_its_model_through_the_relay_without_host_keys(
         },
     )
     started = time.monotonic()
-    handle = await backend.launch(spec)
+    launcher = RunLauncher(backend)
+    handle = await launcher.launch(spec)
     container = engine.client.containers.get(container_name(handle.run_id))
     attrs: dict[str, Any] = container.attrs
     outcome = await run_to_results(
-        backend, spec, tmp_path / "scratch", handle=handle, timeout_s=180
+        backend, spec, tmp_path / "scratch", handle=handle, timeout_s=180, launcher=launcher
     )
     figure("relay_llm_run_s", round(time.monotonic() - started, 1))
 
@@ -107,7 +109,7 @@ async def test_llm_run_reaches_its_model_through_the_relay_without_host_keys(
     env = container_env(attrs)
     token = env["SREZ_LLM_API_KEY"]
     assert len(token) == 43 and "OPENAI_API_KEY" not in env
-    relay = await backend.relay()
+    relay = await launcher.relay()
     assert env["SREZ_LLM_API_BASE"] == relay.base_url and not relay.host.startswith("127.")
     assert "ANTHROPIC_API_KEY" not in env and fake_openai.base_url not in env.values()
     inspected = json.dumps(engine.client.api.inspect_container(container.id))
@@ -121,6 +123,7 @@ async def test_llm_run_reaches_its_model_through_the_relay_without_host_keys(
     assert await relay_status(relay.base_url, token) == 401
     assert len(fake_openai.requests) == len(expert) + 1
     await backend.remove(outcome.handle)
+    launcher.close()
 
 
 async def test_stopping_an_llm_run_revokes_its_relay_token(
@@ -139,8 +142,9 @@ async def test_stopping_an_llm_run_revokes_its_relay_token(
         results_root=tmp_path / "results",
         agent_env={"SREZ_LLM_API_BASE": fake_openai.base_url},
     )
-    handle = await backend.launch(spec)
-    relay = await backend.relay()
+    launcher = RunLauncher(backend)
+    handle = await launcher.launch(spec)
+    relay = await launcher.relay()
     attrs = engine.client.api.inspect_container(container_name(handle.run_id))
     token = container_env(attrs)["SREZ_LLM_API_KEY"]
     deadline = time.monotonic() + 60
@@ -149,7 +153,8 @@ async def test_stopping_an_llm_run_revokes_its_relay_token(
         await asyncio.sleep(0.1)
     fake_openai.push(error(400, "probe"))
     assert await relay_status(relay.base_url, token) == 400  # a live token reaches the model
-    await backend.stop(handle)
+    await launcher.stop(handle)
     assert await relay_status(relay.base_url, token) == 401
     assert len(fake_openai.requests) == 2
     await backend.remove(handle)
+    launcher.close()

@@ -27,7 +27,7 @@ from backend_contract import spec_for
 from srez_client.backends.local.backend import LocalBackend
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import DaemonAuthError
-from srez_client.runs import collect
+from srez_client.lifecycle.run import collect
 
 SREZ = Path(sys.executable).parent / "srez"
 FORGED_REWARD = 0.987654321

@@ -186,15 +186,15 @@ def test_an_inline_run_flushes_its_folder_once_not_each_entry(
     rename, then the parent folder (the rename) once."""
     import os
 
-    from srez_client.results import layout
-    from srez_daemon.record import storage
+    from srez_client import layout
+    from srez_core import atomic
 
     fsyncs: list[int] = []
     trees: list[Path] = []
     real_fsync, real_tree = os.fsync, layout.fsync_tree
     monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
     monkeypatch.setattr(layout, "fsync_tree", lambda root: trees.append(root) or real_tree(root))
-    monkeypatch.setattr(storage, "_syncfs", lambda _root: True)  # a flush of the whole folder
+    monkeypatch.setattr(atomic, "_syncfs", lambda _root: True)  # a flush of the whole folder
     (task,) = load_tasks(["sre-007"])
     run = run_inline(task, "scripted", 0, tmp_path)
     assert [t.name for t in trees] == [f".{run.run_id}.partial"]
@@ -208,7 +208,7 @@ def test_fsync_tree_flushes_each_file_and_folder_without_syncfs(
 ) -> None:
     import os
 
-    from srez_daemon.record import storage
+    from srez_core import atomic
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "f").write_text("x")
@@ -216,6 +216,6 @@ def test_fsync_tree_flushes_each_file_and_folder_without_syncfs(
     fsyncs: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
-    monkeypatch.setattr(storage, "_syncfs", lambda _root: False)
-    storage.fsync_tree(tmp_path)
+    monkeypatch.setattr(atomic, "_syncfs", lambda _root: False)
+    atomic.fsync_tree(tmp_path)
     assert len(fsyncs) == 2 + 3  # two files, two folders and the root

@@ -48,11 +48,13 @@ def test_local_daemon_gets_no_credentials_only_the_relay_grant_of_a_run_with_a_m
         agent_env={"SREZ_LLM_TIMEOUT_S": "3"},
     )  # fmt: skip
     grant = {"SREZ_LLM_TIMEOUT_S": "3", "SREZ_LLM_API_KEY": "relay-token"}
-    env = daemon_environment(tmp_path, llm, state, model_env=grant)
+    env = daemon_environment(tmp_path, llm.model_copy(update={"model_env": grant}), state)
     assert "OPENAI_API_KEY" not in env and env["SREZ_LLM_TIMEOUT_S"] == "3"
     assert env["SREZ_LLM_API_KEY"] == "relay-token" and "UNRELATED_SECRET" not in env
     baseline = LaunchSpec(task_id="sre-007", agent_spec="heuristic", results_root=tmp_path)
-    assert "SREZ_LLM_API_KEY" not in daemon_environment(tmp_path, baseline, state, model_env=grant)
+    assert "SREZ_LLM_API_KEY" not in daemon_environment(
+        tmp_path, baseline.model_copy(update={"model_env": grant}), state
+    )
     assert "OPENAI_API_KEY" not in daemon_environment(tmp_path, baseline, state)
     # a custom command with a model (no relay grant: it may speak its provider's own protocol)
     custom = LaunchSpec(

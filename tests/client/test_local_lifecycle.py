@@ -25,7 +25,7 @@ from srez_client.backends.local.files import LocalRecord
 from srez_client.backends.process import is_alive, start_time
 from srez_client.backends.state import Ledger, OwnedRun, make_labels
 from srez_client.errors import NotOwnedError
-from srez_daemon.record.storage import atomic_write_json
+from srez_core.atomic import atomic_write_json
 
 SREZ = Path(sys.executable).parent / "srez"
 

@@ -18,6 +18,8 @@ from srez_client.backends.local.backend import LocalBackend
 from srez_client.backends.local.environment import daemon_environment
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.process import processes_with_env
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import run_to_results
 from srez_client.relay.settings import model_environment
 
 HOST_KEYS = {
@@ -48,7 +50,9 @@ def test_the_daemon_environment_of_a_model_run_has_the_grant_and_no_host_key(
         token="relay-token",
         run_id="R",
     )
-    env = daemon_environment(tmp_path, spec, tmp_path / "state", model_env=grant)
+    env = daemon_environment(
+        tmp_path, spec.model_copy(update={"model_env": grant}), tmp_path / "state"
+    )
     assert env["SREZ_LLM_API_BASE"] == "http://127.0.0.1:9/v1"
     assert env["SREZ_LLM_API_KEY"] == "relay-token" and env["SREZ_LLM_COST_CAP_USD"] == "0.5"
     assert env["SREZ_LLM_CALL_MODEL"] == "openai/srez-R"
@@ -66,12 +70,13 @@ async def test_a_local_llm_run_calls_through_the_relay_with_no_key_and_no_litell
     replies = expert_replies("sre-001")
     fake_openai.push(tool_call("get_alerts", {}).after(1.5), *replies)
     backend = LocalBackend(tmp_path / "state")
+    launcher = RunLauncher(backend)
     spec = LaunchSpec(
         task_id="sre-001", agent_spec="llm", model="openai/gpt-4o-mini",
         results_root=tmp_path / "results",
     )  # fmt: skip
     try:
-        handle = await backend.launch(spec)
+        handle = await launcher.launch(spec)
         record = backend._record(handle.run_id)
         assert record is not None and record.pid is not None
         socket = agent_socket_path(backend.live / handle.run_id)
@@ -88,9 +93,11 @@ async def test_a_local_llm_run_calls_through_the_relay_with_no_key_and_no_litell
             assert env.get("SREZ_LLM_API_BASE", "").startswith("http://127.0.0.1:")
             assert env["SREZ_LLM_API_BASE"] != fake_openai.base_url
             token = env["SREZ_LLM_API_KEY"]
-        done = await backend.wait(handle, timeout_s=60)
-        assert done.finished
-        relay = await backend.relay()
+        outcome = await run_to_results(
+            backend, spec, tmp_path / "scratch", timeout_s=60, handle=handle, launcher=launcher
+        )
+        assert outcome.handle.finished
+        relay = await launcher.relay()
         headers = {"Authorization": f"Bearer {token}"}
         body = {"messages": [{"role": "user", "content": "still there?"}]}
         async with (
@@ -98,7 +105,7 @@ async def test_a_local_llm_run_calls_through_the_relay_with_no_key_and_no_litell
             http.post(f"{relay.base_url}/chat/completions", json=body, headers=headers) as r,
         ):
             assert r.status == 401  # revoked once the run was seen finished
-        dest = await backend.copy_out(handle, tmp_path / "out")
+        dest = outcome.results_dir
         result = json.loads((dest / "result.json").read_text())
         assert result["passed"] is True and result["error_kind"] is None
         summary = json.loads((dest / "summary.json").read_text())
@@ -109,5 +116,6 @@ async def test_a_local_llm_run_calls_through_the_relay_with_no_key_and_no_litell
         assert upstream == {f"Bearer {HOST_KEYS['OPENAI_API_KEY']}"}
         await backend.remove(handle)
     finally:
+        launcher.close()
         backend.close()
-    assert backend.models.running is None
+    assert launcher.models.running is None

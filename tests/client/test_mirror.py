@@ -22,10 +22,11 @@ import pytest
 from client_helpers import after_a_killed_mirror
 
 from srez_client.errors import MirrorError, ResultsError
-from srez_client.mirror.copier import copy_tree, mirror_run, plan_mirror, read_record
-from srez_client.mirror.fs import execute_plan, read_small_model
-from srez_client.mirror.plan import MirrorLimits, SourceEntry, plan_entries
+from srez_client.mirror.copier import mirror_run
 from srez_client.sanitize import escape_bytes, sanitize, unescape_bytes
+from srez_client.transfer.fs import execute_plan, read_small_model
+from srez_client.transfer.plan import MirrorLimits, SourceEntry, plan_entries
+from srez_client.transfer.tree import copy_tree, plan_mirror, read_record
 from srez_daemon.protocol import RunManifest
 
 RUN_ID = "20250314T100000Z-0123abcd"

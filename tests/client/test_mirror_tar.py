@@ -17,8 +17,8 @@ import orjson
 import pytest
 
 from srez_client.errors import MirrorError
-from srez_client.mirror.plan import MirrorLimits, Skipped
-from srez_client.mirror.tar import (
+from srez_client.transfer.plan import MirrorLimits, Skipped
+from srez_client.transfer.tar import (
     MAX_PATH_BYTES,
     Accept,
     Dropped,
@@ -29,7 +29,7 @@ from srez_client.mirror.tar import (
     member_of,
     split_name,
 )
-from srez_client.mirror.tar_fs import (
+from srez_client.transfer.tar_fs import (
     ChunkReader,
     StreamCapError,
     extract_run_tar,

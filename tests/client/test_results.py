@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from srez_client.errors import ResultsError
-from srez_client.results.layout import (
+from srez_client.layout import (
     DIALOG_PATH,
     RUN_ID_RE,
     RunFolder,
@@ -18,13 +18,10 @@ from srez_client.results.layout import (
     new_run_id,
     run_path,
 )
+from srez_core.atomic import atomic_write_bytes, atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import ErrorEntry, TaskPrompt, Thinking, iter_dialog
-from srez_daemon.record.storage import (
-    DialogWriter,
-    atomic_write_bytes,
-    atomic_write_json,
-    utc_timestamp,
-)
+from srez_daemon.record.storage import DialogWriter
 
 T0 = datetime(2025, 3, 14, 10, 3, 0, 125000, tzinfo=UTC)
 RUN_ID = "20250314T100300Z-deadbeef"

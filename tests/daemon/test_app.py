@@ -27,10 +27,10 @@ from daemonkit import SLEEPER, idle_modules, prepare, reference_line
 from processkit import wait_for
 from pytest_aiohttp import AiohttpClient
 
+from srez_core.clock import utc_timestamp
 from srez_daemon import runtime
 from srez_daemon.app import HOST, STARTING, RunHost, create_app
 from srez_daemon.protocol.routes import ADMIN_HEADER, HEALTH, ROUTES
-from srez_daemon.record.storage import utc_timestamp
 from srez_daemon.settings import DaemonSettings
 
 Client = TestClient[web.Request, web.Application]

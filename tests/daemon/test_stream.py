@@ -21,9 +21,9 @@ from aiohttp.test_utils import TestClient
 from dialogkit import TS, append, line
 from pytest_aiohttp import AiohttpClient
 
+from srez_core.aio import spawn
 from srez_daemon.protocol import Thinking
 from srez_daemon.protocol.api import PhaseFrame
-from srez_daemon.record.aio import spawn
 from srez_daemon.record.storage import DialogWriter
 from srez_daemon.stream import CLOSE_GOING_AWAY, CLOSE_RESUME, StreamHub
 from srez_daemon.tail import DialogTail

@@ -12,10 +12,10 @@ import psutil
 import pytest
 from dialogkit import append, line
 
+from srez_core.aio import spawn
 from srez_daemon.file_watch import Watcher
 from srez_daemon.protocol import MAX_LINE_BYTES, ErrorEntry, Thinking, parse_line
 from srez_daemon.protocol.api import DialogFrame
-from srez_daemon.record.aio import spawn
 from srez_daemon.tail import DialogTail
 
 

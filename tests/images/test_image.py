@@ -125,8 +125,8 @@ def _tar(entries: list[tuple[str, bytes | None, int]]) -> bytes:
 
 
 def _run_json(task_id: str, agent: str) -> bytes:
+    from srez_core.clock import utc_timestamp
     from srez_daemon.protocol.files import RunManifest
-    from srez_daemon.record.storage import utc_timestamp
 
     now = datetime.now(UTC)
     manifest = RunManifest(

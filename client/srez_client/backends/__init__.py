@@ -19,10 +19,8 @@ if TYPE_CHECKING:
     from srez_client.backends.base import (
         Backend,
         LaunchSpec,
-        MirrorOutcome,
         RunHandle,
         RunStatus,
-        WatchOptions,
     )
     from srez_client.backends.config import BackendConfig, BackendSettings
     from srez_client.backends.inline.backend import InlineBackend
@@ -33,10 +31,8 @@ _HOMES: Final = {
     "srez_client.backends.base": (
         "Backend",
         "LaunchSpec",
-        "MirrorOutcome",
         "RunHandle",
         "RunStatus",
-        "WatchOptions",
     ),
     "srez_client.backends.config": ("BackendConfig", "BackendSettings"),
     "srez_client.backends.inline.backend": ("InlineBackend",),
@@ -65,10 +61,8 @@ __all__ = [
     "InlineBackend",
     "InlineRun",
     "LaunchSpec",
-    "MirrorOutcome",
     "RunHandle",
     "RunStatus",
-    "WatchOptions",
     "get_backend",
     "run_inline",
 ]

@@ -17,29 +17,30 @@ a run launched with ``keep=True`` keeps serving after it is finished, until it i
 ``stop`` and ``remove`` are idempotent: repeating them, or calling them on a run that is already
 stopped or gone, returns without error.
 
-Besides the lifecycle, a backend answers the command line through hooks whose defaults do
-nothing, so the commands never ask which backend they hold: :meth:`Backend.recover_unmirrored`
-(``srez runs list``), :meth:`Backend.mirror_stopped` (``srez mirror RUN``),
-:meth:`Backend.watch_stopped` (``srez mirror --watch``), :meth:`Backend.stopped_run_folder`
-(``srez regrade``) and :meth:`Backend.close`; and through traits (:attr:`Backend.writes_results`,
-:attr:`Backend.runs_agent_commands`, :attr:`Backend.follows_stops`, :attr:`Backend.relays_dialog`). Backends are made by name
-through :mod:`srez_client.backends.registry`; this module imports none of them.
+A backend runs runs and nothing else: it knows nothing of the results, the mirror or the model
+relay. What the host gives a run (the agent's resolved command, the task's provenance, the model
+relay's address and token) reaches it as data in the :class:`LaunchSpec`; mirroring, recovery of
+stranded runs, regrade and the relay live in :mod:`srez_client.lifecycle`, which composes a backend
+with them through this interface and the capability flags (:attr:`Backend.writes_results`,
+:attr:`Backend.runs_agent_commands`, :attr:`Backend.reaches_host`, :attr:`Backend.follows_stops`,
+:attr:`Backend.copies_unowned`, :attr:`Backend.relays_dialog`). Backends are made by name through
+:mod:`srez_client.backends.registry`; this module imports none of them.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import ClassVar, Final, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from srez_client.backends.config import BackendConfig
-from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
+from srez_client.errors import AmbiguousRunError, NotOwnedError, RunNotFoundError, some_of
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -59,10 +60,6 @@ LABEL_KEYS: Final = (
 
 AGENT_ENV_KEY: Final = re.compile(r"^SREZ_LLM_[A-Z0-9_]+$")
 """Names :attr:`LaunchSpec.agent_env` accepts."""
-
-Outcome = Literal["mirrored", "skipped", "refused", "failed"]
-"""What mirroring a stopped run did; ``failed``: copying or writing went wrong (the run can be
-mirrored again later)."""
 
 
 class RelayedRun(BaseModel):
@@ -90,8 +87,8 @@ class LaunchSpec(BaseModel):
     """``scripted``, ``heuristic``, ``random``, ``replay:PATH``, ``llm``, ``llm-json`` or
     ``cmd:NAME`` (a custom agent command, :mod:`srez_client.agent_command`)."""
     agent_cmd: tuple[str, ...] | None = None
-    """The command of a ``cmd:NAME`` agent (None: ``SREZ_AGENT_CMD`` at launch); only for
-    ``cmd:`` specs."""
+    """The command of a ``cmd:NAME`` agent, resolved by the host (its file arguments absolute;
+    :mod:`srez_client.agent_command`); only for ``cmd:`` specs."""
     model: str = "none"
     """Model slug (``none`` for the baselines)."""
     run_seed: int = 0
@@ -109,6 +106,17 @@ class LaunchSpec(BaseModel):
     relayed: RelayedRun | None = None
     """Set when another backend relays the run here (its id, name and attempt); None: the
     backend names the run itself."""
+    run_id: str | None = None
+    """The run's id when the host chose it (the model relay's grant names the run); None: the
+    backend names the run (or :attr:`relayed` does)."""
+    model_env: dict[str, str] = {}
+    """What the run's agent is told about its model: the model relay's URL, the run's scoped
+    token and its other ``SREZ_LLM_*`` settings, put into the run's environment as they are
+    (set by the host, :mod:`srez_client.lifecycle.launch`); empty: the run calls no model
+    through the host."""
+    provenance: dict[str, JsonValue] = {}
+    """What ``run.json`` records of the task (its world's origin, its set and its digest), as the
+    host read it from the task (:func:`srez_env.provenance.task_provenance`)."""
 
     @field_validator("agent_env")
     @classmethod
@@ -173,37 +181,12 @@ class RunHandle(BaseModel):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class MirrorOutcome:
-    """What happened to one stopped run that was to be mirrored."""
-
-    run_id: str
-    outcome: Outcome
-    detail: str
-    """The results folder, or why."""
-
-
-@dataclass(frozen=True, slots=True)
-class WatchOptions:
-    """How :meth:`Backend.watch_stopped` watches (``srez mirror --watch``)."""
-
-    results_root: Path
-    """The only results root accepted for runs this state did not launch."""
-    once: bool = False
-    """Only the runs stopped now; do not follow stops."""
-    timeout_s: float | None = None
-    """Stop following after this long (None: until cancelled)."""
-    remove: bool = False
-    """Remove the runs this state launched once mirrored."""
-    report: Callable[[MirrorOutcome], None] | None = None
-    """Receives each outcome as it happens."""
-
-
 class Backend(ABC):
     """One place runs execute. All methods are coroutines; none blocks the event loop.
 
-    Subclasses set :attr:`name` and the traits that differ from the defaults, implement
-    :meth:`from_config`, and override the hooks that apply to them.
+    Subclasses set :attr:`name` and the capability flags that differ from the defaults, implement
+    :meth:`from_config` and the abstract methods, and override the optional ones their flags
+    promise.
     """
 
     name: ClassVar[str]
@@ -214,7 +197,13 @@ class Backend(ABC):
     runs_agent_commands: ClassVar[bool] = False
     """True when it runs custom agent commands (``cmd:NAME``)."""
     follows_stops: ClassVar[bool] = False
-    """True when :meth:`watch_stopped` follows runs as they stop (``srez mirror --watch``)."""
+    """True when :meth:`stops` reports runs as they stop (``srez mirror --watch`` follows them)."""
+    reaches_host: ClassVar[bool] = False
+    """True when its runs reach a service of this host at :meth:`host_address` (the host's model
+    relay for their LLM agents)."""
+    copies_unowned: ClassVar[bool] = False
+    """True when :meth:`copy_out_read_only` copies runs another state launched, never changing
+    them (``srez mirror`` of such a run)."""
     relays_dialog: ClassVar[bool] = False
     """True when a run's daemon cannot be reached from here but :meth:`relayed_dialog` follows
     its dialog (``srez attach``)."""
@@ -231,8 +220,19 @@ class Backend(ABC):
         msg = f"{cls.__name__} is not made from a config"
         raise NotImplementedError(msg)
 
-    def close(self) -> None:  # noqa: B027 (a hook: most backends hold nothing to release)
-        """Release what the backend holds (connections, a model relay). Default: nothing."""
+    def close(self) -> None:  # noqa: B027 (most backends hold nothing to release)
+        """Release what the backend holds (connections to an engine). Default: nothing."""
+
+    async def host_address(self) -> str | None:
+        """The address of this host that the backend's runs reach it by (where the host's model
+        relay listens for them): ``127.0.0.1`` for runs that are processes of this host, the
+        bridge's gateway for containers. Only on backends that set :attr:`reaches_host`.
+        Default: None (its runs reach no service of this host).
+
+        Raises:
+            BackendError: If the address cannot be known (no engine).
+        """
+        return None
 
     @abstractmethod
     async def launch(self, spec: LaunchSpec) -> RunHandle:
@@ -354,43 +354,36 @@ class Backend(ABC):
             RunNotFoundError: If the run's folder is gone.
         """
 
-    # ------------------------------------------------------------------ hooks of the commands
+    # ------------------------------------------------------------------ optional, by capability
 
-    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
-        """Mirror every stopped run this state launched that nobody mirrored (its ``srez run``
-        or ``srez eval`` was killed), oldest first: what ``srez runs list`` does first.
+    async def copyable(self) -> builtins.list[RunHandle]:
+        """The runs whose process has ended and whose folder :meth:`copy_out` can copy now,
+        oldest first. Default: every run of :meth:`list` that is not ``running``."""
+        return [r for r in await self.list(include_exited=True) if r.status != "running"]
 
-        Default: nothing to recover (a backend that writes its results itself).
+    async def copy_out_read_only(self, run: RunHandle, dest: Path) -> Path:
+        """Like :meth:`copy_out`, for any run (owned or not), never changing it: a run that
+        still runs is refused rather than paused. Only on backends that set
+        :attr:`copies_unowned`.
+
+        Raises:
+            NotOwnedError: The default: only runs this state launched are copied.
         """
-        return []
+        if not run.owned:
+            msg = f"{self.name} run {run.run_id} was not launched from this state"
+            raise NotOwnedError(msg)
+        return await self.copy_out(run, dest)
 
-    async def mirror_stopped(
-        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
-    ) -> MirrorOutcome:
-        """Mirror one run that has stopped into its results folder (``srez mirror RUN``).
+    @contextlib.asynccontextmanager
+    async def stops(self, timeout_s: float | None = None) -> AsyncIterator[AsyncIterator[str]]:
+        """Follow runs as they stop: the context opens the follow at once (a run that stops
+        after it is entered is reported), and yields the ids of the runs as they stop, until
+        ``timeout_s`` passes (None: until cancelled). A run may be reported twice. Only on
+        backends that set :attr:`follows_stops`.
 
-        Args:
-            run: The run.
-            scratch: A private folder for the copy before the mirror.
-            results_root: The only results root accepted for a run this state did not launch
-                (where the backend mirrors such runs at all).
-            remove: Remove the run's state once its results folder exists (ours only).
-
-        Default: nothing to copy (the backend writes its results itself): ``skipped``.
+        Default: nothing is reported.
         """
-        return MirrorOutcome(run.run_id, "skipped", f"the {self.name} backend writes its results")
-
-    async def watch_stopped(
-        self, scratch: Path, options: WatchOptions
-    ) -> builtins.list[MirrorOutcome]:
-        """Mirror every stopped run, then (unless ``options.once``) each one as it stops, into
-        their results folders (``scratch``: a private folder for copies). Only on backends that
-        set :attr:`follows_stops`.
-
-        Returns:
-            Every outcome, in order. Default: none (nothing to follow).
-        """
-        return []
+        yield _no_run_ids()
 
     async def relayed_dialog(self, run: RunHandle, offset: int = 0) -> AsyncIterator[bytes]:
         """The run's dialog lines as they are relayed from where it runs, from line ``offset``,
@@ -407,7 +400,7 @@ class Backend(ABC):
             yield line
 
     async def stopped_run_folder(self, run: RunHandle) -> Path | None:
-        """The folder of a stopped run on this host, where ``srez regrade`` grades it in place,
+        """The folder of a stopped run on this host (where ``srez regrade`` grades it in place),
         once nothing of the run is left running (the caller checked ``status``).
 
         Raises:
@@ -416,6 +409,12 @@ class Backend(ABC):
         Default: None (the backend keeps no run folder here).
         """
         return None
+
+
+async def _no_run_ids() -> AsyncIterator[str]:
+    empty: tuple[str, ...] = ()
+    for run_id in empty:
+        yield run_id
 
 
 def not_found(backend: str, run_id: str) -> RunNotFoundError:

@@ -10,8 +10,14 @@ class only when a backend of that kind is made or asked for its traits. So impor
 (the argument parser does, for every command) costs no pydantic, no Docker SDK and no backend
 module, and a command imports the one backend it uses.
 
-Adding a backend: its folder, its entry in :data:`ENTRIES`, and its parameter in the conformance
-suite (``tests/client/backend_contract.py``).
+Adding a backend touches three places (docs/backends.md, "Adding a backend", says it step by step):
+
+1. its folder ``backends/<name>/``: ``config.py`` and a :class:`~srez_client.backends.base.Backend`
+   with the lifecycle, its capability flags and the optional methods they promise; it imports
+   nothing of the mirror, the results, the model relay or :mod:`srez_client.lifecycle`, which
+   compose it with them;
+2. its row in :data:`ENTRIES`;
+3. its ``ContractCase`` in the conformance suite (``tests/client/backend_contract.py``).
 """
 
 from __future__ import annotations

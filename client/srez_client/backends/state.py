@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from srez_client.backends.base import not_found
 from srez_client.errors import BackendError
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.layout import RUN_ID_RE
+from srez_core.atomic import atomic_write_json
 from srez_daemon.protocol import srez_version
-from srez_daemon.record.storage import atomic_write_json
 
 if TYPE_CHECKING:
     from srez_daemon.protocol import RunManifest, RunSummary

@@ -141,7 +141,7 @@ def scored_rows(runs: list[Row]) -> list[Scored]:
 
 def resumed_results(found: list[FoundRun]) -> tuple[list[Row], list[Row]]:
     """The grades and rows of the runs ``--resume`` kept (those whose ``result.json`` reads)."""
-    from srez_client.mirror.fs import read_small_file
+    from srez_client.transfer.fs import read_small_file
 
     grades: list[Row] = []
     rows: list[Row] = []

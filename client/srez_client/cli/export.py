@@ -18,8 +18,8 @@ import orjson
 from srez_client.errors import UsageError
 from srez_client.results.atif import to_atif
 from srez_client.results.finder import find_results, find_run
+from srez_core.atomic import atomic_write_bytes
 from srez_daemon.protocol.dialog import iter_dialog
-from srez_daemon.record.storage import atomic_write_bytes
 
 TRAJECTORY: str = "trajectory.json"
 

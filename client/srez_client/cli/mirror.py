@@ -1,11 +1,11 @@
 """``srez mirror`` and ``srez regrade``: bring stopped runs into their results folders.
 
 ``srez mirror RUN`` mirrors one stopped run of a backend that keeps runs apart from their results
-(:meth:`~srez_client.backends.base.Backend.mirror_stopped`); ``--backend`` picks one, else the run
+(:func:`~srez_client.lifecycle.recovery.mirror_stopped`); ``--backend`` picks one, else the run
 is looked for in each such backend in registry order (a ``local`` run of this state first, then
 a docker container). ``srez mirror --watch`` mirrors every run that has stopped, then each one as
 it stops (``--once``: only those stopped now; ``--timeout S``: stop watching after S seconds), on
-a backend that follows stops (:meth:`~srez_client.backends.base.Backend.watch_stopped`; docker's
+a backend that follows stops (:func:`~srez_client.lifecycle.recovery.watch_stopped`; docker's
 containers). One line per run on stdout: ``<run-id>: mirrored to PATH``, ``skipped (...)``,
 ``refused: ...`` or ``failed: ...``.
 
@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import os
 import signal
 import sys
 from pathlib import Path
 
-from srez_client.backends.base import Backend, MirrorOutcome, WatchOptions
+from srez_client.backends.base import Backend
 from srez_client.backends.config import BackendConfig, BackendSettings
 from srez_client.backends.registry import (
     DEFAULT_BACKEND,
@@ -35,8 +34,14 @@ from srez_client.backends.registry import (
     names_where,
 )
 from srez_client.errors import RunNotFoundError, UsageError
-from srez_client.results.layout import RUN_ID_RE
-from srez_client.runs import scratch_dir
+from srez_client.lifecycle.recovery import (
+    MirrorOutcome,
+    WatchOptions,
+    mirror_stopped,
+    watch_stopped,
+)
+from srez_client.lifecycle.regrade import regrade_target
+from srez_client.lifecycle.run import scratch_dir
 from srez_client.sanitize import sanitize_line
 
 EXIT_REFUSED = 2
@@ -100,8 +105,8 @@ async def _mirror_one(
         if last:
             raise
         return None
-    outcome = await backend.mirror_stopped(
-        handle, scratch_dir(config.state_dir), results_root=args.results, remove=args.rm
+    outcome = await mirror_stopped(
+        backend, handle, scratch_dir(config.state_dir), results_root=args.results, remove=args.rm
     )
     _print(outcome)
     return _exit_status(outcome)
@@ -131,7 +136,7 @@ def _watch(args: argparse.Namespace) -> int:
                 remove=args.rm,
                 report=_print,
             )
-            outcomes = await backend.watch_stopped(scratch_dir(config.state_dir), options)
+            outcomes = await watch_stopped(backend, scratch_dir(config.state_dir), options)
         except asyncio.CancelledError:
             sys.stderr.write("srez: mirror watch stopped\n")
             return 0
@@ -165,43 +170,9 @@ def cmd_regrade(args: argparse.Namespace) -> int:
 
 def _regrade_target(run: str, results: Path) -> Path:
     """The folder of RUN: a mirrored run under ``results``, else the folder of a stopped run of
-    the default backend kept on this host (a local run's ``run/``).
-
-    Raises:
-        RunNotFoundError: If RUN names no run, or several.
-        UsageError: If the local run's daemon still runs (it grades the run itself).
-    """
-    if not run or not all(c.isalnum() or c == "-" for c in run):
-        msg = f"RUN must be a run id or a prefix of one (YYYYMMDDTHHMMSSZ-<8 hex>), got {run!r}"
-        raise UsageError(msg)
-    found = sorted(
-        p
-        for p in results.glob(f"[!.]*/[!.]*/[!.]*/{glob.escape(run)}*")
-        if RUN_ID_RE.match(p.name) and p.is_dir() and not p.is_symlink()
-    )
-    if len({p.name for p in found}) > 1:
-        names = ", ".join(sorted({p.name for p in found}))
-        msg = f"run prefix {run!r} matches several runs under {results}: {names}"
-        raise RunNotFoundError(msg)
-    if found:
-        return found[0]
+    the default backend kept on this host (:func:`~srez_client.lifecycle.regrade.regrade_target`)."""
     backend = make_backend(_config(DEFAULT_BACKEND))
-    missing = f"no run {run!r} under {results} nor among this state's {backend.name} runs"
-
-    async def kept_here() -> Path:
-        try:
-            handle = await backend.get(run)
-        except RunNotFoundError as e:
-            raise RunNotFoundError(missing) from e
-        if handle.status == "running":
-            msg = f"{backend.name} run {handle.run_id} is still running: its daemon grades it"
-            raise UsageError(msg)
-        folder = await backend.stopped_run_folder(handle)
-        if folder is None:
-            raise RunNotFoundError(missing)
-        return folder
-
     try:
-        return asyncio.run(kept_here())
+        return asyncio.run(regrade_target(backend, run, results))
     finally:
         backend.close()

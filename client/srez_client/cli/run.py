@@ -20,8 +20,15 @@ from srez_client.backends.registry import make_backend, names_where
 from srez_client.cli.options import config_of, model_for, run_async, say
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, UsageError
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import (
+    RunOutcome,
+    check_backend,
+    run_to_results,
+    scratch_dir,
+    wait_stopped,
+)
 from srez_client.provider_keys import check_provider_keys
-from srez_client.runs import RunOutcome, check_backend, run_to_results, scratch_dir, wait_stopped
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
@@ -71,7 +78,22 @@ async def _run(
 ) -> int:
     """Launch, wait, mirror. SIGINT or SIGTERM stops the run (it writes its summary) and still
     mirrors what it did (exit 130); a second signal acts as usual."""
-    handle = await backend.launch(spec)
+    launcher = RunLauncher(backend)
+    try:
+        return await _launch_and_follow(launcher, spec, limit_s, scratch, keep_container)
+    finally:
+        launcher.close()
+
+
+async def _launch_and_follow(
+    launcher: RunLauncher,
+    spec: LaunchSpec,
+    limit_s: float | None,
+    scratch: Path,
+    keep_container: bool,
+) -> int:
+    backend = launcher.backend
+    handle = await launcher.launch(spec)
     say(f"run {handle.run_id}: {handle.task_id} with {handle.agent} on {backend.name}")
     wait_s = None if limit_s is None else limit_s + 120.0  # the daemon ends the agent itself
     if keep_container:
@@ -82,7 +104,7 @@ async def _run(
             await wait_stopped(backend, handle)
             return None  # mirrored below, like an interrupted run
         return await run_to_results(
-            backend, spec, scratch, timeout_s=wait_s, progress=say, handle=handle
+            backend, spec, scratch, timeout_s=wait_s, progress=say, handle=handle, launcher=launcher
         )
 
     waiting = asyncio.ensure_future(until_done())
@@ -106,7 +128,9 @@ async def _run(
     outcome = None if stopped else waiting.result()
     if outcome is None:
         current = await backend.get(handle.run_id)
-        outcome = await run_to_results(backend, spec, scratch, progress=say, handle=current)
+        outcome = await run_to_results(
+            backend, spec, scratch, progress=say, handle=current, launcher=launcher
+        )
     _print_outcome(outcome)
     if (keep_container or not spec.keep) and outcome.handle.status != "running":
         await backend.remove(outcome.handle)  # everything is in the results folder now

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from srez_client.backends.base import Backend, RunHandle
-from srez_client.backends.recovery import is_mirrored, results_folder
 from srez_client.backends.registry import make_backend
 from srez_client.cli.options import (
     backend_of,
@@ -32,16 +31,18 @@ from srez_client.errors import (
     RunNotFoundError,
     UsageError,
 )
+from srez_client.layout import RUN_ID_RE
+from srez_client.lifecycle.recovery import is_mirrored, recover_unmirrored, results_folder
+from srez_client.lifecycle.run import scratch_dir
 from srez_client.results.finder import (
     filter_results,
     find_results,
     find_run,
+    read_summary,
     results_json,
     results_rows,
 )
-from srez_client.results.layout import RUN_ID_RE
 from srez_client.results.table import render_table
-from srez_client.runs import read_summary, scratch_dir
 from srez_client.sanitize import sanitize, sanitize_line
 from srez_daemon.protocol import iter_dialog
 
@@ -52,7 +53,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     recovered by the next ``srez runs list``)."""
     config = config_of(args)
     backend = make_backend(config)
-    for outcome in asyncio.run(backend.recover_unmirrored(scratch_dir(config.state_dir))):
+    for outcome in asyncio.run(recover_unmirrored(backend, scratch_dir(config.state_dir))):
         if outcome.outcome in ("mirrored", "failed", "refused"):
             say(f"{outcome.run_id}: {outcome.outcome} ({sanitize_line(outcome.detail)})")
     runs = asyncio.run(backend.list(include_exited=args.all))

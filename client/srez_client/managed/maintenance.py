@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from srez_client.errors import UsageError
+from srez_client.layout import run_path
 from srez_client.managed.models import check_name
 from srez_client.managed.plan import queue, queue_commands
 from srez_client.managed.store import (
@@ -20,8 +21,7 @@ from srez_client.managed.store import (
     load_run,
     runner_alive,
 )
-from srez_client.results.layout import run_path
-from srez_daemon.record.storage import atomic_write_bytes
+from srez_core.atomic import atomic_write_bytes
 
 
 def _paths(root: Path, name: str) -> ManagedPaths:

@@ -14,7 +14,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from srez_client.errors import UsageError
-from srez_client.results.layout import model_slug
+from srez_client.layout import model_slug
 
 MANAGED_SCHEMA_VERSION: Final = 1
 """Version of the managed-run file formats."""

@@ -17,7 +17,7 @@ from typing import Final
 
 from srez_client.managed.plan import classify
 from srez_client.managed.store import file_sha256
-from srez_client.runs import read_summary
+from srez_client.results.finder import read_summary
 from srez_daemon.protocol import RunSummary
 
 STOPPED: Final = "stopped"

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.errors import ClientError, RunNotFoundError
+from srez_client.layout import RUN_ID_RE, run_path
+from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.managed.ledger import BudgetLedger
 from srez_client.managed.logs import TargetLogs, now_iso
 from srez_client.managed.models import Checkpoint, ManagedRun, Target, TaskRecord
@@ -36,8 +38,6 @@ from srez_client.managed.plan import (
     started_after,
 )
 from srez_client.managed.store import ManagedPaths, load_checkpoint, save_checkpoint
-from srez_client.results.layout import RUN_ID_RE, run_path
-from srez_client.runs import run_to_results, scratch_dir
 
 logger = logging.getLogger(__name__)
 

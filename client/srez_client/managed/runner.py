@@ -3,7 +3,7 @@
 One target at a time, one task at a time, through the run's backend. Per task, in this order:
 check ``PAUSE``; reserve the cost cap in the daily ledger (LLM targets with a budget; a refusal
 writes ``PAUSE`` with reason ``budget``); write the ``running`` record; launch; write the run id;
-wait and mirror (:func:`srez_client.runs.run_to_results`); write the outcome; settle the ledger.
+wait and mirror (:func:`srez_client.lifecycle.run.run_to_results`); write the outcome; settle the ledger.
 The checkpoint is rewritten atomically at each of those steps, so a ``kill -9`` anywhere leaves a
 record that :mod:`.recover` can finish on the next start.
 
@@ -36,6 +36,8 @@ from typing import Final
 
 from srez_client.backends.base import Backend, RunHandle
 from srez_client.errors import ClientError
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.managed.cooldown import (
     PROVIDER_PAUSE_AFTER,
     provider_cooldown_s,
@@ -75,8 +77,7 @@ from srez_client.managed.store import (
     write_pause,
 )
 from srez_client.managed.summarize import summarize
-from srez_client.runs import run_to_results, scratch_dir
-from srez_daemon.record.aio import spawn
+from srez_core.aio import spawn
 from srez_env.errors import EnvError
 
 logger = logging.getLogger(__name__)
@@ -115,6 +116,8 @@ class Runner:
         draw ``summary.png`` when the queue is done (matplotlib costs about a second)."""
         self.paths = paths
         self.backend = backend
+        self.launcher = RunLauncher(backend)
+        """Launches the attempts (the host's model relay lives in it, until :meth:`main` ends)."""
         self.state_dir = state_dir
         self.environ = dict(os.environ if environ is None else environ)
         self.echo = echo or (lambda _line: None)
@@ -158,6 +161,7 @@ class Runner:
         finally:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(sig)
+            self.launcher.close()
             lock.release()
 
     async def _sleep_through_pause(self) -> bool:
@@ -388,7 +392,7 @@ class Runner:
     ) -> TaskRecord:
         spec = launch_spec(run, target, record.task_id)
         try:
-            handle = await self.backend.launch(spec)
+            handle = await self.launcher.launch(spec)
             self.in_flight = handle
             record = end_attempt(record, run_id=handle.run_id)
             self._save(checkpoint.with_record(record))
@@ -403,6 +407,7 @@ class Runner:
                 timeout_s=timeout,
                 progress=lambda line: logger.info("%s", line),
                 handle=handle,
+                launcher=self.launcher,
             )
             with contextlib.suppress(ClientError, OSError):
                 await self.backend.remove(outcome.handle)

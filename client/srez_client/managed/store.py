@@ -1,6 +1,6 @@
 """The folder of a managed run, ``<results>/managed/<name>/``, and its file I/O.
 
-Every state file is written with :func:`srez_daemon.record.storage.atomic_write_bytes` (temp file,
+Every state file is written with :func:`srez_core.atomic.atomic_write_bytes` (temp file,
 fsync, rename, fsync of the folder), so a crash at any point leaves the old or the new version.
 The runner holds an exclusive ``flock`` on ``runner.lock`` for its whole life: the kernel drops it
 when the process dies, even on ``kill -9``, so "is a runner alive" never trusts a stale pid.
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from srez_client.errors import ClientError, UsageError
 from srez_client.managed.models import Checkpoint, ManagedRun, PauseInfo, RunnerState, check_name
-from srez_daemon.record.storage import atomic_write_bytes
+from srez_core.atomic import atomic_write_bytes
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -26,8 +26,8 @@ from srez_client.results.provenance import (
     check_mergeable,
     leaderboard_provenance,
 )
+from srez_core.atomic import atomic_write_bytes
 from srez_daemon.protocol import RunSummary
-from srez_daemon.record.storage import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 

@@ -5,15 +5,15 @@ symlink that would redirect later writes, hardlinks, FIFOs that hang a reader, d
 hostile names and bombs (docs/security.md A5, A6, A10, A11). The mirror:
 
 * lists the tree with ``lstat`` through folder descriptors, never following a link
-  (:func:`~srez_client.mirror.fs.scan_tree`), and decides from that listing alone what to copy
-  (:func:`~srez_client.mirror.plan.plan_entries`, pure): folders and regular files with one link;
+  (:func:`~srez_client.transfer.fs.scan_tree`), and decides from that listing alone what to copy
+  (:func:`~srez_client.transfer.plan.plan_entries`, pure): folders and regular files with one link;
   everything else is skipped and listed in ``mirror.json`` as ``{"path", "type", "link_target",
   "reason"}``;
 * caps the copy at 100k files, 1 GiB in all and 100 MiB per file, from the listed sizes, so a
   sparse file is never read (beyond: skipped, ``artifacts_truncated: true``);
 * reads a source only when the ``O_PATH`` handle it opened with ``O_NOFOLLOW`` is the regular file
   it listed, so a FIFO or device swapped in meanwhile is never opened for reading
-  (:mod:`srez_client.mirror.fs`);
+  (:mod:`srez_client.transfer.fs`);
 * creates each destination with ``O_CREAT | O_EXCL | O_NOFOLLOW`` under folders it made itself and
   opens the results folders one component at a time without following links, so nothing is
   written outside the run's folder;
@@ -37,87 +37,18 @@ import shutil
 import stat
 from pathlib import Path
 
-import orjson
-
 from srez_client.errors import MirrorError
-from srez_client.mirror.fs import O_DIR, execute_plan, read_small_model, scan_tree
-from srez_client.mirror.plan import (
-    COPY_OUT_RESERVED,
-    DEFAULT_LIMITS,
-    MIRROR_JSON,
-    MIRROR_RESERVED,
-    MirrorLimits,
-    MirrorPlan,
-    MirrorRecord,
-    MirrorReport,
-    plan_entries,
-)
+from srez_client.layout import run_path
 from srez_client.pids import pid_exists
-from srez_client.results.layout import run_path
+from srez_client.transfer.fs import O_DIR, execute_plan
+from srez_client.transfer.plan import (
+    DEFAULT_LIMITS,
+    MirrorLimits,
+)
+from srez_client.transfer.tree import plan_mirror, read_record, write_record
 from srez_daemon.protocol import RunManifest
 
 logger = logging.getLogger(__name__)
-
-__all__ = [
-    "COPY_OUT_RESERVED",
-    "MIRROR_RESERVED",
-    "MirrorLimits",
-    "MirrorPlan",
-    "MirrorRecord",
-    "MirrorReport",
-    "copy_tree",
-    "mirror_run",
-    "plan_mirror",
-    "read_record",
-]
-
-
-def plan_mirror(
-    src_root: Path,
-    limits: MirrorLimits = DEFAULT_LIMITS,
-    *,
-    reserved: frozenset[tuple[bytes, ...]] = MIRROR_RESERVED,
-) -> MirrorPlan:
-    """List ``src_root`` without following links and plan its copy.
-
-    Raises:
-        MirrorError: If ``src_root`` is not a readable folder (or is a link).
-    """
-    entries, listing_truncated = scan_tree(src_root, limits)
-    return plan_entries(entries, limits, reserved=reserved, listing_truncated=listing_truncated)
-
-
-def copy_tree(
-    src_root: Path,
-    dest: Path,
-    limits: MirrorLimits = DEFAULT_LIMITS,
-    *,
-    reserved: frozenset[tuple[bytes, ...]] = COPY_OUT_RESERVED,
-    run_id: str | None = None,
-) -> MirrorReport:
-    """Copy ``src_root`` into the new folder ``dest`` safely and write ``dest/mirror.json``.
-
-    What a backend's ``copy_out`` does with a run folder it can read directly. Blocking: run it
-    through ``asyncio.to_thread``.
-
-    Raises:
-        MirrorError: If ``src_root`` cannot be listed.
-        FileExistsError: If ``dest`` exists (its parents are created).
-    """
-    plan = plan_mirror(src_root, limits, reserved=reserved)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    parent = os.open(dest.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        report = execute_plan(src_root, parent, dest.name, plan, limits)
-    finally:
-        os.close(parent)
-    write_record(dest, report.record(run_id))
-    return report
-
-
-def read_record(run_dir: Path) -> MirrorRecord | None:
-    """The ``mirror.json`` of a folder, if it is a valid regular file."""
-    return read_small_model(run_dir, MIRROR_JSON, MirrorRecord, 256 << 20)
 
 
 def mirror_run(
@@ -188,25 +119,6 @@ def mirror_run(
         truncated,
     )
     return final
-
-
-def write_record(folder: Path, record: MirrorRecord) -> None:
-    """Write ``mirror.json`` as a new file in ``folder`` (never through a link), fsynced."""
-    data = orjson.dumps(record.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-    fd = os.open(folder, O_DIR)
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        out = os.open(MIRROR_JSON, flags, 0o644, dir_fd=fd)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(out, view) :]
-            os.fsync(out)
-        finally:
-            os.close(out)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _open_results_parent(results_root: Path, parts: tuple[str, ...]) -> int:

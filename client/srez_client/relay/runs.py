@@ -1,14 +1,14 @@
-"""The model relay of one backend's LLM runs (docs/security.md A12), shared by ``local`` and
-``docker``.
+"""The model relay of one launcher's LLM runs (docs/security.md A12), whatever their backend.
 
-One :class:`~srez_client.relay.server.ModelRelay` per backend object, in the launching process,
-started with the first LLM run it launches, on the address the backend's runs reach the host by
-(``127.0.0.1`` for ``local``; the Docker bridge's gateway for ``docker``), on a free port, and
-closed with the backend. Each run is registered with its real model slug and the host-side
+One :class:`~srez_client.relay.server.ModelRelay` per launcher
+(:class:`~srez_client.lifecycle.launch.RunLauncher`), in the launching process, started with the
+first LLM run it launches, on the address the backend's runs reach the host by (its
+``host_address``: ``127.0.0.1`` for ``local``; the Docker bridge's gateway for ``docker``), on a
+free port, and closed with the launcher. Each run is registered with its real model slug and the host-side
 ``SREZ_LLM_API_BASE`` / ``SREZ_LLM_API_KEY`` / ``SREZ_LLM_TIMEOUT_S``, if set; the run is told
 only the relay's URL, its scoped token and the agent's other ``SREZ_LLM_*`` settings
-(:func:`~srez_client.relay.settings.model_environment`). The token is revoked when the run is
-seen finished, is stopped or removed, or its launch fails: the backend calls :meth:`RunModels.revoke`.
+(:func:`~srez_client.relay.settings.model_environment`). The token is revoked when the launcher
+sees the run end, stops it, or its launch fails (:meth:`RunModels.revoke`).
 """
 
 from __future__ import annotations

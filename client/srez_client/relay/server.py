@@ -40,8 +40,8 @@ Where it listens: on the address the runs reach the host by, on a free port; nev
 route; other containers on the bridge (or processes of this host) reach the port but hold no
 token of theirs.
 
-Lifetime: one relay per backend object (:class:`srez_client.relay.runs.RunModels`), started with
-the first LLM run it launches and closed with the backend. It serves from its own thread and event
+Lifetime: one relay per launcher (:class:`srez_client.relay.runs.RunModels`), started with the
+first LLM run it launches and closed with the launcher. It serves from its own thread and event
 loop, so it outlives any one ``asyncio.run`` of its owner and a synchronous ``close`` can end it.
 litellm is imported on the first request, never before (``import litellm`` costs about 3 s and
 200 MB), with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` set first (no network at import) and

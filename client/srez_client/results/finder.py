@@ -19,9 +19,8 @@ from typing import Final
 import orjson
 
 from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
-from srez_client.mirror.fs import read_small_file
-from srez_client.results.layout import RUN_ID_RE
-from srez_client.runs import read_summary
+from srez_client.layout import RUN_ID_RE
+from srez_client.transfer.fs import read_small_file, read_small_model
 from srez_daemon.protocol import RunSummary
 
 STATUS_FILTERS: Final = ("ok", "error", "resolved", "unresolved")
@@ -184,3 +183,8 @@ def complete_runs(root: Path) -> dict[RunKey, FoundRun]:
         if key is not None:
             out[key] = item
     return out
+
+
+def read_summary(results_dir: Path) -> RunSummary | None:
+    """``summary.json`` of a results folder, or None."""
+    return read_small_model(results_dir, b"summary.json", RunSummary, 1 << 20)

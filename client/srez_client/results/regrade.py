@@ -50,7 +50,6 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from srez_client.errors import RegradeError
-from srez_client.mirror.fs import read_small_file
 from srez_client.results.run_outcome import (
     closing_entry,
     forced_reason,
@@ -58,9 +57,11 @@ from srez_client.results.run_outcome import (
     host_summary,
 )
 from srez_client.results.transcript_replay import check_dialog, replay, task_for
+from srez_client.transfer.fs import read_small_file
+from srez_core.atomic import atomic_write_bytes
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, RunSummary, iter_dialog
 from srez_daemon.protocol.api import RunState
-from srez_daemon.record.storage import atomic_write_bytes, utc_timestamp
 from srez_env.grade import Grade, grade_episode
 
 logger = logging.getLogger(__name__)

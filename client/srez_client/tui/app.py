@@ -35,7 +35,7 @@ from srez_client.tui.terminal_screen import FlowControlFreeScreen
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.palette import PALETTE
 from srez_client.tui.widgets.viewer_host import ViewerHost
-from srez_daemon.record.aio import spawn as aio_spawn
+from srez_core.aio import spawn as aio_spawn
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Final
 
 import orjson
 
-from srez_daemon.record.storage import atomic_write_json
+from srez_core.atomic import atomic_write_json
 
 SPEND_FILE: Final = "explain-spend.json"
 _LOCK = threading.Lock()

@@ -3,11 +3,12 @@
 Screens look keys up here instead of matching literals, so the help overlay is generated from
 the same table that dispatches, and a binding is changed in one place. Contexts: ``global``
 (everywhere), ``viewer`` (the run viewer; its tab keys come from the rows of
-:data:`srez_client.tui.tabs.TABS`), ``terminal`` (its Terminal tab, while the focus is in the
-shell), ``list`` (the attach list), and the managed-run screens
-``dashboard``, ``monitor``, ``picker`` (the model picker), ``form`` (the create and
-add-target forms) and ``confirm`` (their yes/no questions). Screens only consume this table; it
-imports no screen (and no urwid), so any view model may read it.
+:data:`srez_client.tui.viewmodels.tabs.TABS`), ``terminal`` (its Terminal tab, while the focus is
+in the shell), ``list`` (the attach list), and the managed-run screens ``dashboard``, ``monitor``,
+``picker`` (the model picker), ``form`` (the create and add-target forms) and ``confirm`` (their
+yes/no questions). Screens only consume this table; it imports no screen and no urwid (only the
+tab rows under ``tui/viewmodels``), so the screens' view models (``dashboard/*_model.py``) may
+read it.
 
 A key means one thing on the dashboard and the monitor (``p`` a cooperative pause, ``s`` and
 ``S`` pause and stop the in-flight run now, ``c`` clears the pause flag, ``q`` goes back; the
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from srez_client.tui.tabs import TABS
+from srez_client.tui.viewmodels.tabs import TABS
 
 Context = Literal[
     "global", "viewer", "terminal", "list", "dashboard", "monitor", "picker", "form", "confirm"

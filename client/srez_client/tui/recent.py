@@ -9,7 +9,7 @@ from typing import Final
 import orjson
 
 from srez_client.tui.viewmodels.attach_list import RECENT_MAX, push_recent
-from srez_daemon.record.storage import atomic_write_json
+from srez_core.atomic import atomic_write_json
 
 RECENT_FILE: Final = "tui-recent.json"
 

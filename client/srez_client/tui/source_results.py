@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import orjson
 
-from srez_client.mirror.fs import read_small_file
+from srez_client.transfer.fs import read_small_file
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceEvent, SourceUnavailable
 from srez_daemon.protocol import iter_dialog
 from srez_daemon.protocol.api import PhaseFrame

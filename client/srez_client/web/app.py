@@ -24,7 +24,7 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from srez_client.mirror.fs import read_small_file
+from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import QueryError, facets, parse_query, select
 from srez_client.web.matrix import matrix_json
 from srez_client.web.security import guard

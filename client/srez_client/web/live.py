@@ -32,7 +32,7 @@ from srez_client.tui.source_live import LiveRunSource
 from srez_client.web.catalog import RunRow
 from srez_client.web.state import SERVER, LiveRuns, ViewServer
 from srez_client.web.views import RunView
-from srez_daemon.record.aio import spawn
+from srez_core.aio import spawn
 
 logger = logging.getLogger(__name__)
 

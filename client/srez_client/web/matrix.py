@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import orjson
 
-from srez_client.mirror.fs import read_small_file
+from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import RunRow
 from srez_client.web.results_index import ResultsIndex
 

@@ -18,8 +18,8 @@ from typing import Any, Final
 
 import orjson
 
-from srez_client.mirror.fs import read_small_file
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.layout import RUN_ID_RE
+from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import RunRow
 
 SUMMARY_MAX: Final = 1 << 20

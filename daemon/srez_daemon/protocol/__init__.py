@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from srez_daemon.wire_version import (  # light: health answers before the models load
+from srez_core.wire_version import (  # light: health answers before the models load
     PROTOCOL_VERSION,
     srez_version,
 )

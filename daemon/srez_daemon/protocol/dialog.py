@@ -22,7 +22,7 @@ from typing import Annotated, Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
-from srez_daemon.wire_version import PROTOCOL_VERSION as PROTOCOL_VERSION  # noqa: E402
+from srez_core.wire_version import PROTOCOL_VERSION as PROTOCOL_VERSION  # noqa: E402
 
 """Version of the dialog protocol; bumped on any change to an entry's fields."""
 

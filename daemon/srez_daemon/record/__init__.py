@@ -10,6 +10,7 @@ in no server library (``tests/test_layering.py`` checks that it never imports ai
   (one source for the live diff, the files view and ``final.patch``);
 * :mod:`~srez_daemon.record.notes`: the caps on the agent's own notes;
 * :mod:`~srez_daemon.record.folder`: where each file of a run folder lives, and the caps' defaults;
-* :mod:`~srez_daemon.record.storage`: durable writes (atomic files, the fsynced dialog);
-* :mod:`~srez_daemon.record.aio`: background tasks that are never garbage-collected mid-flight.
+* :mod:`~srez_daemon.record.storage`: the fsynced, append-only dialog and its writer.
+
+Atomic writes, clocks and background tasks are not the recorder's: they live in :mod:`srez_core`.
 """

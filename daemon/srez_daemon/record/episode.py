@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from srez_core.atomic import atomic_write_bytes
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import (
     Provenance,
     RunManifest,
@@ -44,7 +46,7 @@ from srez_daemon.protocol.agent import RAW_REPLY_TOOL
 from srez_daemon.protocol.api import AgentNote
 from srez_daemon.record.folder import DEFAULT_NOTE_LIMITS, NoteLimits, RunPaths
 from srez_daemon.record.notes import NoteGate
-from srez_daemon.record.storage import DialogWriter, JsonlFile, atomic_write_bytes, utc_timestamp
+from srez_daemon.record.storage import DialogWriter, JsonlFile
 from srez_daemon.record.world import WorldFiles
 from srez_env.actions import MUTATING
 from srez_env.env import SREEnv

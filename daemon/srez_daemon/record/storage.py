@@ -1,21 +1,17 @@
-"""Durable writes of a run's files: atomic JSON and the fsynced, append-only dialog.
+"""The fsynced, append-only dialog of a run (docs/design.md §6-§7, docs/security.md A11).
 
-Shared by everything that writes a run folder (the daemon, the inline backend, the mirror): a
-state file is always the old or the new version, never a mix, and the dialog loses at most a
-torn last line on a crash (docs/design.md §6-§7, docs/security.md A11).
+The dialog loses at most a torn last line on a crash. Append-only files (:class:`JsonlFile`) are
+written one whole line per ``write`` (newline included) and fsynced; state files are written with
+:mod:`srez_core.atomic`.
 
-Append-only files (:class:`JsonlFile`) are written one whole line per ``write`` (newline
-included) and fsynced.
-
-Each writer takes ``sync``: with ``sync=False`` a write is the same (atomic rename, whole lines)
-but not fsynced. That is for files written inside a folder that is itself made durable before it
-counts: the inline backend writes a run into ``.<run-id>.partial/`` without a flush per entry,
-then :meth:`srez_client.results.layout.RunFolder.complete` flushes the folder whole once
-(:func:`fsync_tree`) before the atomic rename. A crash before the rename leaves only the partial folder, which is
-discarded; after it, every file is on disk. The daemon keeps ``sync=True``: its dialog is read
-live and must survive a crash of the run itself. A write that fails or comes up short (``ENOSPC``, ``EIO``) is cut back to
-the last whole line and raised as :class:`~srez_daemon.errors.RecordError`: a full disk leaves no
-torn or merged line, and never a silent gap, because the caller learns of every failure.
+Each writer takes ``sync``: with ``sync=False`` a write is the same (whole lines) but not fsynced.
+That is for files written inside a folder that is itself made durable before it counts: the inline
+backend writes a run into ``.<run-id>.partial/`` without a flush per entry, then flushes the folder
+whole once (:func:`srez_core.atomic.fsync_tree`) before the atomic rename. The daemon keeps
+``sync=True``: its dialog is read live and must survive a crash of the run itself. A write that
+fails or comes up short (``ENOSPC``, ``EIO``) is cut back to the last whole line and raised as
+:class:`~srez_daemon.errors.RecordError`: a full disk leaves no torn or merged line, and never a
+silent gap, because the caller learns of every failure.
 
 :class:`DialogWriter` is the recorder's one writer: every entry gets its ``seq`` and is written
 under one lock, so entries written from several threads (a tool call in a worker, an agent note)
@@ -28,151 +24,22 @@ import contextlib
 import errno
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self, TypeVar
 
-import orjson
-
+from srez_core.atomic import fsync_dir
+from srez_core.clock import Clock, system_clock, utc_timestamp
 from srez_daemon.errors import RecordError
 
-if TYPE_CHECKING:  # imported lazily: atomic writes must not pull in the wire models
-    from pydantic import BaseModel
-
+if TYPE_CHECKING:  # imported lazily: the dialog's writer must not pull in the wire models
     from srez_daemon.protocol import DialogEntry
-
-Clock = Callable[[], datetime]
-"""Returns the current time as an aware datetime."""
 
 E = TypeVar("E", bound="DialogEntry")
 
 logger = logging.getLogger(__name__)
-
-
-def system_clock() -> datetime:
-    """The current time in UTC."""
-    return datetime.now(UTC)
-
-
-def utc_timestamp(moment: datetime) -> str:
-    """Format a time as UTC ISO-8601 with milliseconds and a ``Z`` suffix.
-
-    Args:
-        moment: An aware datetime (a naive one is refused).
-
-    Returns:
-        E.g. ``2025-03-14T10:03:00.125Z``.
-
-    Raises:
-        ValueError: If ``moment`` is naive.
-    """
-    if moment.tzinfo is None:
-        msg = f"naive datetime {moment!r}: pass an aware time (UTC)"
-        raise ValueError(msg)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def fsync_dir(path: Path) -> None:
-    """Flush a directory's entries (new, renamed or removed names) to disk."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
-    """Flush a file's content to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_tree(root: Path) -> None:
-    """Flush every file and folder under ``root`` (``root`` included) to disk, at once.
-
-    On Linux this is one ``syncfs(2)`` of the file system holding ``root``: a single flush (one
-    journal commit) instead of an fsync per file and folder, which costs a commit each (a run
-    folder holds about twenty). Elsewhere each file, then each folder (deepest first), is
-    fsynced.
-    """
-    if _syncfs(root):
-        return
-    folders = []
-    for path in root.rglob("*"):
-        if path.is_symlink():
-            continue
-        if path.is_dir():
-            folders.append(path)
-        else:
-            fsync_file(path)
-    for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
-        fsync_dir(folder)
-    fsync_dir(root)
-
-
-def _syncfs(root: Path) -> bool:
-    """``syncfs(2)`` of the file system holding ``root``; False where there is none."""
-    import ctypes  # only here: a few ms, and only for the hosts that flush a folder whole
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    syncfs = getattr(libc, "syncfs", None)
-    if syncfs is None:
-        return False
-    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        if syncfs(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"syncfs of {root}: {os.strerror(err)}")
-    finally:
-        os.close(fd)
-    return True
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
-
-    Writes a temp file in the same folder, fsyncs it, renames it over ``path`` and fsyncs the
-    folder. If anything fails, the temp file is removed and ``path`` is left as it was.
-
-    Args:
-        path: The file to write; its folder must exist.
-        data: The new content.
-        mode: The file's permissions (the temp file is created 0600, then given them).
-        sync: fsync the file and its folder; False in a folder made durable as a whole later.
-    """
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(data)
-            f.flush()
-            if sync:
-                os.fsync(f.fileno())
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if sync:
-        fsync_dir(path.parent)
-
-
-def atomic_write_json(
-    path: Path, value: BaseModel | dict[str, object], *, sync: bool = True
-) -> None:
-    """Write a pydantic model or a dict as indented JSON with :func:`atomic_write_bytes`."""
-    if not isinstance(value, dict):
-        data = orjson.dumps(value.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
-    else:
-        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
-    atomic_write_bytes(path, data + b"\n", sync=sync)
 
 
 class JsonlFile:

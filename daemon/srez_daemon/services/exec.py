@@ -65,9 +65,9 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
+from srez_core.aio import spawn
 from srez_daemon.http import JSON, ApiError
 from srez_daemon.protocol.api import ExecRequest, ExecResult
-from srez_daemon.record.aio import spawn
 from srez_daemon.services import procs
 from srez_daemon.services.limits import SessionLimiter
 from srez_daemon.settings import MAX_STREAM_BYTES, DaemonSettings

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, Final
 from aiohttp import WSCloseCode, WSMsgType, web
 from pydantic import ValidationError
 
+from srez_core.aio import spawn
 from srez_daemon.http import ApiError
 from srez_daemon.probe import terminal_available as terminal_available  # re-exported
 from srez_daemon.protocol.api import PtyResize
-from srez_daemon.record.aio import spawn
 from srez_daemon.services import procs
 from srez_daemon.services.limits import SessionLimiter
 from srez_daemon.settings import DaemonSettings

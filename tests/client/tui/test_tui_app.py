@@ -16,11 +16,13 @@ from srez_client.tui.viewmodels.changes import ChangesModel
 from srez_client.tui.viewmodels.dialog_fold import DialogFold
 from srez_client.tui.viewmodels.evaluation import build_evaluation
 from srez_client.tui.viewmodels.log_buffer import Logs
+from srez_client.tui.viewmodels.tabs import TABS
 from srez_client.tui.widgets.changes_view import ChangesView
 from srez_client.tui.widgets.dialog_view import DialogPane
 from srez_client.tui.widgets.evaluation_view import EvaluationView
 from srez_client.tui.widgets.logs_view import LogsView
 from srez_client.tui.widgets.run_list import RunList
+from srez_client.tui.widgets.tab_panes import PANES
 from srez_client.tui.widgets.viewer import ACTIONS
 from srez_daemon.protocol.api import GradeFrame, PhaseFrame
 
@@ -176,6 +178,10 @@ def test_every_viewer_key_has_its_action() -> None:
     elsewhere = {"restart_terminal", "next_run", "prev_run"}
     assert viewer_actions - set(ACTIONS) == elsewhere
     assert set(ACTIONS) <= viewer_actions
+
+
+def test_every_tab_row_has_its_pane() -> None:
+    assert list(PANES) == [tab.name for tab in TABS]
 
 
 async def test_tab_panes_are_built_when_first_shown_and_catch_up(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from srez_client.tui.keys import (
     keys_for,
 )
 from srez_client.tui.source import RunSource
-from srez_client.tui.tabs import TABS
 from srez_client.tui.viewer_feed import RunFeed
 from srez_client.tui.viewmodels.attach_list import (
     AttachList,
@@ -37,6 +36,7 @@ from srez_client.tui.viewmodels.layout import Layout
 from srez_client.tui.viewmodels.log_buffer import MAX_LINES, LogBuffer, Logs
 from srez_client.tui.viewmodels.markdown import render
 from srez_client.tui.viewmodels.run_details import alerts_at_t0
+from srez_client.tui.viewmodels.tabs import TABS
 from srez_daemon.protocol import (
     ErrorEntry,
     ProviderError,

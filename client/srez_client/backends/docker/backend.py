@@ -10,8 +10,8 @@ token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limi
 for an LLM run, what its agent needs to reach its model:
 
 LLM runs (``llm``, ``llm-json``; docs/security.md A12) reach their model through the host's model
-relay (:mod:`srez_client.backends.docker.models`): provider keys never enter a container; it is
-given the relay's URL and a scoped token of its own, a different secret from the daemon's (that one
+relay, which listens on :meth:`DockerBackend.host_address`: provider keys never enter a container;
+it is given the relay's URL and a scoped token of its own (``LaunchSpec.model_env``), a different secret from the daemon's (that one
 buys exec and a root shell, and never sits in the environment). The launching process must stay
 alive while an LLM run's agent works: the relay lives in it.
 
@@ -21,20 +21,17 @@ only when this state launched them (:mod:`.discovery`), unless ``any_owner`` is 
 Copy-out (docs/security.md A5, A6) reads the run folder as a tar stream only from a container whose
 processes cannot change it: a stopped one; a paused one; or a finished run kept serving
 (``--keep``), which is paused for the copy and thawed after. A running run that is not finished
-is refused. The stream is written by :mod:`srez_client.mirror.tar_fs` (regular files and folders
+is refused. The stream is written by :mod:`srez_client.transfer.tar_fs` (regular files and folders
 only, capped by the tar headers' sizes).
 """
 
 from __future__ import annotations
 
 import asyncio
-import builtins
 import codecs
 import contextlib
 import logging
 import os
-import secrets
-import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,42 +40,26 @@ from typing import Any, ClassVar, NoReturn, Self
 import aiohttp
 
 import docker  # type: ignore[import-untyped]
-from srez_client.backends.base import (
-    LABEL_KEYS,
-    LaunchSpec,
-    MirrorOutcome,
-    RunHandle,
-    WatchOptions,
-    not_found,
-)
+from srez_client.backends.base import LABEL_KEYS, LaunchSpec, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
-from srez_client.backends.docker import engine, watch
+from srez_client.backends.docker import engine
 from srez_client.backends.docker.config import DockerConfig
 from srez_client.backends.docker.container_attrs import SeenContainer, published_port
 from srez_client.backends.docker.discovery import BACKEND, ContainerRuns, Inspected
-from srez_client.backends.docker.models import docker_models
 from srez_client.backends.docker.state import (
     LaunchPlan,
-    agent_specs,
+    choose_agent,
     inputs_tar,
     plan_launch,
     read_replay,
+    save_record,
     write_state,
 )
-from srez_client.backends.recovery import mirror_unmirrored
 from srez_client.backends.state import read_token
 from srez_client.backends.wait import poll_until_finished
-from srez_client.errors import BackendError, NoDaemonError, UsageError
-from srez_client.mirror.plan import DEFAULT_LIMITS, MirrorLimits
-from srez_client.relay.server import ModelRelay
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.errors import BackendError, NoDaemonError
+from srez_client.transfer.plan import DEFAULT_LIMITS, MirrorLimits
 from srez_daemon.protocol import srez_version
-from srez_daemon.record.storage import atomic_write_json
-from srez_env.agents import make_agent
-from srez_env.agents.llm import LLM_SPECS
-from srez_env.agents.python_agent import import_path
-from srez_env.provenance import task_provenance
-from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +87,8 @@ class DockerBackend(ContainerRuns):
 
     name: ClassVar[str] = BACKEND
     follows_stops: ClassVar[bool] = True
+    copies_unowned: ClassVar[bool] = True
+    reaches_host: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -129,8 +112,6 @@ class DockerBackend(ContainerRuns):
         self.stop_grace_s = stop_grace_s
         self.mem_limit = mem_limit
         self.pids_limit = pids_limit
-        self.models = docker_models(lambda: self._call(engine.bridge_network))
-        """The model relay of this backend's LLM runs."""
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
@@ -140,51 +121,43 @@ class DockerBackend(ContainerRuns):
     # ------------------------------------------------------------------ the engine
 
     def close(self) -> None:
-        """Close the model relay (every relay token stops working) and the SDK client's
-        connections (a later call makes new ones)."""
-        self.models.close()
+        """Close the SDK client's connections (a later call makes new ones)."""
         if self._client is not None:
             self._client.close()
             self._client = None
 
-    async def relay(self) -> ModelRelay:
-        """The model relay of this backend's LLM runs (:class:`~srez_client.relay.runs.RunModels`)."""
-        return await self.models.relay()
+    async def host_address(self) -> str:
+        """The Docker bridge's gateway: where containers reach this host.
+
+        Raises:
+            BackendError: If the ``bridge`` network has no IPv4 gateway.
+        """
+        address: str = await self._call(engine.bridge_gateway_address)
+        return address
 
     # ------------------------------------------------------------------ launch
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Create the container, put ``run.json`` and the token into it, start it, and wait until
-        ``/api/health`` reports the run past ``starting``. An LLM run is registered with the model
-        relay first (started now if it is the first), and its token revoked if the launch fails."""
-        if import_path(spec.agent_spec) is not None:
-            msg = f"--agent {spec.agent_spec}: a Python agent by import path runs on --backend inline or local (the image cannot import a module of this machine)"
-            raise UsageError(msg)
-        (task,) = load_tasks([spec.task_id])
-        host_spec, agent_spec, replay_file = await asyncio.to_thread(agent_specs, spec.agent_spec)
-        agent = make_agent(host_spec, task, spec.run_seed)  # fails fast
-        replay = None if replay_file is None else await asyncio.to_thread(read_replay, replay_file)
+        ``/api/health`` reports the run past ``starting``. An LLM run's ``model_env`` (the host's
+        model relay, listening on :meth:`host_address`) is its only environment about its model."""
+        choice = await asyncio.to_thread(choose_agent, spec)  # fails fast
+        replay = None
+        if choice.replay_file is not None:
+            replay = await asyncio.to_thread(read_replay, choice.replay_file)
         await self.client()  # no engine: fail before any state is written
         plan = plan_launch(
             spec,
-            task_id=task.id,
-            agent=agent.name,
-            agent_spec=agent_spec,
+            task_id=choice.task_id,
+            agent=choice.agent,
+            agent_spec=choice.agent_spec,
             image=self.image,
             version=srez_version(),
             uid=os.getuid(),
             now=datetime.now(UTC),
-            provenance=task_provenance(task),
         )
-        run_id = plan.run_id
-        environment = dict(plan.environment)
-        if host_spec in LLM_SPECS and spec.model not in ("", "none"):
-            environment.update(await self.models.environment(spec, run_id))
-        try:
-            return await self._launch(spec, plan, environment, replay)
-        except BaseException:
-            self.models.revoke(run_id)
-            raise
+        environment = {**plan.environment, **spec.model_env}
+        return await self._launch(spec, plan, environment, replay)
 
     async def _launch(
         self,
@@ -212,7 +185,7 @@ class DockerBackend(ContainerRuns):
             await self._forget(run_id)  # nothing was created: leave no trace
             raise
         record = plan.record.model_copy(update={"container_id": container_id})
-        await asyncio.to_thread(atomic_write_json, self.folder / run_id / "record.json", record)
+        await asyncio.to_thread(save_record, self.folder / run_id, record)
         try:
             inputs = inputs_tar(plan.manifest, plan.token, replay)
             await self._call(engine.start, container_id, inputs)
@@ -285,22 +258,16 @@ class DockerBackend(ContainerRuns):
             seen = await self._locate(run.run_id)
             return None if seen is None else await self._handle(seen)
 
-        done = await poll_until_finished(
+        return await poll_until_finished(
             BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.02, max_delay_s=0.25
         )
-        self.models.revoke(
-            run.run_id
-        )  # the agent phase is over: its model is no longer its to call
-        return done
 
     async def stop(self, run: RunHandle) -> None:
         """``docker stop`` (SIGTERM, SIGKILL after the grace); nothing if it is gone."""
         seen = await self._locate(run.run_id)
         if seen is None:
-            self.models.revoke(run.run_id)
             return
         self._authorize(seen)
-        self.models.revoke(run.run_id)
         await self._call(engine.stop, seen.id, self.stop_grace_s)
 
     async def remove(self, run: RunHandle) -> None:
@@ -308,22 +275,10 @@ class DockerBackend(ContainerRuns):
         seen = await self._locate(run.run_id)
         if seen is not None:
             self._authorize(seen)
-        self.models.revoke(run.run_id)
         if seen is not None:
             await self._call(engine.remove, seen.id, self.stop_grace_s)
         if seen is None or self._record(run.run_id) is not None:
             await self._forget(run.run_id)
-
-    async def _forget(self, run_id: str) -> None:
-        """Delete ``docker/<run-id>`` (renamed aside first: one of many callers wins) and the
-        ledger entry."""
-        if not RUN_ID_RE.match(run_id):
-            return
-        trash = self.folder / f".removing-{run_id}-{secrets.token_hex(4)}"
-        with contextlib.suppress(FileNotFoundError):
-            (self.folder / run_id).rename(trash)
-            await asyncio.to_thread(shutil.rmtree, trash, True)
-        self.ledger.forget(run_id)
 
     async def logs(self, run: RunHandle, *, follow: bool = False) -> AsyncIterator[str]:
         """The container's output; following it until the container stops."""
@@ -370,25 +325,24 @@ class DockerBackend(ContainerRuns):
                 await self._call(engine.unpause, seen.id)
         return dest
 
-    # ------------------------------------------------------------------ hooks of the commands
+    @contextlib.asynccontextmanager
+    async def stops(self, timeout_s: float | None = None) -> AsyncIterator[AsyncIterator[str]]:
+        """The engine's ``die`` and ``stop`` events of containers labelled ``srez.run``, as run
+        ids (one stop gives two events); the stream is open once the context is entered."""
+        client = await self.client()
+        until = None if timeout_s is None else int(datetime.now(UTC).timestamp() + timeout_s) + 1
+        filters = {"label": "srez.run", "type": "container", "event": ["die", "stop"]}
+        events = await asyncio.to_thread(client.events, filters=filters, decode=True, until=until)
+        try:
+            yield _run_ids(events)
+        finally:
+            with contextlib.suppress(Exception):  # closing a stream that ended is fine
+                events.close()
 
-    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
-        """Mirror our stopped containers nobody mirrored, into their own results folders."""
-        return await mirror_unmirrored(self, scratch)
 
-    async def mirror_stopped(
-        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
-    ) -> MirrorOutcome:
-        """Mirror one stopped container, ours or (read-only) another's; see :mod:`.watch`."""
-        return await watch.mirror_stopped(
-            self, run, scratch, results_root=results_root, remove=remove
-        )
-
-    async def watch_stopped(
-        self, scratch: Path, options: WatchOptions
-    ) -> builtins.list[MirrorOutcome]:
-        """Mirror every stopped srez container, then each as the engine reports it stopped."""
-        return await watch.watch(self, scratch, options)
+async def _run_ids(events: Any) -> AsyncIterator[str]:
+    while (event := await asyncio.to_thread(next, events, None)) is not None:
+        yield str(((event.get("Actor") or {}).get("Attributes") or {}).get("srez.run", ""))
 
 
 async def _health_past_starting(http: aiohttp.ClientSession, port: int) -> bool:

@@ -2,27 +2,20 @@
 
 Pure: a container as listed or inspected (:class:`SeenContainer`), the port the daemon is
 published on (:func:`published_port`, loopback only), the file-mode bits of an archive's stat
-header (:func:`is_folder`, :func:`is_regular`), and which labels may name a results folder
-(:func:`label_problem`).
+header (:func:`is_folder`, :func:`is_regular`).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from srez_client.backends.base import RunStatus
-from srez_client.results.layout import RUN_ID_RE
 
 DAEMON_PORT: Final = "4263/tcp"
 """The daemon's port inside the container (docs/design.md §4)."""
-NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-"""What a task, agent or model-slug label must look like to name a results folder (docs/security.md
-A5)."""
 
 # Go's os.FileMode type bits, as the engine reports them in an archive's stat header
 _GO_DIR: Final = 1 << 31
@@ -121,24 +114,3 @@ def is_folder(stat: Mapping[str, Any]) -> bool:
 def is_regular(stat: Mapping[str, Any]) -> bool:
     """Whether an archive stat header describes a regular file."""
     return not int(stat.get("mode", 0)) & _GO_TYPE_BITS and not stat.get("linkTarget")
-
-
-def label_problem(labels: Mapping[str, str]) -> str | None:
-    """Why a container's labels cannot name a results folder, or None if they can.
-
-    The run id must be ``YYYYMMDDTHHMMSSZ-<8 hex>``; task, agent and model slug (``/`` written
-    as ``__``) must match :data:`NAME_RE` (never ``.`` or ``..``); the results root must be an
-    absolute path without ``..``.
-    """
-    run_id = labels.get("srez.run", "")
-    if not RUN_ID_RE.match(run_id):
-        return f"label srez.run={run_id!r} is not a run id"
-    for key in ("srez.task", "srez.agent", "srez.model"):
-        value = labels.get(key, "")
-        slug = value.replace("/", "__") if key == "srez.model" else value
-        if not NAME_RE.match(slug) or slug in (".", ".."):
-            return f"label {key}={value!r} cannot name a results folder"
-    root = labels.get("srez.results", "")
-    if not root.startswith("/") or ".." in Path(root).parts or "\0" in root:
-        return f"label srez.results={root!r} is not an absolute folder"
-    return None

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import logging
+import secrets
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -24,7 +27,7 @@ from srez_client.backends.docker.container_attrs import SeenContainer
 from srez_client.backends.docker.state import DockerRecord
 from srez_client.backends.state import Ledger, is_owned, read_record
 from srez_client.errors import NotOwnedError
-from srez_client.results.layout import RUN_ID_RE
+from srez_client.layout import RUN_ID_RE
 
 logger = logging.getLogger(__name__)
 
@@ -159,3 +162,14 @@ class ContainerRuns(Backend):
             raise not_found(BACKEND, run.run_id)
         self._authorize(seen)
         return seen
+
+    async def _forget(self, run_id: str) -> None:
+        """Delete ``docker/<run-id>`` (renamed aside first: one of many callers wins) and the
+        ledger entry."""
+        if not RUN_ID_RE.match(run_id):
+            return
+        trash = self.folder / f".removing-{run_id}-{secrets.token_hex(4)}"
+        with contextlib.suppress(FileNotFoundError):
+            (self.folder / run_id).rename(trash)
+            await asyncio.to_thread(shutil.rmtree, trash, True)
+        self.ledger.forget(run_id)

@@ -28,10 +28,11 @@ from srez_client.backends.docker.container_attrs import (
     is_regular,
     seen_from_attrs,
 )
+from srez_client.backends.docker.model_settings import bridge_gateway
 from srez_client.backends.docker.state import RUN_DIR
 from srez_client.errors import BackendError, MirrorError, RunNotFoundError
-from srez_client.mirror.plan import MirrorLimits, MirrorReport
-from srez_client.mirror.tar_fs import extract_run_tar, finish_copy_out
+from srez_client.transfer.plan import MirrorLimits, MirrorReport
+from srez_client.transfer.tar_fs import extract_run_tar, finish_copy_out
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +107,15 @@ def create(
         action = f"creating container {name}"
         raise engine_error(action, e) from e
     return str(container.id)
+
+
+def bridge_gateway_address(client: DockerClient) -> str:
+    """The address containers on the ``bridge`` network reach the host by (its gateway).
+
+    Raises:
+        BackendError: If the engine has no such network, or it has no IPv4 gateway.
+    """
+    return bridge_gateway(bridge_network(client))
 
 
 def bridge_network(client: DockerClient) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The address a docker backend's containers reach the host's model relay by.
 
 Pure. What the run is told about its model is :mod:`srez_client.relay.settings`; the relay is
-run for the backend by :mod:`srez_client.backends.docker.models`.
+run by the host (:mod:`srez_client.lifecycle.launch`) on the backend's ``host_address``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import io
 import os
 import secrets
 import tarfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,10 +27,14 @@ from pydantic import BaseModel, ConfigDict
 
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce, private_dir
-from srez_client.errors import BackendError
-from srez_client.results.layout import new_run_id, run_path
+from srez_client.errors import BackendError, UsageError
+from srez_client.layout import new_run_id, run_path
+from srez_core.atomic import atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest
-from srez_daemon.record.storage import atomic_write_json, utc_timestamp
+from srez_env.agents import make_agent
+from srez_env.agents.python_agent import import_path
+from srez_env.tasks import load_tasks
 
 RUN_DIR: Final = "/srez"
 """The run folder inside the container (``SREZ_RUN_DIR`` of the image)."""
@@ -82,7 +85,6 @@ def plan_launch(
     version: str,
     uid: int,
     now: datetime,
-    provenance: Mapping[str, object] | None = None,
 ) -> LaunchPlan:
     """A new run id, nonce and token, and the manifest, labels, record and ledger entry of a run.
 
@@ -90,7 +92,7 @@ def plan_launch(
         ResultsError: If the task, model or agent cannot name a results folder.
     """
     relayed = spec.relayed  # another backend (ray) named the run and counts its attempts
-    run_id = new_run_id(now) if relayed is None else relayed.run_id
+    run_id = relayed.run_id if relayed is not None else spec.run_id or new_run_id(now)
     results_root = spec.results_root.resolve()
     run_path(results_root, task_id, spec.model, agent, run_id)  # names are safe
     nonce, created = new_nonce(), utc_timestamp(now)
@@ -106,7 +108,7 @@ def plan_launch(
         srez_version=version,
         started_at=created,
         isolation="container",
-    ).model_copy(update=dict(provenance or {}))
+    ).model_copy(update=spec.provenance)
     labels = make_labels(
         run_id=run_id,
         task_id=task_id,
@@ -130,6 +132,42 @@ def plan_launch(
     if spec.time_limit_s is not None:
         environment["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
     return LaunchPlan(run_id, manifest, labels, record, owned, new_token(), environment)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChoice:
+    """The agent of a launch, checked on this host before anything is started."""
+
+    task_id: str
+    """The task's id."""
+    agent: str
+    """The agent's name (as the results layout uses it)."""
+    agent_spec: str
+    """The spec the container runs (a replay names the file put into it)."""
+    replay_file: Path | None
+    """The host's replay file to put into the container, if any."""
+
+
+def choose_agent(spec: LaunchSpec) -> AgentChoice:
+    """Check the launch's task and agent on this host (fails fast, before any state is written).
+
+    Raises:
+        UsageError: If the agent is a Python agent by import path (the image cannot import a
+            module of this machine).
+        srez_env.errors.EnvError: If the task or the agent is unknown.
+    """
+    if import_path(spec.agent_spec) is not None:
+        msg = f"--agent {spec.agent_spec}: a Python agent by import path runs on --backend inline or local (the image cannot import a module of this machine)"
+        raise UsageError(msg)
+    (task,) = load_tasks([spec.task_id])
+    host_spec, agent_spec, replay_file = agent_specs(spec.agent_spec)
+    agent = make_agent(host_spec, task, spec.run_seed)
+    return AgentChoice(task.id, agent.name, agent_spec, replay_file)
+
+
+def save_record(folder: Path, record: DockerRecord) -> None:
+    """Write the run's record (``record.json``) anew, atomically."""
+    atomic_write_json(folder / "record.json", record)
 
 
 def agent_specs(agent_spec: str) -> tuple[str, str, Path | None]:

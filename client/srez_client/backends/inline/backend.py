@@ -28,9 +28,9 @@ from srez_client.backends.inline.config import InlineConfig
 from srez_client.backends.inline.host import BACKEND, run_inline
 from srez_client.backends.state import Ledger, is_owned, private_dir
 from srez_client.errors import NoDaemonError, NotOwnedError
-from srez_client.mirror.copier import copy_tree
-from srez_client.results.layout import RUN_ID_RE
-from srez_daemon.record.storage import atomic_write_json
+from srez_client.layout import RUN_ID_RE
+from srez_client.transfer.tree import copy_tree
+from srez_core.atomic import atomic_write_json
 from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)

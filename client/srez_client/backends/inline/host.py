@@ -6,7 +6,7 @@ files, the patches and the grade are written exactly as a daemon writes them, an
 through the same translation the daemon's agent process applies
 (:func:`srez_daemon.protocol.agent.tool_call`), so an inline run's dialog is a daemon run's, ids
 and times aside. This module only drives the agent and writes ``run.json`` and ``summary.json``
-into the results layout (:mod:`srez_client.results.layout`).
+into the results layout (:mod:`srez_client.layout`).
 
 LLM agents are refused (one-line :class:`~srez_env.agents.AgentSpecError`): they call their model
 from ``srez-agent``, with provider retries, waits excluded from the time limit and credentials kept
@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from srez_client.errors import ResultsError
-from srez_client.results.layout import RandomBytes, RunFolder, new_run_id, run_path
+from srez_client.layout import RandomBytes, RunFolder, new_run_id, run_path
+from srez_core.clock import Clock, system_clock, utc_timestamp
 from srez_daemon.protocol import RunManifest, RunSummary, srez_version
 from srez_daemon.protocol.agent import SUBMIT_TOOL, tool_call
 from srez_daemon.protocol.api import submit_args
 from srez_daemon.record.episode import Episode, run_summary
 from srez_daemon.record.folder import RunPaths
-from srez_daemon.record.storage import Clock, system_clock, utc_timestamp
 from srez_env.agents import Agent, AgentSpecError, make_agent
 from srez_env.grade import Grade
 from srez_env.provenance import task_provenance

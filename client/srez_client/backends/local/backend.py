@@ -17,11 +17,10 @@ against the launcher's working folder.
 
 The daemon gets only the environment it needs (:mod:`.environment`); never the token (a file),
 and never a provider key for the built-in LLM agents (``llm``, ``llm-json``): their runs
-reach the model through the backend's model relay (:mod:`srez_client.relay.runs`, docs/security.md
-A12), as on ``docker``: one relay per backend object, on ``127.0.0.1``, started with the first such
-run and closed with the backend (:meth:`LocalBackend.close`); the run is told the relay's URL and a
-scoped token, registered at launch and revoked when the run is seen finished, stopped or removed, or
-its launch fails. The keys stay in the launcher's environment, where the relay's litellm reads them.
+reach the model through the host's model relay (docs/security.md A12), as on ``docker``: the relay
+listens on :meth:`LocalBackend.host_address` (``127.0.0.1``) in the launching process, and the run
+is told only its URL and a scoped token (``LaunchSpec.model_env``, :mod:`srez_client.lifecycle`).
+The keys stay in the launcher's environment, where the relay's litellm reads them.
 A custom command given ``--model`` (``cmd:NAME``, ``mcp:NAME``) is a program of yours that may
 speak its provider's own protocol, so it gets the provider's variables (:mod:`.environment`).
 
@@ -38,9 +37,8 @@ gone first SIGKILL every process of this user whose environment names the run's 
 (``SREZ_AGENT_SOCKET=<path>``, unique to the run; the agent and whatever it started carry it),
 with the process groups they lead. So the mirror of a run copies files that no longer change.
 
-A run whose launcher died stays in ``live/``; :meth:`LocalBackend.recover_unmirrored` (``srez runs
-list``) and :meth:`LocalBackend.mirror_stopped` (``srez mirror RUN``) mirror it by the rules of
-:mod:`srez_client.backends.recovery`, runs of this state only.
+A run whose launcher died stays in ``live/`` until the host mirrors it
+(:mod:`srez_client.lifecycle.recovery`), runs of this state only.
 """
 
 from __future__ import annotations
@@ -60,8 +58,7 @@ from typing import ClassVar, Final, Self
 
 import aiohttp
 
-from srez_client.agent_command import absolute_replay, agent_command
-from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.local.config import LocalConfig, SandboxMode
 from srez_client.backends.local.environment import daemon_environment
@@ -69,6 +66,7 @@ from srez_client.backends.local.files import (
     LocalRecord,
     agent_socket_path,
     copy_out_folder,
+    plan_manifest,
     prepare_folder,
     read_endpoint,
 )
@@ -81,7 +79,6 @@ from srez_client.backends.process import (
     tail_text,
     terminate,
 )
-from srez_client.backends.recovery import NOT_OURS, mirror_one, mirror_unmirrored
 from srez_client.backends.state import (
     Ledger,
     is_owned,
@@ -90,26 +87,15 @@ from srez_client.backends.state import (
     read_token,
 )
 from srez_client.backends.wait import poll_until_finished
-from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
-from srez_client.relay.runs import RunModels
-from srez_client.relay.server import ModelRelay
-from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
-from srez_daemon.protocol import RunManifest, srez_version
-from srez_daemon.record.storage import atomic_write_json, utc_timestamp
-from srez_env.agents import custom_agent_name, make_agent
-from srez_env.agents.llm import LLM_SPECS
-from srez_env.provenance import task_provenance
-from srez_env.tasks import load_tasks
+from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
+from srez_client.layout import RUN_ID_RE
+from srez_core.atomic import atomic_write_json
 
 logger = logging.getLogger(__name__)
 
 BACKEND: Final = "local"
 LOOPBACK: Final = "127.0.0.1"
 """Where a local backend's model relay listens: its runs' agents are processes of this host."""
-
-
-async def _loopback() -> str:
-    return LOOPBACK
 
 
 class LocalBackend(Backend):
@@ -127,6 +113,7 @@ class LocalBackend(Backend):
 
     name: ClassVar[str] = BACKEND
     runs_agent_commands: ClassVar[bool] = True
+    reaches_host: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -150,58 +137,30 @@ class LocalBackend(Backend):
         self.stop_grace_s = stop_grace_s
         self.sandbox: SandboxMode = sandbox
         """How runs' agents are isolated (checked again at each launch)."""
-        self.models = RunModels(BACKEND, _loopback, where="loopback address")
-        """The model relay of this backend's runs with a model."""
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
         """The backend a :class:`~.config.LocalConfig` describes."""
         return cls(config.state_dir, **LocalConfig.of(config).options())
 
-    def close(self) -> None:
-        """Close the model relay: every relay token stops working (a later run starts a new one)."""
-        self.models.close()
-
-    async def relay(self) -> ModelRelay:
-        """The model relay of this backend's runs with a model (started now if need be)."""
-        return await self.models.relay()
+    async def host_address(self) -> str:
+        """``127.0.0.1``: the runs' agents are processes of this host."""
+        return LOOPBACK
 
     # ------------------------------------------------------------------ launch
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Write the run's state, spawn its daemon and wait until it answers ``/api/health``. A
-        run with a model is registered with the model relay first (started now if it is the
-        first), and its token revoked if the launch fails."""
-        (task,) = load_tasks([spec.task_id])
-        agent_spec = absolute_replay(spec.agent_spec)
-        agent_cmd = agent_command(agent_spec, spec.agent_cmd, os.environ)
-        # fails fast on a bad agent; a custom command is named by its spec
-        name = custom_agent_name(agent_spec) or make_agent(agent_spec, task, spec.run_seed).name
-        if name == "llm" and spec.model in ("", "none"):
-            msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
-            raise UsageError(msg)
+        run with a model reaches it through ``spec.model_env`` (the host's model relay, listening
+        on :meth:`host_address`)."""
         isolation = await asyncio.to_thread(choose_isolation, self.sandbox, os.environ)
         now = datetime.now(UTC)
-        relayed = spec.relayed
-        run_id = new_run_id(now) if relayed is None else relayed.run_id
-        run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
-        folder = self.live / run_id
+        manifest = await asyncio.to_thread(
+            plan_manifest, spec, now, backend=BACKEND, isolation=isolation.kind
+        )  # fails fast on a bad task or agent
+        folder = self.live / manifest.run_id
         private_dir(self.live)
         folder.mkdir(mode=0o700)
-        manifest = RunManifest(
-            run_id=run_id,
-            task_id=task.id,
-            agent=name,
-            agent_spec=agent_spec,
-            agent_cmd=agent_cmd,
-            model=spec.model,
-            backend=BACKEND if relayed is None else relayed.backend,
-            attempt=None if relayed is None else relayed.attempt,
-            run_seed=spec.run_seed,
-            srez_version=srez_version(),
-            started_at=utc_timestamp(now),
-            isolation=isolation.kind,
-        ).model_copy(update=task_provenance(task))
         labels = self.ledger.claim(
             manifest,
             backend=BACKEND,
@@ -209,36 +168,21 @@ class LocalBackend(Backend):
             created_at=manifest.started_at,
         )
         record = LocalRecord(
-            run_id=run_id,
+            run_id=manifest.run_id,
             labels=labels,
             manifest=manifest,
             keep=spec.keep,
             created_at=manifest.started_at,
         )
         await asyncio.to_thread(prepare_folder, folder, record)
-        through_relay = agent_spec in LLM_SPECS and agent_cmd is None
-        try:
-            return await self._start(folder, spec, record, isolation, through_relay=through_relay)
-        except BaseException:
-            self.models.revoke(run_id)
-            raise
+        return await self._start(folder, spec, record, isolation)
 
     async def _start(
-        self,
-        folder: Path,
-        spec: LaunchSpec,
-        record: LocalRecord,
-        isolation: Isolation,
-        *,
-        through_relay: bool,
+        self, folder: Path, spec: LaunchSpec, record: LocalRecord, isolation: Isolation
     ) -> RunHandle:
-        """Spawn the prepared run's daemon (with the model relay's grant for a built-in LLM
-        agent with a model: ``through_relay``) and wait until it is ready."""
+        """Spawn the prepared run's daemon and wait until it is ready."""
         run_id = record.run_id
-        model_env = None
-        if through_relay and spec.model not in ("", "none"):
-            model_env = await self.models.environment(spec, run_id)
-        env = daemon_environment(folder, spec, self.state_dir, isolation, model_env)
+        env = daemon_environment(folder, spec, self.state_dir, isolation)
         if isolation.kind == "none":
             sys.stderr.write(warning(run_id, isolation) + "\n")
             sys.stderr.flush()
@@ -355,17 +299,14 @@ class LocalBackend(Backend):
             record = self._record(run.run_id)
             return None if record is None else self._handle(record)
 
-        done = await poll_until_finished(
+        return await poll_until_finished(
             BACKEND, run.run_id, probe, timeout_s, first_delay_s=0.01, max_delay_s=0.2
         )
-        self.models.revoke(run.run_id)  # the agent phase is over: its model is no longer its
-        return done
 
     async def stop(self, run: RunHandle) -> None:
         """SIGTERM the daemon's group, SIGKILL after the grace, then kill an agent it left
         behind; nothing if all are gone."""
         record = self._owned(run)
-        self.models.revoke(run.run_id)
         if record is None or record.pid is None:
             return
         await terminate(record.pid, record.pid_start, self.stop_grace_s)
@@ -388,7 +329,6 @@ class LocalBackend(Backend):
     async def remove(self, run: RunHandle) -> None:
         """Stop the run, then delete ``live/<run-id>`` and its ledger entry (not its results)."""
         record = self._owned(run)
-        self.models.revoke(run.run_id)
         if record is None:
             if not (self.live / run.run_id).exists():
                 self.ledger.forget(run.run_id)  # a removal that stopped half-way
@@ -439,21 +379,9 @@ class LocalBackend(Backend):
         await asyncio.to_thread(copy_out_folder, folder, dest, run.run_id)
         return dest
 
-    # ------------------------------------------------------------------ hooks of the commands
-
-    async def mirror_stopped(
-        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
-    ) -> MirrorOutcome:
-        """Mirror one stopped run of this state (runs of other states are refused, whatever
-        ``results_root``); see :mod:`..recovery`."""
-        refusal = None if run.owned else NOT_OURS
-        return await mirror_one(self, run, scratch, refusal=refusal, remove=remove)
+    # ------------------------------------------------------------------ optional
 
     async def stopped_run_folder(self, run: RunHandle) -> Path | None:
         """``live/<run-id>/run``, once an agent its dead daemon left is killed."""
         await self.stop(run)  # checks ownership too
         return self.live / run.run_id / "run"
-
-    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
-        """Mirror, with :meth:`mirror_stopped`, the stopped runs of this state nobody mirrored."""
-        return await mirror_unmirrored(self, scratch)

@@ -23,6 +23,7 @@ from srez_client.backends.base import LaunchSpec
 from srez_client.backends.local.files import agent_socket_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
 from srez_daemon.protocol.agent import model_variables
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.agents.python_agent import import_path, module_source
 
 PASS_ENV: Final = (
@@ -63,12 +64,12 @@ def daemon_environment(
     spec: LaunchSpec,
     state_dir: Path,
     isolation: Isolation = NO_ISOLATION,
-    model_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of the daemon of the run whose live folder is ``folder``: what passes
     from this one, where its files are, its sandbox (which hides ``state_dir``) and its model:
-    ``model_env``, the relay's grant (:class:`~srez_client.relay.runs.RunModels`) for a built-in
-    LLM agent; None for a custom command, which gets the provider's variables instead."""
+    ``spec.model_env``, the host's model relay grant, for a built-in LLM agent (never a provider
+    key: without a grant it gets nothing of its model); a custom command gets the provider's
+    variables instead."""
     env = passed_environment(os.environ)
     if "SREZ_AGENT_CMD" in env:
         env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
@@ -96,9 +97,9 @@ def daemon_environment(
     if spec.time_limit_s is not None:
         env["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
     if spec.model not in ("", "none"):
-        if model_env is not None:
-            env.update(model_env)
-        else:
+        if spec.agent_spec in LLM_SPECS:
+            env.update(spec.model_env)
+        else:  # a custom command's model and key are its own business
             env.update(model_variables(os.environ))
             env.update(spec.agent_env)
     return env

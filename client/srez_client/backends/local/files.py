@@ -13,15 +13,22 @@ import logging
 import os
 import secrets
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from srez_client.mirror.copier import copy_tree
-from srez_client.mirror.plan import DEFAULT_LIMITS
-from srez_daemon.protocol import RunManifest
-from srez_daemon.record.storage import atomic_write_json
+from srez_client.backends.base import LaunchSpec
+from srez_client.errors import UsageError
+from srez_client.layout import new_run_id, run_path
+from srez_client.transfer.plan import DEFAULT_LIMITS
+from srez_client.transfer.tree import copy_tree
+from srez_core.atomic import atomic_write_json
+from srez_core.clock import utc_timestamp
+from srez_daemon.protocol import RunManifest, srez_version
+from srez_env.agents import custom_agent_name, make_agent
+from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +68,44 @@ class LocalRecord(BaseModel):
     pid_start: int | None = None
     """Start time of ``pid`` (clock ticks since boot): a reused pid is not our daemon."""
     created_at: str
+
+
+def plan_manifest(spec: LaunchSpec, now: datetime, *, backend: str, isolation: str) -> RunManifest:
+    """The ``run.json`` of a new run: its id (the host's, the relaying backend's, or a new one),
+    its agent checked (a custom command is named by its spec), the task's provenance as the host
+    gave it.
+
+    Raises:
+        srez_env.errors.EnvError: If the task or the agent is unknown.
+        UsageError: If an LLM agent has no model.
+        ResultsError: If the task, model or agent cannot name a results folder.
+    """
+    (task,) = load_tasks([spec.task_id])
+    name = (
+        custom_agent_name(spec.agent_spec) or make_agent(spec.agent_spec, task, spec.run_seed).name
+    )
+    if name == "llm" and spec.model in ("", "none"):
+        msg = (
+            f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
+        )
+        raise UsageError(msg)
+    relayed = spec.relayed
+    run_id = relayed.run_id if relayed is not None else spec.run_id or new_run_id(now)
+    run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
+    return RunManifest(
+        run_id=run_id,
+        task_id=task.id,
+        agent=name,
+        agent_spec=spec.agent_spec,
+        agent_cmd=spec.agent_cmd,
+        model=spec.model,
+        backend=backend if relayed is None else relayed.backend,
+        attempt=None if relayed is None else relayed.attempt,
+        run_seed=spec.run_seed,
+        srez_version=srez_version(),
+        started_at=utc_timestamp(now),
+        isolation=isolation,
+    ).model_copy(update=spec.provenance)
 
 
 def prepare_folder(folder: Path, record: LocalRecord) -> None:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from srez_client.agent_command import absolute_argv
 from srez_client.backends.local.config import SandboxMode
 from srez_client.errors import BackendError
+from srez_client.shell_words import absolute_argv
 from srez_daemon.protocol.sandbox import find_bwrap, namespace_options
 
 INSTALL_HINT: Final = "apt-get install bubblewrap"

@@ -6,7 +6,7 @@ with the cluster's run registry (:mod:`.actor`) and submits :func:`.task.execute
 ``docker``, and the task returns the finished run folder as a tar stream. ``wait`` receives it and
 keeps it in ``$SREZ_STATE/ray/<run-id>/`` (``run.tar``, ``daemon.log``, ``record.json``); the
 mirror then writes it into ``results/`` as for any backend (``copy_out`` extracts it with the
-tar planner of :mod:`srez_client.mirror.tar`, the mirror renames ``.partial`` into place).
+tar planner of :mod:`srez_client.transfer.tar`, the mirror renames ``.partial`` into place).
 
 A worker or node lost mid-run: Ray runs the task again elsewhere under a new attempt id; only the
 attempt that returns is written, and its ``run.json`` lists every attempt that started.
@@ -14,8 +14,8 @@ attempt that returns is written, and its ``run.json`` lists every attempt that s
 What does not apply, and why: a run's daemon listens on its node's loopback only, so ``endpoint``
 and ``token`` raise :class:`~srez_client.errors.NoDaemonError`; ``srez attach`` follows the run
 through the registry instead (:meth:`RayBackend.relayed_dialog`). ``keep`` has no effect (the
-task returns once the run is finished), custom agent commands (``cmd:NAME``) are not sent to
-nodes, and ``logs`` has the daemon's output once the run came back.
+task returns once the run is finished), custom agent commands (``cmd:NAME``) and LLM agents (the
+host's model relay is not carried to the nodes) are not sent to nodes, and ``logs`` has the daemon's output once the run came back.
 
 Without ``ray_address`` each command starts a Ray instance of its own on 127.0.0.1, which ends
 with it: runs are then in flight only while their launcher lives, and ``srez runs list`` of
@@ -39,21 +39,20 @@ from typing import Any, ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from srez_client.agent_command import absolute_replay
-from srez_client.backends.base import Backend, LaunchSpec, MirrorOutcome, RunHandle, not_found
+from srez_client.backends.base import Backend, LaunchSpec, RunHandle, not_found
 from srez_client.backends.config import BackendConfig
 from srez_client.backends.local.config import SandboxMode
 from srez_client.backends.ray.actor import TERMINAL, in_flight, registry_actor
 from srez_client.backends.ray.config import RayConfig
 from srez_client.backends.ray.connect import connect
 from srez_client.backends.ray.task import NodeRequest, NodeResult, execute_run
-from srez_client.backends.recovery import NOT_OURS, is_mirrored, mirror_one
 from srez_client.backends.state import Ledger, is_owned, private_dir, read_record
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError, UsageError
-from srez_client.mirror.tar_fs import extract_run_tar, finish_copy_out
-from srez_client.results.layout import RUN_ID_RE, new_run_id, run_path
+from srez_client.layout import RUN_ID_RE, new_run_id, run_path
+from srez_client.transfer.tar_fs import extract_run_tar, finish_copy_out
+from srez_core.atomic import atomic_write_bytes, atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
-from srez_daemon.record.storage import atomic_write_bytes, atomic_write_json, utc_timestamp
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.provenance import task_provenance
 from srez_env.tasks import load_tasks
@@ -162,7 +161,7 @@ class RayBackend(Backend):
         """Name the run, register it and submit its task (it is ``running`` until it comes
         back)."""
         (task,) = load_tasks([spec.task_id])
-        agent_spec = absolute_replay(spec.agent_spec)
+        agent_spec = spec.agent_spec
         if custom_agent_name(agent_spec):
             msg = f"the ray backend does not send custom agent commands to its nodes ({agent_spec!r}); use --backend local or docker"
             raise UsageError(msg)
@@ -170,8 +169,11 @@ class RayBackend(Backend):
         if name == "llm" and spec.model in ("", "none"):
             msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
             raise UsageError(msg)
+        if name == "llm":
+            msg = f"the ray backend does not carry the host's model relay to its nodes yet ({agent_spec!r}); run LLM agents with --backend local or docker"
+            raise UsageError(msg)
         now = datetime.now(UTC)
-        run_id = new_run_id(now)
+        run_id = spec.run_id or new_run_id(now)
         run_path(spec.results_root, task.id, spec.model, name, run_id)  # names are safe
         manifest = RunManifest(
             run_id=run_id,
@@ -407,26 +409,17 @@ class RayBackend(Backend):
         await asyncio.to_thread(finish_copy_out, dest, report, [log], run_id=run.run_id)
         return dest
 
-    # ------------------------------------------------------------------ hooks of the commands
+    # ------------------------------------------------------------------ optional
 
-    async def mirror_stopped(
-        self, run: RunHandle, scratch: Path, *, results_root: Path, remove: bool = False
-    ) -> MirrorOutcome:
-        """Mirror one run of this state that came back (others are refused)."""
-        refusal = None if run.owned else NOT_OURS
-        return await mirror_one(self, run, scratch, refusal=refusal, remove=remove)
-
-    async def recover_unmirrored(self, scratch: Path) -> builtins.list[MirrorOutcome]:
-        """Mirror the runs of this state that came back and nobody mirrored (a run that never
-        came back, its launcher gone, has nothing to mirror)."""
-        outcomes = []
+    async def copyable(self) -> builtins.list[RunHandle]:
+        """The runs that came back (a run that never came back, its launcher gone, has nothing
+        to copy)."""
+        handles = []
         for handle in await self.list(include_exited=True):
             record = self._record(handle.run_id)
-            if record is None or record.outcome != "returned" or handle.status == "running":
-                continue
-            if handle.owned and not is_mirrored(handle):
-                outcomes.append(await self.mirror_stopped(handle, scratch, results_root=Path()))
-        return outcomes
+            if record is not None and record.outcome == "returned" and handle.status != "running":
+                handles.append(handle)
+        return handles
 
     async def relayed_dialog(self, run: RunHandle, offset: int = 0) -> AsyncIterator[bytes]:
         """The run's dialog lines as its node relays them to the registry, from line ``offset``

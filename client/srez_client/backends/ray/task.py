@@ -32,8 +32,9 @@ from srez_client.backends.base import Backend, LaunchSpec, RelayedRun, RunHandle
 from srez_client.backends.registry import make_backend, parse_config
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, NoDaemonError
+from srez_core.atomic import atomic_write_json
+from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunAttempt, RunManifest, encode_entry
-from srez_daemon.record.storage import atomic_write_json, utc_timestamp
 
 logger = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from srez_client.errors import UsageError
-from srez_daemon.record.storage import atomic_write_bytes
+from srez_core.atomic import atomic_write_bytes
 
 HEADER: Final = "Authorization"
 REFUSAL: Final = orjson.dumps(

@@ -1,9 +1,9 @@
 """Which areas of the run viewer are shown and how big they are: pure state the keys change.
 
 The viewer has three areas: left (the dialog), center (the tabs of
-:data:`srez_client.tui.tabs.TABS`, in their order) and bottom (logs). Each can be hidden, and the
-two splits (left width, bottom height) move in steps; at least one of left and center always
-stays visible, so the screen is never empty.
+:data:`srez_client.tui.viewmodels.tabs.TABS`, in their order) and bottom (logs). Each can be
+hidden, and the two splits (left width, bottom height) move in steps; at least one of left and
+center always stays visible, so the screen is never empty.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from srez_client.tui.tabs import TABS
+from srez_client.tui.viewmodels.tabs import TABS
 
 Area = Literal["left", "center", "bottom"]
 LEFT_MIN, LEFT_MAX, LEFT_STEP = 20, 80, 5
@@ -30,7 +30,7 @@ class Layout:
     left_percent: int = 45
     bottom_rows: int = 8
     tab: str = TABS[0].name
-    """The center tab shown (a :class:`~srez_client.tui.tabs.Tab` name)."""
+    """The center tab shown (a :class:`~srez_client.tui.viewmodels.tabs.Tab` name)."""
     terminal: bool = True
     """Whether the Terminal tab is offered (the daemon has one and ``SREZ_TERMINAL`` allows)."""
 

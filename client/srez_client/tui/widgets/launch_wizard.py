@@ -17,8 +17,9 @@ import urwid
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import ClientError
+from srez_client.lifecycle.launch import RunLauncher
+from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.models_catalog import valid_slug
-from srez_client.runs import run_to_results, scratch_dir
 from srez_client.tui.shell import Shell
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
@@ -179,19 +180,27 @@ class LaunchWizard(urwid.WidgetWrap[urwid.Widget]):
                 time_limit_s=choice.limit_s,
                 results_root=self.shell.results_root,
             )
+            launcher = RunLauncher(backend)  # one model relay per run, closed once it is mirrored
             try:
-                handle = await backend.launch(spec)
+                handle = await launcher.launch(spec)
             except (ClientError, EnvError, OSError) as e:
+                launcher.close()
                 self.shell.notify(f"{task}: not launched: {e}")
                 continue
             launched += 1
             self.shell.open_run(handle.run_id)
-            self.shell.spawn(self._mirror(backend, spec, handle), f"mirror-{handle.run_id}")
+            self.shell.spawn(self._mirror(launcher, spec, handle), f"mirror-{handle.run_id}")
         self.shell.notify(f"launched {launched} of {len(choice.tasks)} runs on {choice.backend}")
 
-    async def _mirror(self, backend: Backend, spec: LaunchSpec, handle: RunHandle) -> None:
-        with contextlib.suppress(ClientError, OSError):
-            await run_to_results(backend, spec, scratch_dir(self.shell.state_dir), handle=handle)
+    async def _mirror(self, launcher: RunLauncher, spec: LaunchSpec, handle: RunHandle) -> None:
+        scratch = scratch_dir(self.shell.state_dir)
+        try:
+            with contextlib.suppress(ClientError, OSError):
+                await run_to_results(
+                    launcher.backend, spec, scratch, handle=handle, launcher=launcher
+                )
+        finally:
+            launcher.close()
 
 
 def open_wizard(shell: Shell, backends: Sequence[Backend]) -> None:

@@ -2,9 +2,10 @@
 
 It adapts a :class:`~srez_client.tui.viewer_feed.RunFeed` (which fills the models from a live or
 finished run source) and the :class:`~srez_client.tui.viewmodels.layout.Layout`. The center tabs
-are the rows of :data:`~srez_client.tui.tabs.TABS`: each tab's pane is built the first time it is
-shown and refreshed after the model changes its row names. Keys go to the focused panel first;
-what it leaves is looked up in the key table (``tui/keys.py``), and the action found there in
+are the rows of :data:`~srez_client.tui.viewmodels.tabs.TABS`: each tab's pane is built by its
+entry of :data:`~srez_client.tui.widgets.tab_panes.PANES` the first time it is shown, and
+refreshed after the model changes its row names. Keys go to the focused panel first; what it
+leaves is looked up in the key table (``tui/keys.py``), and the action found there in
 :data:`ACTIONS`.
 """
 
@@ -19,15 +20,16 @@ import urwid
 from srez_client.tui.keys import action_for, context_action, keys_for
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource
-from srez_client.tui.tabs import TAB_BY_NAME, TABS, TabPane
 from srez_client.tui.viewer_feed import RunFeed
 from srez_client.tui.viewmodels.changes import Side
 from srez_client.tui.viewmodels.layout import Layout
 from srez_client.tui.viewmodels.run_details import alerts_at_t0, details_text, top_line
+from srez_client.tui.viewmodels.tabs import TAB_BY_NAME, TABS
 from srez_client.tui.widgets.dialog_view import DialogPane
 from srez_client.tui.widgets.dialogs import TextBox
 from srez_client.tui.widgets.logs_view import LogsView
 from srez_client.tui.widgets.sizing import Size
+from srez_client.tui.widgets.tab_panes import PANES, TabPane
 from srez_client.tui.widgets.viewer_save import save_dialog, save_patch
 
 
@@ -148,7 +150,7 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         pane = self.panes.get(name)
         if pane is None:
             tab = TAB_BY_NAME[name]
-            pane = self.panes[name] = tab.view(self)
+            pane = self.panes[name] = PANES[name](self)
             if tab.refresh_on & self._announced:
                 pane.refresh()
         return pane

@@ -13,7 +13,7 @@ from srez_client.errors import ClientError
 from srez_client.tui.shell import Shell
 from srez_client.tui.source import RunSource, SourceUnavailable
 from srez_client.tui.widgets.dialogs import Choice, Prompt
-from srez_daemon.record.storage import atomic_write_bytes
+from srez_core.atomic import atomic_write_bytes
 
 
 def save_dialog(shell: Shell, source: RunSource) -> None:

@@ -15,7 +15,7 @@ from srez_client.managed import api
 from srez_client.managed.models import Checkpoint, TaskRecord, make_target
 from srez_client.managed.store import ManagedPaths, save_checkpoint
 from srez_client.tui.dashboard.widgets import render_text
-from srez_daemon.record.aio import spawn
+from srez_core.aio import spawn
 
 SIZE = (120, 40)
 

@@ -1,7 +1,7 @@
 """What a mirror copies and what it skips, decided from a listing alone. Pure: no I/O.
 
 The listing (:class:`SourceEntry`, one per ``lstat`` result, parents before children) comes from
-:func:`srez_client.mirror.fs.scan_tree`; :func:`plan_entries` turns it into a :class:`MirrorPlan`:
+:func:`srez_client.transfer.fs.scan_tree`; :func:`plan_entries` turns it into a :class:`MirrorPlan`:
 folders and regular files with a single link are copied; symlinks, hardlinked files, FIFOs,
 sockets, devices, bad names and the mirror's own reserved names are skipped and recorded; the caps
 of :class:`MirrorLimits` are applied to the listed sizes (docs/security.md A5, A6).

@@ -22,7 +22,8 @@ from typing import Final, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from srez_client.errors import MirrorError
-from srez_client.mirror.plan import (
+from srez_client.sanitize import escape_bytes
+from srez_client.transfer.plan import (
     DEFAULT_LIMITS,
     RECORD_FILES,
     FileRecord,
@@ -36,7 +37,6 @@ from srez_client.mirror.plan import (
     entry_type,
     file_cap,
 )
-from srez_client.sanitize import escape_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ def execute_plan(
         src_root: The listed folder.
         dest_parent_fd: Descriptor of the folder to create ``dest_name`` in.
         dest_name: The new folder (it must not exist).
-        plan: From :func:`srez_client.mirror.plan.plan_entries` over ``src_root``'s listing.
+        plan: From :func:`srez_client.transfer.plan.plan_entries` over ``src_root``'s listing.
         limits: The caps (bytes are counted again while reading: a file may have grown).
 
     Returns:
@@ -303,7 +303,7 @@ def _copy_file(
         state.skipped.append(Skipped(entry.parts, entry.type, src))
         return
     own_cap = file_cap(entry.parts, limits)
-    # the run's record is copied whatever the total budget (srez_client.mirror.plan.RECORD_FILES)
+    # the run's record is copied whatever the total budget (srez_client.transfer.plan.RECORD_FILES)
     cap = own_cap if entry.parts in RECORD_FILES else min(own_cap, state.budget)
     try:
         written = write_new_file(level.dst, name, lambda n: os.read(src, n), cap)

@@ -11,7 +11,7 @@ before any of its bytes are read, by :class:`TarPlanner`:
   folder, or was seen before (a second member of one name would overwrite the first);
 * a member is written only inside a folder that was itself accepted (``bad_parent`` otherwise),
   so a folder symlink ``d -> /`` followed by ``d/tmp/pwned`` writes nothing;
-* the caps of :class:`~srez_client.mirror.plan.MirrorLimits` are applied to the sizes in the
+* the caps of :class:`~srez_client.transfer.plan.MirrorLimits` are applied to the sizes in the
   headers, never to a filesystem ``stat``: a 1 TB sparse file is refused (``too_large``) without
   being read; beyond ``max_files`` files (``file_cap``) or ``max_total_bytes`` (``total_cap``)
   members are refused and the copy is marked ``artifacts_truncated``;
@@ -21,7 +21,7 @@ before any of its bytes are read, by :class:`TarPlanner`:
   still reached;
 * after :data:`MEMBER_BUDGET_FACTOR` × ``max_files`` + 10,000 members the planner says stop.
 
-Refusals are :class:`~srez_client.mirror.plan.Skipped` entries, so ``mirror.json`` lists them as
+Refusals are :class:`~srez_client.transfer.plan.Skipped` entries, so ``mirror.json`` lists them as
 the directory mirror does.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from srez_client.mirror.plan import (
+from srez_client.transfer.plan import (
     COPY_OUT_RESERVED,
     DEFAULT_LIMITS,
     RECORD_FILES,

@@ -23,10 +23,12 @@ from typing import Final
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
 from srez_client.errors import BackendError
+from srez_client.layout import run_path
+from srez_client.lifecycle.launch import RunLauncher
 from srez_client.mirror.copier import mirror_run
-from srez_client.mirror.fs import read_small_model
-from srez_client.results.layout import run_path
+from srez_client.results.finder import read_summary
 from srez_client.results.regrade import regrade_copy
+from srez_client.transfer.fs import read_small_model
 from srez_daemon.protocol import RunManifest, RunSummary
 
 logger = logging.getLogger(__name__)
@@ -115,11 +117,6 @@ async def collect(
         await asyncio.to_thread(shutil.rmtree, copied, True)
 
 
-def read_summary(results_dir: Path) -> RunSummary | None:
-    """``summary.json`` of a results folder, or None."""
-    return read_small_model(results_dir, b"summary.json", RunSummary, 1 << 20)
-
-
 async def run_to_results(
     backend: Backend,
     spec: LaunchSpec,
@@ -128,6 +125,7 @@ async def run_to_results(
     timeout_s: float | None = None,
     progress: Progress | None = None,
     handle: RunHandle | None = None,
+    launcher: RunLauncher | None = None,
 ) -> RunOutcome:
     """Launch (unless ``handle`` is given), wait, stop if late, and mirror a run.
 
@@ -138,6 +136,9 @@ async def run_to_results(
         timeout_s: Stop the run if it is not finished after this long.
         progress: Receives progress lines.
         handle: An already launched run to follow instead of launching one.
+        launcher: What launched it, or launches it (default: a launcher of this run alone,
+            whose model relay is closed once the run has ended); the run's relay token is
+            revoked once it has ended.
 
     Returns:
         The outcome, with the results folder.
@@ -146,10 +147,47 @@ async def run_to_results(
         BackendError: If the run cannot be launched or copied out.
         srez_env.errors.EnvError: If the task or agent is unknown.
     """
+    own = launcher is None
+    runs = RunLauncher(backend) if launcher is None else launcher
+    try:
+        return await _follow(backend, spec, scratch, timeout_s, progress, handle, runs)
+    finally:
+        if own:
+            runs.close()
+
+
+async def _follow(
+    backend: Backend,
+    spec: LaunchSpec,
+    scratch: Path,
+    timeout_s: float | None,
+    progress: Progress | None,
+    handle: RunHandle | None,
+    launcher: RunLauncher,
+) -> RunOutcome:
     say = progress or (lambda _line: None)
     if handle is None:
-        handle = await backend.launch(spec)
+        handle = await launcher.launch(spec)
         say(f"run {handle.run_id}: launched on {backend.name}")
+    try:
+        handle, timed_out = await _wait_ended(backend, spec, handle, timeout_s, say)
+    finally:
+        launcher.revoke(handle.run_id)  # the agent phase is over: its model is no longer its
+    if not handle.finished:
+        logger.warning("run %s ended without summary.json", handle.run_id)
+    results = await collect(backend, handle, scratch)
+    say(f"run {handle.run_id}: results in {results}")
+    return RunOutcome(handle, results, read_summary(results), timed_out)
+
+
+async def _wait_ended(
+    backend: Backend,
+    spec: LaunchSpec,
+    handle: RunHandle,
+    timeout_s: float | None,
+    say: Progress,
+) -> tuple[RunHandle, bool]:
+    """Wait until the run is finished (stopping it if late) and, unless kept, its process gone."""
     timed_out = False
     try:
         handle = await backend.wait(handle, timeout_s)
@@ -166,11 +204,7 @@ async def run_to_results(
                 f"run {handle.run_id}: daemon still up {EXIT_GRACE_S:g} s after the run; stopping it"
             )
             await backend.stop(handle)
-    if not handle.finished:
-        logger.warning("run %s ended without summary.json", handle.run_id)
-    results = await collect(backend, handle, scratch)
-    say(f"run {handle.run_id}: results in {results}")
-    return RunOutcome(handle, results, read_summary(results), timed_out)
+    return handle, timed_out
 
 
 async def _wait_exit(backend: Backend, handle: RunHandle, timeout_s: float) -> RunHandle:

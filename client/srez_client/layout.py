@@ -13,7 +13,7 @@ and renamed when complete, so a folder under its final name is always complete. 
 
 Durability: a folder made with ``sync=False`` (the inline backend's runs) writes its files
 without an fsync per write or dialog entry; :meth:`RunFolder.complete` then flushes the folder
-whole, once (:func:`~srez_daemon.record.storage.fsync_tree`: one ``syncfs`` on Linux), before the
+whole, once (:func:`~srez_core.atomic.fsync_tree`: one ``syncfs`` on Linux), before the
 atomic rename and the fsync of the parent. A crash before the rename
 leaves only the ``.partial`` folder (discarded, never reported); after it, the whole run is on
 disk. With ``sync=True`` each file is flushed as it is written (the daemon's live dialog).
@@ -33,15 +33,9 @@ from typing import Final, Self
 from pydantic import BaseModel
 
 from srez_client.errors import ResultsError
-from srez_daemon.record.storage import (
-    Clock,
-    DialogWriter,
-    atomic_write_bytes,
-    atomic_write_json,
-    fsync_dir,
-    fsync_tree,
-    system_clock,
-)
+from srez_core.atomic import atomic_write_bytes, atomic_write_json, fsync_dir, fsync_tree
+from srez_core.clock import Clock, system_clock
+from srez_daemon.record.storage import DialogWriter
 
 logger = logging.getLogger(__name__)
 

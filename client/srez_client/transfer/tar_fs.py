@@ -1,9 +1,9 @@
-"""Write a run folder from a tar stream, safely: the filesystem side of :mod:`srez_client.mirror.tar`.
+"""Write a run folder from a tar stream, safely: the filesystem side of :mod:`srez_client.transfer.tar`.
 
 A container's run folder arrives as a tar stream, read once, front to back. Each member is judged
-from its header by :class:`~srez_client.mirror.tar.TarPlanner` before any byte of it is read;
+from its header by :class:`~srez_client.transfer.tar.TarPlanner` before any byte of it is read;
 only accepted folders and regular files are written, through the same primitives as the directory
-mirror (:mod:`srez_client.mirror.fs`): folders are made by this process and opened with
+mirror (:mod:`srez_client.transfer.fs`): folders are made by this process and opened with
 ``O_NOFOLLOW``, files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` under them and fsynced.
 Nothing is ever extracted by ``tarfile`` itself, so no link, device or FIFO is ever made, and no
 name from the stream is ever resolved against the host's filesystem.
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.errors import MirrorError
-from srez_client.mirror.copier import write_record
-from srez_client.mirror.fs import O_DIR, open_dir_nofollow, write_new_file
-from srez_client.mirror.plan import (
+from srez_client.sanitize import escape_bytes
+from srez_client.transfer.fs import O_DIR, open_dir_nofollow, write_new_file
+from srez_client.transfer.plan import (
     CONTAINER_LOG,
     DEFAULT_LIMITS,
     RECORD_FILES,
@@ -39,8 +39,8 @@ from srez_client.mirror.plan import (
     MirrorReport,
     Skipped,
 )
-from srez_client.mirror.tar import Accept, Dropped, Root, Stop, TarPlanner, member_of
-from srez_client.sanitize import escape_bytes
+from srez_client.transfer.tar import Accept, Dropped, Root, Stop, TarPlanner, member_of
+from srez_client.transfer.tree import write_record
 
 logger = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def _write_members(
             if source is None:  # isreg() members always have data; be strict anyway
                 writer.skipped.append(Skipped(decision.parts, "file", "unreadable"))
                 continue
-            # the run's record is copied whatever the total budget (srez_client.mirror.plan.RECORD_FILES)
+            # the run's record is copied whatever the total budget (srez_client.transfer.plan.RECORD_FILES)
             record = decision.parts in RECORD_FILES
             cap = decision.size if record else min(decision.size, budget)
             with source:
