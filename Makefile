@@ -10,7 +10,7 @@ JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
 .PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base \
-	docs docs-serve cli-docs architecture-docs tui-screens clean
+	docs docs-serve cli-docs architecture-docs tui-screens view-screens clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -102,6 +102,11 @@ architecture-docs: $(STAMP)
 # Text screenshots of the real TUI (tmux capture-pane) into docs/watch.md.
 tui-screens: $(STAMP)
 	$(PY) docs/capture_tui.py
+
+# The screenshots of docs/view.md and the README, taken by the browser tests (Debian's chromium).
+view-screens: $(STAMP)
+	SREZ_TEST_ARTIFACTS=docs/images REQUIRE_BROWSER=1 $(PY) -m pytest tests/client/web/test_web_browser.py -q -k "test_browse_filter_and_read_a_run or test_follow_a_live_local_run"
+	rm -f docs/images/view-runs.png
 
 clean:
 	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache site

@@ -8,7 +8,8 @@
 LLM runs through the model relay; 1 and 10 runs here, the 10/50/100 scale with ``make bench-thin``) and
 ``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without)
 and ``startup`` (:mod:`bench.startup`: how long ``srez`` takes to answer, ``srez eval`` and
-``make run`` whole, and the inline host's runs per second, each against ``python -c pass``).
+``make run`` whole, and the inline host's runs per second, each against ``python -c pass``) and
+``view`` (:mod:`bench.view`: ``srez view``'s runs list of 10,000 finished runs, against 300 ms).
 
 ``python -m bench --only startup,report`` prints only the sections named (comma list).
 
@@ -162,6 +163,7 @@ SECTIONS: Final = (
     "thin",
     "report",
     "startup",
+    "view",
 )
 """Every section, in the order they are measured and printed."""
 
@@ -216,6 +218,10 @@ def section(name: str) -> Any:
         from bench.startup import startup_figures
 
         return startup_figures()
+    if name == "view":
+        from bench.view import view_figures
+
+        return view_figures()
     msg = f"no bench section {name!r} (sections: {', '.join(SECTIONS)})"
     raise ValueError(msg)
 

@@ -1,7 +1,9 @@
 """Suite-wide rules: docker-marked tests skip only when no Docker engine answers, and fail
 instead when ``REQUIRE_DOCKER=1`` (so CI cannot go green by silently skipping them); tmux-marked
 tests likewise skip only when tmux is missing, and fail instead when ``REQUIRE_TMUX=1``; pty-marked
-tests skip only when no pseudo-terminal opens, and fail instead when ``REQUIRE_PTY=1``; tests that
+tests skip only when no pseudo-terminal opens, and fail instead when ``REQUIRE_PTY=1``;
+browser-marked tests skip only when Debian's chromium or chromedriver is missing, and fail instead
+when ``REQUIRE_BROWSER=1``; tests that
 take the ``bwrap`` fixture skip only when bubblewrap cannot make a sandbox here, and fail instead
 when ``REQUIRE_BWRAP=1``; the ``fake_openai`` fixture, a scripted OpenAI-compatible server (``tests/fakes/openai_server.py``);
 and no resource may outlive the session: after the last test's teardown, a garbage collection
@@ -46,6 +48,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ("docker", "REQUIRE_DOCKER", _engine_problem),
         ("tmux", "REQUIRE_TMUX", _tmux_problem),
         ("pty", "REQUIRE_PTY", _pty_problem),
+        ("browser", "REQUIRE_BROWSER", _browser_problem),
     )
     for marker, required_by, problem_of in needs:
         marked = [item for item in items if item.get_closest_marker(marker)]
@@ -56,6 +59,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{required_by}=1 but {problem}")
         for item in marked:
             item.add_marker(pytest.mark.skip(reason=problem))
+
+
+def _browser_problem() -> str | None:
+    missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
+    return (
+        f"{' and '.join(missing)} not installed (Debian: chromium chromium-driver)"
+        if missing
+        else None
+    )
 
 
 def _tmux_problem() -> str | None:

@@ -650,6 +650,13 @@ INSPECT: list[tuple[str, tuple[Step, ...]]] = [
 each sample of the generated sets; ``{view_port}`` is a free port."""
 
 NOT_WALKED = {
+    "srez view": "a server that serves until stopped: tests/client/web/test_web_browser.py starts "
+    "the command and drives it in Debian's chromium (a results folder, hosted mode, a live run)",
+    "srez view --results runs/ --port 8080": "as srez view; the browser tests pass --results and "
+    "a free port (8080 may be taken on a test machine)",
+    "srez view --hosted --results /srv/srez-results --host 0.0.0.0 --allow-host srez.example.org": "a "
+    "test binds loopback only; the browser tests run --hosted, and tests/client/web/test_web_server.py "
+    "checks the Host rules --allow-host extends",
     "ray start --head --node-ip-address 127.0.0.1 --include-dashboard false": "a Ray head needs "
     "the ray extra and about a gigabyte; tests/client/test_ray_cluster.py starts a head and two "
     "worker nodes on 127.0.0.1 with ray.cluster_utils instead",

@@ -32,6 +32,7 @@ from srez_client.cli.parser import (
     add_mirror_commands,
     add_runs_commands,
     add_tui_commands,
+    add_view_command,
     command,
 )
 from srez_client.errors import ClientError
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_command(sub)
     add_managed_command(sub)
     add_tui_commands(sub)
+    add_view_command(sub)
     add_mcp_command(sub, [tasks_dir])
     _name_help_parsers(parser)
     return parser

@@ -343,6 +343,34 @@ def add_tui_commands(sub: Any) -> None:
     ex.set_defaults(func=command("srez_client.cli.tui:cmd_explain"))
 
 
+def add_view_command(sub: Any) -> None:
+    """Add ``view`` to the subcommands ``sub`` of ``srez``."""
+    view = sub.add_parser("view", help="the runs in a browser: a results folder, and live runs")
+    view.add_argument("--results", type=Path, default=Path("results"), help="results root")
+    view.add_argument(
+        "--port", type=_port_number, default=0, help="port to listen on (default: a free one)"
+    )
+    view.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)"
+    )
+    view.add_argument(
+        "--hosted",
+        action="store_true",
+        help="results only, read-only (no live runs, stop or terminal): for a team behind a proxy",
+    )
+    view.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name the server answers to (a reverse proxy's); repeatable",
+    )
+    view.add_argument(
+        "--backend", default=None, choices=BACKEND_NAMES, help="where live runs are (default: all)"
+    )
+    view.set_defaults(func=command("srez_client.cli.view:cmd_view"))
+
+
 def add_mcp_command(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``mcp`` to the subcommands ``sub`` of ``srez`` (``parents``: ``--tasks-dir``)."""
     mcp = sub.add_parser(

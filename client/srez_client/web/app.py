@@ -1,0 +1,170 @@
+"""The ``srez view`` server: one page app over a results folder and the backends' live runs.
+
+Routes (every one behind :mod:`srez_client.web.security`):
+
+* ``GET /``: the page; ``GET /static/{name}``: its script and style (a fixed list of files).
+* ``GET /api/config``: what this server offers (hosted or not, live runs, terminal).
+* ``GET /api/runs``: one page of the runs list (:func:`srez_client.web.catalog.parse_query`
+  names the parameters); ``GET /api/leaderboard`` and ``GET /api/matrix``: the folder's report.
+* ``GET /api/runs/{id}``: a run's views (:class:`srez_client.web.views.RunView`);
+  ``GET /api/runs/{id}/download/{dialog.jsonl|patch.diff}`` and ``GET /api/runs/{id}/logs/{name}``.
+* ``GET /api/runs/{id}/live`` (WebSocket) and the POSTs ``stop``, ``remove`` and ``detach``, and
+  the terminal: live runs only, never in hosted mode (:mod:`srez_client.web.live`).
+
+A run is named by its id alone; the server maps ids to folders it found itself, so no path from a
+request is ever opened. Bad parameters get a 400 with one line saying what is allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from typing import Any, Final
+
+import orjson
+from aiohttp import web
+
+from srez_client.transfer.fs import read_small_file
+from srez_client.web.catalog import QueryError, facets, parse_query, select
+from srez_client.web.matrix import matrix_json
+from srez_client.web.security import guard
+from srez_client.web.state import SERVER, ViewServer
+from srez_client.web.views import RunView
+
+STATIC: Final = {
+    "app.js": "text/javascript",
+    "app.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
+"""The page's files, by name; nothing else is served from the package."""
+DOWNLOADS: Final = {"dialog.jsonl": "archive/dialog.jsonl", "patch.diff": "final.patch"}
+LOG_MAX: Final = 64 << 20
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+def _bad(text: str, status: int = 400) -> web.Response:
+    return _json({"error": text}, status)
+
+
+async def page(request: web.Request) -> web.StreamResponse:
+    html = resources.files(__package__).joinpath("static/index.html").read_bytes()
+    return web.Response(body=html, content_type="text/html", charset="utf-8")
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    kind = STATIC.get(name)
+    if kind is None:
+        return _bad(f"no file {name!r} here (the page's files: {', '.join(STATIC)})", 404)
+    body = resources.files(__package__).joinpath(f"static/{name}").read_bytes()
+    return web.Response(body=body, content_type=kind)
+
+
+async def config(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    live = server.live is not None and not server.hosted
+    return _json({"hosted": server.hosted, "live": live, "terminal": live})
+
+
+async def runs(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    try:
+        query = parse_query(request.query)
+    except QueryError as e:
+        return _bad(str(e))
+    await server.refresh()
+    every = await server.rows()
+    return _json({**select(every, query).as_json(), "facets": facets(every)})
+
+
+async def run(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    run_id = request.match_info["run_id"]
+    await server.refresh()
+    source = server.finished_source(run_id)
+    if source is None:
+        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+    view = RunView(source)
+    await view.open()
+    async for _ in view.follow():  # a finished run's events end: the whole dialog, folded
+        pass
+    return _json(await view.snapshot())
+
+
+async def download(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    run_id, name = request.match_info["run_id"], request.match_info["name"]
+    relative = DOWNLOADS.get(name)
+    if relative is None:
+        return _bad(f"no download {name!r} (one of {', '.join(DOWNLOADS)})", 404)
+    folder = server.index.path_of(run_id)
+    if folder is None:
+        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+    parent, _, leaf = relative.rpartition("/")
+    data = read_small_file(folder / parent if parent else folder, leaf.encode(), 1 << 30)
+    if data is None:
+        return _bad(f"{relative} is missing from run {run_id}", 404)
+    return web.Response(
+        body=data,
+        content_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{run_id}-{name}"'},
+    )
+
+
+async def logs(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    run_id, name = request.match_info["run_id"], request.match_info["name"]
+    source = server.finished_source(run_id)
+    if source is None:
+        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+    names = source.log_names()
+    if name not in names:
+        return _bad(f"run {run_id} has no log {name!r} (it has: {', '.join(names) or 'none'})", 404)
+    text = "".join([chunk async for chunk in source.logs(name, follow=False)])
+    from srez_client.sanitize import sanitize
+
+    return web.Response(text=sanitize(text[-LOG_MAX:]), content_type="text/plain")
+
+
+async def leaderboard(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    await server.refresh()
+    return _json(await asyncio.to_thread(server.board.json))
+
+
+async def matrix(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    await server.refresh()
+    return _json(matrix_json(server.index.rows()))
+
+
+def make_app(server: ViewServer) -> web.Application:
+    """The view server's application (answering to the Host names of ``server.gate``)."""
+    app = web.Application(middlewares=[guard(server.gate)])
+    app[SERVER] = server
+    app.router.add_get("/", page)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/api/config", config)
+    app.router.add_get("/api/runs", runs)
+    app.router.add_get("/api/leaderboard", leaderboard)
+    app.router.add_get("/api/matrix", matrix)
+    app.router.add_get("/api/runs/{run_id}", run)
+    app.router.add_get("/api/runs/{run_id}/download/{name}", download)
+    app.router.add_get("/api/runs/{run_id}/logs/{name}", logs)
+    if server.hosted:
+        app.router.add_route(
+            "*", "/api/runs/{run_id}/{action:live|terminal|stop|remove|detach}", read_only
+        )
+    elif server.live is not None:
+        from srez_client.web.live import add_live_routes
+
+        add_live_routes(app)
+    return app
+
+
+async def read_only(request: web.Request) -> web.StreamResponse:
+    action = request.match_info["action"]
+    return _bad(f"this server is hosted (read-only): no {action} here", 403)

@@ -1,0 +1,451 @@
+// srez view: the runs list, the leaderboard, the matrix and one run, in plain JavaScript.
+//
+// Everything the run wrote reaches the DOM as text (textContent), never as markup; the one
+// exception is the assistant's Markdown, which the server renders and sanitises (nh3) first.
+// Settings (divider position, Parsed/Raw, the last runs opened) live in this browser's storage.
+
+const RECENT_KEY = "srez-view-recent";
+const SETTINGS_KEY = "srez-view-settings";
+const RECENT_MAX = 10;
+let config = { hosted: true, live: false, terminal: false };
+let closeCurrent = () => {};
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function settings() {
+  try { return JSON.parse(localStorage.getItem(SETTINGS_KEY)) || {}; } catch { return {}; }
+}
+function saveSetting(key, value) {
+  const all = settings(); all[key] = value; localStorage.setItem(SETTINGS_KEY, JSON.stringify(all));
+}
+function recent() {
+  try { return JSON.parse(localStorage.getItem(RECENT_KEY)) || []; } catch { return []; }
+}
+function pushRecent(runId) {
+  const list = [runId, ...recent().filter((id) => id !== runId)].slice(0, RECENT_MAX);
+  localStorage.setItem(RECENT_KEY, JSON.stringify(list));
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { credentials: "same-origin" });
+  const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
+  if (!response.ok) throw new Error(body.error || `${response.status}`);
+  return body;
+}
+
+function fmt(value, digits = 3) {
+  return value === null || value === undefined ? "-" : Number(value).toFixed(digits);
+}
+function yesNo(value) { return value === true ? "yes" : value === false ? "no" : "-"; }
+function main() { return document.getElementById("main"); }
+function show(...nodes) { main().replaceChildren(...nodes); }
+function here(name) {
+  for (const a of document.querySelectorAll("#bar nav a")) a.classList.toggle("here", a.id === `nav-${name}`);
+}
+
+// ------------------------------------------------------------------ the runs list
+const COLUMNS = [
+  ["run_id", "run", false], ["task_id", "task", true], ["model", "model", true], ["agent", "agent", true],
+  ["status", "status", true], ["reward", "reward", true], ["steps", "steps", true], ["finished_at", "finished", true],
+];
+const TABS = [["running", "Running"], ["exited", "Exited"], ["finished", "Finished"], ["all", "All"], ["recent", "Recent"]];
+
+async function runsPage(params) {
+  here("runs");
+  const q = new URLSearchParams(params);
+  const tab = q.get("tab") || "all";
+  const api = new URLSearchParams(q);
+  if (tab === "recent") { api.set("tab", "all"); api.set("ids", recent().join(",")); }
+  let data;
+  try { data = await getJSON(`/api/runs?${api}`); } catch (e) { show(el("p", { class: "error", text: e.message })); return; }
+  const go = (changes) => {
+    const next = new URLSearchParams(q);
+    for (const [k, v] of Object.entries(changes)) { if (v === "" || v === null) next.delete(k); else next.set(k, v); }
+    if (!("page" in changes)) next.delete("page");
+    location.hash = `#/runs?${next}`;
+  };
+  const tabs = el("div", { class: "tabs", id: "tabs" }, TABS.map(([key, label]) => {
+    const count = key === "recent" ? recent().length : data.counts[key];
+    return el("button", { class: key === tab ? "on" : "", "data-tab": key, onclick: () => go({ tab: key }) },
+      `${label} (${count ?? 0})`);
+  }));
+  const menu = (name, label) => el("select", { id: `filter-${name}`, onchange: (e) => go({ [name]: e.target.value }) },
+    el("option", { value: "", text: `any ${label}` }),
+    data.facets[name].map((v) => el("option", { value: v, selected: q.get(name) === v, text: v })));
+  const status = el("select", { id: "filter-status", onchange: (e) => go({ status: e.target.value }) },
+    ["", "running", "exited", "ok", "error", "resolved", "unresolved"].map((v) =>
+      el("option", { value: v, selected: (q.get("status") || "") === v, text: v || "any status" })));
+  const text = el("input", { id: "filter-text", type: "search", placeholder: "filter text…", value: q.get("q") || "" });
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter") go({ q: text.value }); });
+  const sort = q.get("sort") || "finished_at";
+  const order = q.get("order") || "desc";
+  const head = el("tr", {}, COLUMNS.map(([key, label, sortable]) => el("th", {
+    class: [sortable ? "sortable" : "", key === sort ? "sorted" : "", key === sort && order === "asc" ? "asc" : "",
+      key === "reward" || key === "steps" ? "num" : ""].join(" ").trim(),
+    onclick: sortable ? () => go({ sort: key, order: key === sort && order === "desc" ? "asc" : "desc" }) : null,
+  }, label)));
+  const rows = data.rows.map((r) => el("tr", { class: "run-row", "data-run": r.run_id },
+    el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}`, text: r.run_id })),
+    el("td", { text: r.task_id }), el("td", { text: r.model }), el("td", { text: r.agent }),
+    el("td", { class: r.state === "finished" ? (r.resolved ? "resolved" : r.status === "error" ? "error-status" : "") : "muted",
+      text: r.state === "finished" ? `${r.status}${r.resolved ? " · resolved" : ""}` : r.state }),
+    el("td", { class: "num", text: fmt(r.reward) }), el("td", { class: "num", text: r.steps ?? "-" }),
+    el("td", { class: "muted", text: r.finished_at || "" })));
+  const pager = el("div", { class: "pager" },
+    el("button", { id: "prev", disabled: data.page <= 1, onclick: () => go({ page: data.page - 1 }) }, "‹ prev"),
+    el("span", { id: "page-info", text: `page ${data.page} of ${data.pages} · ${data.total} runs` }),
+    el("button", { id: "next", disabled: data.page >= data.pages, onclick: () => go({ page: data.page + 1 }) }, "next ›"));
+  show(tabs, el("div", { class: "filters" }, menu("task", "task"), menu("model", "model"), menu("agent", "agent"), status, text),
+    el("table", { id: "runs" }, el("thead", {}, head), el("tbody", {}, rows)), pager);
+  if (config.live) {
+    // live runs come and go: look again every two seconds, redrawing only when the list changed
+    const seen = JSON.stringify(data);
+    let timer = null;
+    const poll = async () => {
+      const now = await getJSON(`/api/runs?${api}`).catch(() => null);
+      if (now && JSON.stringify(now) !== seen && document.activeElement !== text) await runsPage(params);
+      else timer = setTimeout(poll, 2000);
+    };
+    timer = setTimeout(poll, 2000);
+    const previous = closeCurrent;
+    closeCurrent = () => { clearTimeout(timer); previous(); };
+  }
+}
+
+// ------------------------------------------------------------------ leaderboard and matrix
+async function leaderboardPage() {
+  here("leaderboard");
+  const data = await getJSON("/api/leaderboard");
+  if (!data.report) { show(el("p", { class: "muted", text: "No graded runs yet." })); return; }
+  const report = data.report;
+  const byLabel = Object.fromEntries(report.agents.map((a) => [a.model && a.model !== "none" ? `${a.agent} (${a.model})` : a.agent, a]));
+  const ci = (agg, key, pct) => {
+    const i = agg.ci && agg.ci[key];
+    const v = pct ? `${(agg[key] * 100).toFixed(1)}%` : agg[key].toFixed(3);
+    return i ? `${v} [${pct ? (i[0] * 100).toFixed(0) : i[0].toFixed(2)}, ${pct ? (i[1] * 100).toFixed(0) : i[1].toFixed(2)}]` : v;
+  };
+  const rows = report.leaderboard.map((label, i) => {
+    const agg = byLabel[label].overall;
+    const floor = report.floors.includes(label);
+    return el("tr", { class: "board-row" }, el("td", { class: "num", text: i + 1 }),
+      el("td", { text: floor ? `${label} (floor)` : label }), el("td", { class: "num", text: agg.n }),
+      el("td", { text: ci(agg, "mean_reward", false) }), el("td", { text: ci(agg, "resolved_at_1", true) }),
+      el("td", { text: ci(agg, "passed_at_1", true) }), el("td", { class: "num", text: agg.mean_steps.toFixed(1) }));
+  });
+  show(el("h2", { text: "Leaderboard" }),
+    el("p", { class: "muted", text: `${data.runs} graded runs${data.unreadable ? ` (${data.unreadable} unreadable left out)` : ""} · 95 % intervals · a floor is a trivial agent: scores below it are noise` }),
+    el("table", { id: "leaderboard" }, el("thead", {}, el("tr", {}, ["rank", "agent", "n", "reward", "resolved@1", "passed@1", "steps"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows)));
+}
+
+async function matrixPage() {
+  here("matrix");
+  const data = await getJSON("/api/matrix");
+  const head = el("tr", {}, el("th", { text: "task" }), data.agents.map((a) => el("th", { text: a })));
+  const rows = data.tasks.map((task, i) => el("tr", {}, el("td", { text: task }), data.cells[i].map((cell) =>
+    el("td", { class: cell ? (cell.resolved ? "resolved num" : "num") : "na num" },
+      cell ? el("a", { href: `#/run/${encodeURIComponent(cell.run_id)}`, title: `${cell.runs} run(s)`, text: fmt(cell.reward, 2) }) : "·"))));
+  show(el("h2", { text: "Task × agent" }), el("p", { class: "muted", text: "Each cell is the latest run of that pair; it opens the run." }),
+    el("table", { class: "matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, rows)));
+}
+
+// ------------------------------------------------------------------ one run
+function itemNode(item) {
+  const node = el("div", { class: `item ${item.kind}`, "data-seq": item.seq, "data-kind": item.kind });
+  const head = el("div", { class: "head" }, el("span", { class: "title", text: item.title }),
+    item.status ? el("span", { class: `status status-${item.status.replace(/\s+/g, "-")}`, text: item.status }) : null,
+    item.meta ? el("span", { class: "meta", text: item.meta }) : null);
+  node.append(head);
+  if (item.kind === "assistant" && item.html !== undefined) {
+    const body = el("div", { class: "body md" });
+    body.innerHTML = item.html; // rendered and sanitised by the server (nh3)
+    node.append(body);
+  } else if (item.kind === "thinking") {
+    node.append(el("details", {}, el("summary", { text: "show thinking" }), el("div", { class: "body", text: item.body })));
+  } else if (item.body) {
+    const body = el("div", { class: "body" });
+    const cut = item.limit !== null && item.body.length > item.limit;
+    const render = (open) => {
+      body.replaceChildren(open || !cut ? item.body : `${item.body.slice(0, item.limit)}… `);
+      if (cut) body.append(el("button", { class: "more", onclick: () => render(!open) }, open ? "Show less" : `Show more (${item.body.length - item.limit} chars)`));
+    };
+    render(false);
+    node.append(body);
+  }
+  return node;
+}
+
+function diffNode(cards, raw) {
+  if (raw !== null) return el("pre", { class: "raw", id: "raw-diff", text: raw || "(no changes)" });
+  if (!cards.length) return el("p", { class: "muted", text: "No changes." });
+  return el("div", {}, cards.map((c) => el("div", { class: "card", "data-path": c.path },
+    el("div", { class: "path" }, el("span", { text: c.status }), el("span", { text: c.path }),
+      el("span", { class: "green", text: `+${c.added}` }), el("span", { class: "red", text: `-${c.removed}` })),
+    el("pre", { class: "diff" }, c.lines.map(([kind, text]) => el("span", { class: kind, text }))))));
+}
+
+function changesNode(changes, runId, state) {
+  const side = changes.sides.includes(state.side) ? state.side : "agent";
+  const buttons = el("div", { class: "tabs" },
+    changes.sides.map((s) => el("button", { class: s === side ? "on" : "", "data-side": s, onclick: () => { state.side = s; state.redraw(); } },
+      { agent: "Agent", truth: "Truth", split: "Split" }[s])),
+    el("button", { id: "toggle-raw", onclick: () => { state.raw = !state.raw; saveSetting("raw", state.raw); state.redraw(); } }, state.raw ? "Parsed" : "Raw"),
+    el("a", { href: `/api/runs/${encodeURIComponent(runId)}/download/patch.diff`, download: "" }, "download patch.diff"));
+  const parts = [buttons];
+  if (changes.similarity) parts.push(el("p", { id: "similarity", class: changes.similarity.colour, text: changes.similarity.text }));
+  const shown = side === "truth" ? changes.truth : changes.agent;
+  const t = shown.totals;
+  parts.push(el("ul", { class: "files", id: "files" }, shown.cards.map((c) => el("li", { text: `${c.status} ${c.path} +${c.added} -${c.removed}` }))),
+    el("p", { class: "muted", text: `${t.files} file(s), +${t.added} -${t.removed}` }));
+  if (side === "truth") parts.push(el("div", { class: "banner", text: "REFERENCE FIX (the task's ground truth, not the agent's work)" }));
+  if (side === "split") {
+    parts.push(el("table", { id: "split" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "reference" })),
+      changes.split.map(([path, a, r]) => el("tr", {}, el("td", {}, a ? diffNode([a], null) : el("span", { class: "muted", text: `(${path} untouched)` })),
+        el("td", {}, r ? diffNode([r], null) : el("span", { class: "muted", text: `(${path} untouched)` }))))));
+  } else {
+    parts.push(diffNode(shown.cards, state.raw ? shown.raw : null));
+  }
+  return el("div", { id: "changes" }, parts);
+}
+
+function evaluationNode(ev, runId) {
+  if (!ev.graded && !ev.error) return el("p", { class: "muted", id: "evaluation", text: "Not graded yet." });
+  const checks = el("ul", { class: "checks" }, ev.checks.map((c) => el("li", { class: "check", "data-check": c.name },
+    el("span", { class: c.state === "pass" ? "pass" : c.state === "fail" ? "fail" : "na", text: `${c.state === "pass" ? "✓" : c.state === "fail" ? "✗" : "–"} ${c.name}` }),
+    c.reasons.length ? el("div", { class: "reasons" }, c.reasons.map((r) => el("div", { text: r }))) : null)));
+  const parts = [el("p", { id: "reward", text: `reward ${fmt(ev.reward)} · resolved ${yesNo(ev.resolved)} · passed ${yesNo(ev.passed)}` }),
+    el("p", { class: "muted", text: `steps ${ev.steps ?? "-"}${ev.max_steps ? ` of ${ev.max_steps}` : ""} · time ${ev.duration_s === null ? "-" : `${ev.duration_s.toFixed(1)} s`}${ev.end_reason ? ` · ended by ${ev.end_reason}` : ""}${ev.timed_out ? " (time limit)" : ""}` }),
+    checks];
+  if (ev.components.length) parts.push(el("p", { class: "muted", text: ev.components.map((c) => `${c.name} ${c.value.toFixed(2)}${c.weight === null ? "" : ` ×${c.weight}`}`).join(" · ") }));
+  if (ev.note) parts.push(el("p", { class: "muted", text: ev.note }));
+  if (ev.error) {
+    const log = el("pre", { class: "raw", hidden: true, text: ev.error_log || "(no log)" });
+    parts.push(el("p", { class: "error", text: ev.error }), el("button", { onclick: () => { log.hidden = !log.hidden; } }, "Show log"), log);
+  }
+  return el("div", { id: "evaluation" }, parts);
+}
+
+async function logsNode(runId, names, live) {
+  if (!names.length) return el("p", { class: "muted", text: "This run has no logs." });
+  const pre = el("pre", { class: "log", id: "log" });
+  const pick = el("select", { id: "log-name" }, names.map((n) => el("option", { value: n, text: n })));
+  const load = async () => {
+    const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/logs/${pick.value}`, { credentials: "same-origin" });
+    const following = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = await response.text();
+    if (following) pre.scrollTop = pre.scrollHeight; // follows the end unless scrolled up
+  };
+  pick.addEventListener("change", load);
+  await load();
+  if (live) {
+    const timer = setInterval(load, 2000);
+    const previous = closeCurrent;
+    closeCurrent = () => { clearInterval(timer); previous(); };
+  }
+  return el("div", {}, pick, pre);
+}
+
+function dragDivider(divider, left, container) {
+  const saved = settings().split;
+  if (saved) left.style.flexBasis = `${saved}%`;
+  divider.addEventListener("pointerdown", (down) => {
+    divider.setPointerCapture(down.pointerId);
+    divider.classList.add("dragging");
+    const move = (e) => {
+      const box = container.getBoundingClientRect();
+      const pct = Math.min(85, Math.max(15, ((e.clientX - box.left) / box.width) * 100));
+      left.style.flexBasis = `${pct}%`;
+    };
+    const up = () => {
+      divider.classList.remove("dragging");
+      divider.removeEventListener("pointermove", move);
+      saveSetting("split", parseFloat(left.style.flexBasis));
+    };
+    divider.addEventListener("pointermove", move);
+    divider.addEventListener("pointerup", up, { once: true });
+  });
+}
+
+async function runPage(runId) {
+  here("runs");
+  pushRecent(runId);
+  const url = `/api/runs/${encodeURIComponent(runId)}`;
+  const response = await fetch(url, { credentials: "same-origin" });
+  if (response.ok) { renderRun(runId, await response.json()); return; }
+  if (response.status === 404 && config.live) { followRun(runId); return; }
+  const body = await response.json().catch(() => ({}));
+  show(el("p", { class: "error", id: "run-error", text: body.error || `${response.status}` }));
+}
+
+function followRun(runId) {
+  // A live run: its snapshot, then what changes, over one WebSocket relayed by this server.
+  show(el("p", { class: "muted", id: "run-status", text: "Connecting to the run…" }));
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/runs/${encodeURIComponent(runId)}/live`);
+  let ui = null;
+  const previous = closeCurrent;
+  closeCurrent = () => { ws.close(); previous(); };
+  ws.addEventListener("message", async (event) => {
+    const frame = JSON.parse(event.data);
+    if (frame.type === "snapshot") ui = renderRun(runId, frame.view);
+    else if (frame.type === "error") show(el("p", { class: "error", id: "run-error", text: frame.error }));
+    else if (ui) await ui.apply(frame);
+  });
+}
+
+function renderRun(runId, view) {
+  const state = { side: "agent", raw: !!settings().raw, area: settings().area || "changes", redraw: () => {} };
+  let m = view.meta;
+  const details = el("div", { class: "details", id: "details", hidden: true });
+  const fillDetails = () => { details.textContent =
+    `Brief:\n${m.brief || "(not known)"}\n\nAlerts at T0:\n${m.alerts.map((a) => `  ${a}`).join("\n") || "  (none)"}\n\nRun settings:\n${Object.entries(m.settings).map(([k, v]) => `  ${k}: ${v}`).join("\n")}`; };
+  fillDetails();
+  const phase = el("span", { class: "muted", id: "phase", text: `phase ${m.phase || "?"}` });
+  const actions = el("span", { id: "actions" });
+  const top = el("div", { class: "topline", id: "topline" },
+    el("span", { class: "task", id: "task", text: `${m.task_id}${m.difficulty ? ` (${m.difficulty})` : ""}` }),
+    el("span", { text: `model ${m.model || "?"}` }), el("span", { text: `agent ${m.agent || "?"}` }),
+    el("span", { text: `backend ${m.backend || "?"}` }), m.isolation ? el("span", { text: `isolation ${m.isolation}` }) : null,
+    phase, el("span", { class: "muted", id: "source", text: m.source === "daemon" ? "from its daemon" : "from results" }),
+    el("button", { id: "more-details", onclick: () => { details.hidden = !details.hidden; } }, "More details"), actions);
+  const drawActions = () => {
+    actions.replaceChildren();
+    if (!m.live || config.hosted) return;
+    for (const action of ["detach", "stop", "remove"]) {
+      actions.append(el("button", { "data-action": action, onclick: async () => {
+        if (action === "detach") { location.hash = "#/runs"; return; }
+        const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/${action}`, { method: "POST", credentials: "same-origin" });
+        const body = await response.json().catch(() => ({}));
+        actions.append(el("span", { class: response.ok ? "muted" : "error", text: ` ${body.text || body.error || response.status}` }));
+      } }, action[0].toUpperCase() + action.slice(1)));
+    }
+  };
+  drawActions();
+  const items = el("div", { id: "dialog" }, view.dialog.items.map(itemNode),
+    view.dialog.missing ? el("p", { class: "error", id: "dialog-missing", text: view.dialog.missing }) : null);
+  const footerState = el("span", { class: view.dialog.footer.state, id: "footer-state", text: view.dialog.footer.text });
+  const footer = el("div", { class: "footer", id: "dialog-footer" }, footerState,
+    el("a", { href: `/api/runs/${encodeURIComponent(runId)}/download/dialog.jsonl`, download: "" }, "download dialog.jsonl"));
+  const left = el("div", { class: "pane left", id: "dialog-pane" }, items, footer);
+  const area = el("div", {});
+  const areaTabs = el("div", { class: "tabs", id: "areas" });
+  const right = el("div", { class: "pane right" }, areaTabs, area);
+  const divider = el("div", { class: "divider", id: "divider" });
+  const split = el("div", { class: "split" }, left, divider, right);
+  const areas = () => [["changes", "Changes"], ["evaluation", "Evaluation"], ["logs", "Logs"],
+    ...(config.terminal && m.live ? [["terminal", "Terminal"]] : [])];
+  state.redraw = async () => {
+    areaTabs.replaceChildren(...areas().map(([key, label]) => el("button", { class: key === state.area ? "on" : "", "data-area": key,
+      onclick: () => { state.area = key; saveSetting("area", key); state.redraw(); } }, label)));
+    if (state.area === "changes") area.replaceChildren(changesNode(view.changes, runId, state));
+    else if (state.area === "evaluation") area.replaceChildren(evaluationNode(view.evaluation, runId));
+    else if (state.area === "logs") area.replaceChildren(await logsNode(runId, view.logs, m.live));
+    else if (state.area === "terminal" && m.live) area.replaceChildren(terminalNode(runId));
+    else { state.area = "changes"; area.replaceChildren(changesNode(view.changes, runId, state)); }
+  };
+  show(top, details, split);
+  dragDivider(divider, left, split);
+  state.redraw();
+  const apply = async (frame) => {
+    if (frame.type === "items") {
+      for (const [index, item] of frame.items) {
+        const node = itemNode(item);
+        if (index < items.children.length) items.children[index].replaceWith(node); else items.append(node);
+      }
+      const follow = left.scrollTop + left.clientHeight >= left.scrollHeight - 40;
+      footerState.className = frame.footer.state; footerState.textContent = frame.footer.text;
+      if (follow) left.scrollTop = left.scrollHeight;
+    } else if (frame.type === "changes") {
+      view.changes = frame.changes;
+      if (state.area === "changes") await state.redraw();
+    } else if (frame.type === "evaluation") {
+      view.evaluation = frame.evaluation;
+      if (state.area === "evaluation") await state.redraw();
+    } else if (frame.type === "phase" || frame.type === "end") {
+      m = frame.meta; fillDetails(); phase.textContent = `phase ${m.phase || "?"}`; drawActions();
+      if (frame.footer) { footerState.className = frame.footer.state; footerState.textContent = frame.footer.text; }
+      if (frame.type === "end") await switchToResults(runId);
+    }
+  };
+  return { apply };
+}
+
+async function switchToResults(runId) {
+  // The run ended: once its folder is mirrored, show the same views from the results, in place.
+  const url = `/api/runs/${encodeURIComponent(runId)}`;
+  for (let i = 0; i < 60; i++) {
+    if (!location.hash.endsWith(encodeURIComponent(runId))) return; // the user went elsewhere
+    const response = await fetch(url, { credentials: "same-origin" });
+    if (response.ok) { closeCurrent(); closeCurrent = () => {}; renderRun(runId, await response.json()); return; }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+function terminalNode(runId) {
+  // A plain terminal: keystrokes go to the run's shell; output is shown as text, with escape
+  // sequences dropped (no terminal emulator is shipped: the page has no build step).
+  const screen = el("div", { id: "terminal", tabindex: "0" });
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/runs/${encodeURIComponent(runId)}/terminal`);
+  ws.binaryType = "arraybuffer";
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  ws.addEventListener("message", (event) => {
+    const text = decoder.decode(event.data, { stream: true })
+      .replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b[\]P^_][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/\x1b./g, "");
+    for (const ch of text) {
+      if (ch === "\r") continue;
+      if (ch === "\b") { screen.textContent = screen.textContent.slice(0, -1); continue; }
+      if (ch < " " && ch !== "\n" && ch !== "\t") continue;
+      screen.textContent += ch;
+    }
+    screen.scrollTop = screen.scrollHeight;
+  });
+  ws.addEventListener("close", () => { screen.append(el("div", { class: "muted", text: "[terminal closed]" })); });
+  screen.addEventListener("keydown", (e) => {
+    const keys = { Enter: "\r", Backspace: "\x7f", Tab: "\t", Escape: "\x1b", ArrowUp: "\x1b[A", ArrowDown: "\x1b[B", ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D" };
+    let data = keys[e.key];
+    if (!data && e.ctrlKey && e.key.length === 1) data = String.fromCharCode(e.key.toUpperCase().charCodeAt(0) - 64);
+    else if (!data && e.key.length === 1 && !e.metaKey) data = e.key;
+    if (data && ws.readyState === WebSocket.OPEN) { ws.send(encoder.encode(data)); e.preventDefault(); }
+  });
+  const previous = closeCurrent;
+  closeCurrent = () => { ws.close(); previous(); };
+  setTimeout(() => screen.focus(), 0);
+  return screen;
+}
+
+// ------------------------------------------------------------------ routing
+async function route() {
+  closeCurrent(); closeCurrent = () => {};
+  const hash = location.hash || "#/runs";
+  const [path, query] = hash.slice(1).split("?");
+  try {
+    if (path.startsWith("/run/")) await runPage(decodeURIComponent(path.slice(5)));
+    else if (path === "/leaderboard") await leaderboardPage();
+    else if (path === "/matrix") await matrixPage();
+    else await runsPage(query || "");
+  } catch (e) {
+    show(el("p", { class: "error", text: e.message }));
+  }
+}
+
+async function start() {
+  config = await getJSON("/api/config");
+  document.getElementById("mode").textContent = config.hosted ? "hosted · read-only" : config.live ? "live" : "results";
+  window.addEventListener("hashchange", route);
+  await route();
+}
+start();

@@ -1,0 +1,388 @@
+"""``srez view``'s server through real loopback HTTP: the token, Host and Origin rules, hosted
+mode, the runs list and a run's views, and what an agent wrote shown as text (docs/view.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, SLOW_AGENT, hostile_run, real_results
+
+from srez_client.web.app import make_app
+from srez_client.web.security import COOKIE, CSP, allowed_hosts
+from srez_client.web.state import ViewServer
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("results")
+    ids = real_results(root)
+    hostile_run(root)
+    return root, ids
+
+
+async def _serve(root: Path, *, hosted: bool = False) -> tuple[TestServer, ViewServer]:
+    view = ViewServer(root, hosted=hosted)
+    await view.refresh(force=True)
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    return server, view
+
+
+@pytest.fixture
+async def served(results: tuple[Path, list[str]]) -> AsyncIterator[tuple[str, ViewServer]]:
+    server, view = await _serve(results[0])
+    yield f"http://127.0.0.1:{server.port}", view
+    await server.close()
+
+
+@pytest.fixture
+async def session(served: tuple[str, ViewServer]) -> AsyncIterator[aiohttp.ClientSession]:
+    base, view = served
+    async with aiohttp.ClientSession(base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+        async with s.get(f"/?token={view.gate.token}") as r:
+            assert r.status == 200
+        yield s
+
+
+async def test_the_token_is_traded_for_a_cookie_and_dropped_from_the_url(
+    served: tuple[str, ViewServer],
+) -> None:
+    base, view = served
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+        async with s.get(
+            f"{base}/?token={view.gate.token}&tab=finished", allow_redirects=False
+        ) as r:
+            assert r.status == 303
+            assert r.headers["Location"] == "/?tab=finished"
+            cookie = r.cookies[COOKIE]
+            assert cookie.value == view.gate.token
+            assert cookie["httponly"] and cookie["samesite"] == "Strict"
+        async with s.get(f"{base}/") as r:
+            page = await r.text()
+            assert r.status == 200 and r.headers["Content-Security-Policy"] == CSP
+        async with s.get(f"{base}/static/app.js") as r:
+            script = await r.text()
+    assert view.gate.token not in page and view.gate.token not in script
+
+
+@pytest.mark.parametrize("path", ["/", "/api/runs", "/static/app.js", f"/api/runs/{HOSTILE_ID}"])
+async def test_without_the_cookie_nothing_answers(
+    served: tuple[str, ViewServer], path: str
+) -> None:
+    base, _ = served
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+        async with s.get(f"{base}{path}") as r:
+            assert r.status == 401
+            assert "open the address srez view printed" in await r.text()
+        async with s.get(f"{base}{path}?token=not-the-token") as r:
+            assert r.status == 403
+
+
+async def test_a_foreign_host_header_is_refused_before_the_token(
+    served: tuple[str, ViewServer],
+) -> None:
+    base, view = served
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+        headers = {"Host": "attacker.example:80"}
+        async with s.get(
+            f"{base}/?token={view.gate.token}", headers=headers, allow_redirects=False
+        ) as r:
+            assert r.status == 421
+            assert "Host 'attacker.example:80'" in await r.text()
+
+
+async def test_websockets_and_posts_need_this_servers_origin(
+    served: tuple[str, ViewServer], session: aiohttp.ClientSession
+) -> None:
+    base, _ = served
+    for origin in (None, "http://attacker.example", "null"):
+        headers = {} if origin is None else {"Origin": origin}
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await session.ws_connect(f"/api/runs/{HOSTILE_ID}/live", headers=headers)
+        assert refused.value.status == 403
+        async with session.post(f"/api/runs/{HOSTILE_ID}/stop", headers=headers) as r:
+            assert r.status == 403
+
+
+async def test_hosted_mode_refuses_stop_remove_live_and_terminal(
+    results: tuple[Path, list[str]],
+) -> None:
+    server, view = await _serve(results[0], hosted=True)
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        async with aiohttp.ClientSession(
+            base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)
+        ) as s:
+            await (await s.get(f"/?token={view.gate.token}")).release()
+            async with s.get("/api/config") as r:
+                assert await r.json() == {"hosted": True, "live": False, "terminal": False}
+            origin = {"Origin": base}
+            for action in ("stop", "remove", "detach"):
+                async with s.post(f"/api/runs/{HOSTILE_ID}/{action}", headers=origin) as r:
+                    assert r.status == 403
+                    assert (await r.json())[
+                        "error"
+                    ] == f"this server is hosted (read-only): no {action} here"
+            for action in ("live", "terminal"):
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await s.ws_connect(f"/api/runs/{HOSTILE_ID}/{action}", headers=origin)
+                assert refused.value.status == 403
+    finally:
+        await server.close()
+
+
+async def test_the_runs_list_filters_sorts_and_pages(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]]
+) -> None:
+    _, ids = results
+    async with session.get(
+        "/api/runs", params={"per_page": "4", "sort": "task_id", "order": "asc"}
+    ) as r:
+        first = await r.json()
+    assert first["total"] == len(ids) + 1 and first["pages"] == 2 and len(first["rows"]) == 4
+    assert [row["task_id"] for row in first["rows"]] == sorted(
+        row["task_id"] for row in first["rows"]
+    )
+    assert first["facets"]["agent"] == ["evil-agent", "heuristic", "scripted"]
+    assert first["counts"] == {
+        "running": 0,
+        "exited": 0,
+        "finished": len(ids) + 1,
+        "all": len(ids) + 1,
+    }
+    async with session.get("/api/runs", params={"task": "sre-007", "agent": "scripted"}) as r:
+        only = (await r.json())["rows"]
+    assert [(row["task_id"], row["agent"], row["resolved"]) for row in only] == [
+        ("sre-007", "scripted", True)
+    ]
+    async with session.get("/api/runs", params={"q": "EVIL"}) as r:
+        assert [row["run_id"] for row in (await r.json())["rows"]] == [HOSTILE_ID]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"sort": "secret"}, "sort must be one of finished_at, task_id, model, agent, status, reward, steps, got 'secret'"),
+        ({"per_page": "0"}, "per_page must be a whole number from 1 to 500, got '0'"),
+        ({"tab": "deleted"}, "tab must be one of running, exited, finished, all, got 'deleted'"),
+        ({"status": "maybe"}, "status must be one of running, exited, ok, error, resolved, unresolved, got 'maybe'"),
+    ],
+)  # fmt: skip
+async def test_a_bad_list_request_gets_one_line_saying_what_is_allowed(
+    session: aiohttp.ClientSession, params: dict[str, str], message: str
+) -> None:
+    async with session.get("/api/runs", params=params) as r:
+        assert r.status == 400
+        assert await r.json() == {"error": message}
+
+
+async def test_a_run_shows_its_dialog_diff_truth_and_grade(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]]
+) -> None:
+    root, _ = results
+    async with session.get("/api/runs", params={"task": "sre-011", "agent": "scripted"}) as r:
+        run_id = (await r.json())["rows"][0]["run_id"]
+    async with session.get(f"/api/runs/{run_id}") as r:
+        view = await r.json()
+    meta, dialog = view["meta"], view["dialog"]
+    assert (meta["task_id"], meta["difficulty"], meta["agent"], meta["backend"]) == (
+        "sre-011",
+        "hard",
+        "scripted",
+        "inline",
+    )
+    assert meta["brief"].startswith("Alert: HighErrorRate on gateway")
+    assert "results" not in meta["settings"]  # a hosted page does not publish the server's paths
+    kinds = [item["kind"] for item in dialog["items"]]
+    assert kinds[:2] == ["session_started", "task_prompt"] and kinds[-1] == "session_end"
+    assert dialog["footer"]["text"].startswith("Session complete")
+    assert all(item["status"] == "success" for item in dialog["items"] if item["kind"] == "tool")
+    changes = view["changes"]
+    assert changes["sides"] == ["agent", "truth", "split"]
+    assert [c["path"] for c in changes["agent"]["cards"]] == ["db/db.conf"]
+    assert (
+        changes["truth"]["raw"]
+        == (next(root.glob(f"*/*/*/{run_id}")) / "reference.patch").read_text()
+    )
+    assert changes["similarity"]["colour"] == "green"
+    assert [c["state"] for c in view["evaluation"]["checks"]] == ["pass"] * 5
+    async with session.get(f"/api/runs/{run_id}/download/patch.diff") as r:
+        assert await r.text() == changes["agent"]["raw"]
+
+
+class _Tags(HTMLParser):
+    """The tags and attributes of an HTML fragment, as a browser would parse them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.seen.add(tag)
+        self.attrs += attrs
+
+
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _controls(value: object, path: str = "") -> Iterator[str]:
+    """Paths of strings holding a control or bidi character (a terminal or page would obey)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _controls(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _controls(item, f"{path}[{i}]")
+    elif isinstance(value, str) and CONTROL.search(value):
+        yield f"{path}: {value[:60]!r}"
+
+
+async def test_what_the_agent_wrote_is_shown_as_text(session: aiohttp.ClientSession) -> None:
+    async with session.get(f"/api/runs/{HOSTILE_ID}") as r:
+        view = await r.json()
+    assert not list(_controls(view)), list(_controls(view))[:3]
+    assistant = next(i for i in view["dialog"]["items"] if i["kind"] == "assistant")
+    html = assistant["html"]
+    tags = _Tags()
+    tags.feed(html)
+    assert tags.seen <= {"h1", "p"} and tags.attrs == []  # no script, no img, no link made
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html  # shown, not run
+    tool = next(i for i in view["dialog"]["items"] if i["kind"] == "tool")
+    assert (
+        "<script>" in tool["title"] and "<script>" in tool["body"]
+    )  # text: the page sets textContent
+    assert PAYLOAD.replace(ESCAPES, "") in tool["body"]
+
+
+async def test_a_link_planted_in_a_run_folder_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    hostile_run(tmp_path / "results", planted_link_to=secret)
+    server, view = await _serve(tmp_path / "results", hosted=True)
+    try:
+        async with aiohttp.ClientSession(
+            base_url=f"http://127.0.0.1:{server.port}", cookie_jar=aiohttp.CookieJar(unsafe=True)
+        ) as s:
+            await (await s.get(f"/?token={view.gate.token}")).release()
+            async with s.get(f"/api/runs/{HOSTILE_ID}") as r:
+                assert "TOP SECRET" not in await r.text()
+            async with s.get(f"/api/runs/{HOSTILE_ID}/download/dialog.jsonl") as r:
+                assert r.status == 404
+                assert await r.json() == {
+                    "error": f"archive/dialog.jsonl is missing from run {HOSTILE_ID}"
+                }
+    finally:
+        await server.close()
+
+
+async def test_a_run_folder_whose_summary_is_a_link_is_not_listed(tmp_path: Path) -> None:
+    folder = hostile_run(tmp_path / "results")
+    (tmp_path / "summary.json").write_bytes((folder / "summary.json").read_bytes())
+    (folder / "summary.json").unlink()
+    (folder / "summary.json").symlink_to(tmp_path / "summary.json")
+    view = ViewServer(tmp_path / "results")
+    await view.refresh(force=True)
+    assert view.index.rows() == []
+
+
+async def test_unknown_runs_and_files_get_a_clear_404(session: aiohttp.ClientSession) -> None:
+    async with session.get("/api/runs/20990101T000000Z-deadbeef") as r:
+        assert r.status == 404
+        assert await r.json() == {
+            "error": "no finished run '20990101T000000Z-deadbeef' in this results folder"
+        }
+    async with session.get(f"/api/runs/{HOSTILE_ID}/download/result.json") as r:
+        assert (await r.json())[
+            "error"
+        ] == "no download 'result.json' (one of dialog.jsonl, patch.diff)"
+    async with session.get("/static/../../etc/passwd") as r:
+        assert r.status in (401, 404)
+
+
+async def test_the_leaderboard_and_the_matrix(session: aiohttp.ClientSession) -> None:
+    async with session.get("/api/leaderboard") as r:
+        board = await r.json()
+    assert board["report"]["leaderboard"][0] == "scripted"
+    scripted = next(a for a in board["report"]["agents"] if a["agent"] == "scripted")
+    assert scripted["overall"]["mean_reward"] == 1.0 and "mean_reward" in scripted["overall"]["ci"]
+    async with session.get("/api/matrix") as r:
+        matrix = await r.json()
+    assert matrix["tasks"] == ["sre-001", "sre-007", "sre-011"]
+    assert matrix["agents"] == ["evil-agent", "heuristic", "scripted"]
+    column = matrix["agents"].index("scripted")
+    assert all(row[column]["reward"] == 1.0 for row in matrix["cells"])
+
+
+_ = web  # the application type of make_app
+
+
+def test_the_host_names_answered_to() -> None:
+    assert allowed_hosts("127.0.0.1", 8080) == {"127.0.0.1:8080", "localhost:8080"}
+    assert allowed_hosts("0.0.0.0", 443, ["srez.example.org"]) == {
+        "0.0.0.0:443",
+        "srez.example.org:443",
+    }
+    assert "srez.example.org" in allowed_hosts("127.0.0.1", 80, ["srez.example.org"])  # no port
+
+
+async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path) -> None:
+    from srez_client.backends.local.backend import LocalBackend
+    from srez_client.web.live import BackendLiveRuns
+
+    (tmp_path / "slow.py").write_text(SLOW_AGENT)
+    results = tmp_path / "results"
+    env = {**os.environ, "SREZ_STATE": str(tmp_path / "state")}
+    run = await asyncio.create_subprocess_exec(  # noqa: TID251 - a subprocess, not a task
+        sys.executable, "-m", "srez_client.cli", "run", "--backend", "local", "--task", "sre-001",
+        "--agent", "cmd:slow", "--agent-cmd", f"{sys.executable} {tmp_path / 'slow.py'}",
+        "--results", str(results), env=env, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    results.mkdir(exist_ok=True)
+    backend = LocalBackend(tmp_path / "state")
+    view = ViewServer(results, live=BackendLiveRuns([backend]))
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        async with aiohttp.ClientSession(
+            base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)
+        ) as s:
+            await (await s.get(f"/?token={view.gate.token}")).release()
+            rows: list[dict[str, object]] = []
+            for _ in range(100):
+                async with s.get("/api/runs", params={"tab": "running"}) as r:
+                    rows = (await r.json())["rows"]
+                if rows:
+                    break
+                await asyncio.sleep(0.2)
+            (live,) = rows
+            origin = {"Origin": base}
+            texts = []
+            for action in ("detach", "stop", "stop", "remove", "remove"):
+                async with s.post(f"/api/runs/{live['run_id']}/{action}", headers=origin) as r:
+                    assert r.status == 200, await r.text()
+                    texts.append((await r.json())["text"])
+            assert texts[0].startswith("detached from") and texts[1].startswith("stopped")
+            assert texts[3].startswith("removed") and "not live here" in texts[4]
+        await asyncio.wait_for(run.communicate(), 60)
+    finally:
+        if run.returncode is None:
+            run.kill()
+            await run.communicate()
+        await server.close()

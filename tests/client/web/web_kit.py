@@ -1,0 +1,108 @@
+"""Results folders for the ``srez view`` tests: real runs of the inline host, and a hostile run
+whose every field the agent controls carries markup, script and escape sequences."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from fakes.socket_agent import agent_script
+from srez_client.backends.inline.host import run_inline
+from srez_daemon.protocol import (
+    Assistant,
+    SessionCompleted,
+    SessionStarted,
+    TaskPrompt,
+    ToolCall,
+    ToolResult,
+    encode_entry,
+)
+from srez_env.tasks import load_tasks
+
+TASKS: Final = ("sre-001", "sre-007", "sre-011")
+AGENTS: Final = ("scripted", "heuristic")
+HOSTILE_ID: Final = "20260101T000000Z-00badbad"
+TS: Final = "2026-01-01T00:00:00Z"
+SCRIPT: Final = "<script>window.__pwned = 1</script>"
+IMG: Final = '<img src=x onerror="window.__pwned = 2">'
+ESCAPES: Final = "\x1b[2J\x1b]0;pwned\x07\u202eevil"
+PAYLOAD: Final = f"{SCRIPT} {IMG} [click](javascript:window.__pwned=3) {ESCAPES}"
+
+
+def real_results(root: Path) -> list[str]:
+    """Real inline runs of :data:`AGENTS` on :data:`TASKS` under ``root``; their run ids."""
+    ids = []
+    for task in load_tasks(TASKS):
+        for agent in AGENTS:
+            ids.append(run_inline(task, agent, 0, root).run_id)
+    return ids
+
+
+def hostile_run(root: Path, *, planted_link_to: Path | None = None) -> Path:
+    """A finished run whose dialog, diff, grade reasons and names carry :data:`PAYLOAD`; with
+    ``planted_link_to``, its ``archive/dialog.jsonl`` is a link there instead."""
+    folder = root / "sre-001" / "none" / "evil-agent" / HOSTILE_ID
+    (folder / "archive").mkdir(parents=True)
+    entries = [
+        SessionStarted(seq=0, ts=TS, agent="evil-agent", model="none", task_id="sre-001", run_id=HOSTILE_ID),
+        TaskPrompt(seq=1, ts=TS, text=f"Incident (sre-001): {PAYLOAD}\n{PAYLOAD}\n\nActive alerts at T0:\n- {PAYLOAD}"),
+        Assistant(seq=2, ts=TS, text=f"# Plan {PAYLOAD}\n\n{PAYLOAD}"),
+        ToolCall(seq=3, ts=TS, call_id="c1", name=f"get_logs{SCRIPT}", args={"service": PAYLOAD}),
+        ToolResult(seq=4, ts=TS, call_id="c1", status="success", result=PAYLOAD, duration_ms=1.0, step=1, steps_left=9),
+        SessionCompleted(seq=5, ts=TS, turns=1, duration_s=0.5),
+    ]  # fmt: skip
+    dialog = b"".join(encode_entry(e) for e in entries)
+    if planted_link_to is not None:
+        (folder / "archive" / "dialog.jsonl").symlink_to(planted_link_to)
+    else:
+        (folder / "archive" / "dialog.jsonl").write_bytes(dialog)
+    diff = f"--- a/db/db.conf\n+++ b/db/db.conf\n@@ -1 +1 @@\n-port = 5432\n+port = {PAYLOAD}\n"
+    (folder / "final.patch").write_text(diff)
+    (folder / "reference.patch").write_text(diff)
+    checks = {
+        name: {"pass": False, "reasons": [PAYLOAD]}
+        for name in ("valid", "func", "safe", "intent", "rca")
+    }
+    grade = {
+        "task_id": "sre-001",
+        "difficulty": "easy",
+        "agent": "evil-agent",
+        "checks": checks,
+        "reward": 0.0,
+    }
+    (folder / "result.json").write_bytes(orjson.dumps(grade))
+    run = {
+        "run_id": HOSTILE_ID,
+        "task_id": "sre-001",
+        "agent": "evil-agent",
+        "model": "none",
+        "backend": "inline",
+    }
+    (folder / "run.json").write_bytes(orjson.dumps(run))
+    summary = {
+        "run_id": HOSTILE_ID, "task_id": "sre-001", "agent": "evil-agent", "model": "none",
+        "status": "ok", "reward": 0.0, "resolved": False, "passed": False, "steps": 1, "finished_at": TS,
+    }  # fmt: skip
+    (folder / "summary.json").write_bytes(orjson.dumps(summary))
+    return folder
+
+
+def token_of(banner: str) -> str:
+    """The token in the address ``srez view`` printed."""
+    found = re.search(r"\?token=([A-Za-z0-9_-]+)", banner)
+    assert found is not None, banner
+    return found.group(1)
+
+
+SLOW_AGENT = agent_script(
+    """
+    for i in range(8):  # about 12 s live: time for the page to follow it and use its terminal
+        call("POST", "/tools/get_alerts", {})
+        time.sleep(1.5)
+    call("POST", "/tools/declare_root_cause", {"service": "none", "fault": "none"})
+    call("POST", "/submit", {"summary": "slow"})
+    """
+)
