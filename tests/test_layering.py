@@ -1,7 +1,7 @@
 """The dependency direction srez_core <- srez_env <- srez_daemon <- srez_client (docs/design.md §3), checked on
-the imports of every module: what each package may import, that the recorder stays free of the
-server, that no package has an import circle; and the benchmark's ban on wall clocks and global
-randomness."""
+the imports of every module: what each package may import, and that the recorder stays free of
+the server; and the benchmark's ban on wall clocks and global randomness. Circles of imports, at
+every level of every package, are ``tests/test_architecture.py``'s."""
 
 from __future__ import annotations
 
@@ -232,60 +232,6 @@ def _module_graph(package: str) -> dict[str, set[str]]:
                 targets.add(".".join(parts))
         graph[module] = targets
     return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def connect(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                connect(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            connect(node)
-    return sorted(found)
-
-
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_package_has_an_import_circle(package: str) -> None:
-    assert _cycles(_module_graph(package)) == []
-
-
-def test_the_client_has_no_import_circle_between_its_folders() -> None:
-    # a folder (or top-level module) of srez_client is a layer: the backends below the mirror,
-    # the results and the model relay, the host lifecycle above them; none reaches back down
-    graph = _module_graph("srez_client")
-    folders: dict[str, set[str]] = {}
-    for module, targets in graph.items():
-        parts = module.split(".")
-        if len(parts) < 2:
-            continue
-        home = folders.setdefault(parts[1], set())
-        home |= {t.split(".")[1] for t in targets if len(t.split(".")) > 1} - {parts[1]}
-    assert _cycles(folders) == []
 
 
 def test_the_recorder_never_reaches_the_server() -> None:

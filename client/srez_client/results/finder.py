@@ -11,7 +11,7 @@ or harness failure (an agent's own failure is its result, so it counts).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -49,23 +49,27 @@ def _subdirs(path: Path) -> list[Path]:
         return []
 
 
-def find_results(root: Path) -> list[FoundRun]:
-    """Every finished run under ``root``, oldest run id first."""
-    found: dict[str, FoundRun] = {}
+def run_folders(root: Path) -> Iterator[Path]:
+    """Every ``<root>/<task>/<model>/<agent>/<run-id>/`` folder, listed without following links
+    (not yet checked for a summary)."""
     for task in _subdirs(root):
         if task.name == "managed":
             continue
         for model in _subdirs(task):
             for agent in _subdirs(model):
-                for run in _subdirs(agent):
-                    if not RUN_ID_RE.match(run.name):
-                        continue
-                    summary = read_summary(run)
-                    if summary is None:
-                        continue
-                    seen = found.get(run.name)
-                    if seen is None or summary.finished_at > seen.summary.finished_at:
-                        found[run.name] = FoundRun(run, summary)
+                yield from (run for run in _subdirs(agent) if RUN_ID_RE.match(run.name))
+
+
+def find_results(root: Path) -> list[FoundRun]:
+    """Every finished run under ``root``, oldest run id first."""
+    found: dict[str, FoundRun] = {}
+    for run in run_folders(root):
+        summary = read_summary(run)
+        if summary is None:
+            continue
+        seen = found.get(run.name)
+        if seen is None or summary.finished_at > seen.summary.finished_at:
+            found[run.name] = FoundRun(run, summary)
     return [found[k] for k in sorted(found)]
 
 

@@ -12,44 +12,17 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from srez_client.layout import RUN_ID_RE
+from srez_client.results.finder import run_folders
 from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import RunRow
 
 SUMMARY_MAX: Final = 1 << 20
 """Largest ``summary.json`` read."""
-
-
-def _subdirs(path: Path) -> Iterator[Path]:
-    try:
-        with os.scandir(path) as listing:
-            entries = [e for e in listing if not e.name.startswith(".")]
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                yield Path(entry.path)
-        except OSError:
-            continue
-
-
-def run_folders(root: Path) -> Iterator[Path]:
-    """Every ``<root>/<task>/<model>/<agent>/<run-id>/`` folder (not checked for a summary)."""
-    for task in _subdirs(root):
-        if task.name == "managed":
-            continue
-        for model in _subdirs(task):
-            for agent in _subdirs(model):
-                for run in _subdirs(agent):
-                    if RUN_ID_RE.match(run.name):
-                        yield run
 
 
 def _text(data: dict[str, Any], key: str) -> str:
