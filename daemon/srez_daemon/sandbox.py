@@ -10,7 +10,7 @@ capabilities, no further user namespaces, ``--die-with-parent`` and ``--new-sess
 * read-only: the system's programs and libraries (``/usr``, ``/bin``, ``/lib*``), the few files
   of ``/etc`` that name resolution, TLS and the dynamic loader read (:data:`ETC_ENTRIES`), the
   interpreter (``sys.prefix``, ``sys.base_prefix``), every folder on the daemon's ``sys.path``
-  but its working folder, the ``srez_env`` and ``srez_daemon`` packages, the files named in the
+  but its working folder, the ``srez_core``, ``srez_env`` and ``srez_daemon`` packages, the files named in the
   agent's command line and a replay agent's file;
 * hidden even there (an empty read-only folder over them, :func:`hidden_paths`): the task files
   (every ``srez_env/tasks`` folder on ``sys.path``), the task generator (``srez_env/generator``,
@@ -170,8 +170,9 @@ class Sandbox:
 def code_paths(cwd: Path | None = None) -> list[Path]:
     """The interpreter and the project's code: ``sys.prefix`` and friends, every existing folder
     on ``sys.path`` except the working folder (``python -m`` puts it first; it is wherever the
-    launcher ran), and the ``srez_env`` and ``srez_daemon`` packages (an editable install maps
-    them without a ``sys.path`` entry)."""
+    launcher ran), and the ``srez_core``, ``srez_env`` and ``srez_daemon`` packages (an editable
+    install maps them without a ``sys.path`` entry)."""
+    import srez_core
     import srez_daemon
     import srez_env
 
@@ -185,7 +186,7 @@ def code_paths(cwd: Path | None = None) -> list[Path]:
     for entry in sys.path:
         if entry and Path(entry).is_dir() and _resolved(Path(entry)) != here:
             found.append(Path(entry))
-    found += [Path(srez_env.__file__).parent, Path(srez_daemon.__file__).parent]
+    found += [Path(m.__file__).parent for m in (srez_core, srez_env, srez_daemon) if m.__file__]
     # The client package too, located without importing it (the daemon never imports the client):
     # an MCP agent's server runs as ``python -m srez_client.integrations.mcp`` in the sandbox, and
     # an editable install maps the package without a ``sys.path`` entry.
