@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from srez_core.field_docs import field_docstrings
 from srez_env.vocab import FAULT_KINDS, FaultKind, ServiceName
 
 ErrorCode = Literal[
@@ -56,7 +57,7 @@ assert tuple(FAULT_GLOSSARY) == tuple(FAULT_KINDS)
 class Args(BaseModel):
     """Base of every argument model: unknown arguments are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
 
 class NoArgs(Args):

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from srez_core.field_docs import field_docstrings
 from srez_env.vocab import SERVICES
 from srez_env.world.base import BaseWorld
 from srez_env.world.conffile import parse_value
@@ -29,7 +30,7 @@ SUBJECT_RE = r"^CN=[a-z0-9][a-z0-9.-]*$"
 class Strict(BaseModel):
     """Unknown fields are errors and instances are immutable (as every task model)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
 
 class DeployedVersion(Strict):

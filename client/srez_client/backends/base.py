@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from srez_client.backends.config import BackendConfig
 from srez_client.errors import AmbiguousRunError, NotOwnedError, RunNotFoundError, some_of
+from srez_core.field_docs import field_docstrings
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -66,7 +67,7 @@ class RelayedRun(BaseModel):
     """A run a backend hands to another one to execute (``ray`` hands each run to its node's own
     backend): the run keeps the id the first backend gave it, and says so in ``run.json``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
     run_id: str
     """The run's id, chosen by the backend that relays it (the same on every attempt)."""
@@ -79,7 +80,7 @@ class RelayedRun(BaseModel):
 class LaunchSpec(BaseModel):
     """What to run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
     task_id: str
     """Task id, e.g. ``sre-007``."""
@@ -131,7 +132,7 @@ class LaunchSpec(BaseModel):
 class RunHandle(BaseModel):
     """A run as a backend knows it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
     run_id: str
     """Run id, ``YYYYMMDDTHHMMSSZ-<8 hex>``."""

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
 from srez_client.errors import UsageError
+from srez_core.field_docs import field_docstrings
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class BackendConfig(BaseModel):
     Subclasses name the environment variables their fields are read from in :attr:`ENV`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
     ENV: ClassVar[Mapping[str, str]] = {}
     """Field name -> the ``SREZ_*`` variable it is read from (an empty variable is unset)."""

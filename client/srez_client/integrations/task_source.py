@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from srez_core.field_docs import field_docstrings
 from srez_env.generator import sets
 from srez_env.task import Task
 from srez_env.tasks import load_task, load_tasks
@@ -25,7 +26,7 @@ from srez_env.tasks import load_task, load_tasks
 class TaskRef(BaseModel):
     """A public reference to one task: a packaged id, a task file, or a member of a set."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
     id: str
     """The task id (``sre-007``, or ``sre-<tag>-NNN`` in a generated set)."""
@@ -44,7 +45,7 @@ class TaskRef(BaseModel):
 class TaskSetSpec(BaseModel):
     """A task set generated on demand (``srez tasks generate`` without writing files)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
     seed: int
     """The set's seed: the same seed gives the same tasks."""

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from srez_client.errors import UsageError
 from srez_client.layout import model_slug
+from srez_core.field_docs import field_docstrings
 
 MANAGED_SCHEMA_VERSION: Final = 1
 """Version of the managed-run file formats."""
@@ -32,7 +33,7 @@ failed (not counted, retried on resume); ``failed``: the harness failed (not cou
 unless ``--retry-failed``)."""
 PauseReason = Literal["user", "budget", "provider"]
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+_FROZEN = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
 
 def check_name(name: str, what: str) -> str:

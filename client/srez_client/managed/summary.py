@@ -20,11 +20,12 @@ from srez_client.managed.models import Checkpoint, ManagedFile, ManagedRun, Targ
 from srez_client.managed.plan import target_state
 from srez_client.results.bootstrap import Interval, group_intervals
 from srez_client.results.report import Comparison, compare_rewards
+from srez_core.field_docs import field_docstrings
 
 DIFFICULTY_ORDER: Final = ("easy", "medium", "hard")
 """How difficulties are ordered in tables and charts (others follow, sorted)."""
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+_FROZEN = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
 
 
 class DifficultyScore(BaseModel):

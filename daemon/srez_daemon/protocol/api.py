@@ -11,6 +11,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from srez_core.field_docs import field_docstrings
 from srez_daemon.protocol.dialog import DialogEntry, UtcTimestamp
 
 Phase = Literal["starting", "agent", "sealed", "grading", "done", "error"]
@@ -42,7 +43,7 @@ EndReason = Literal["submit", "agent_exit", "time_limit", "step_budget", "stoppe
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
 
 class ErrorBody(_Wire):

@@ -22,6 +22,7 @@ from typing import Annotated, Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, ValidationError
 
+from srez_core.field_docs import field_docstrings
 from srez_core.wire_version import PROTOCOL_VERSION as PROTOCOL_VERSION  # noqa: E402
 
 """Version of the dialog protocol; bumped on any change to an entry's fields."""
@@ -46,7 +47,7 @@ class _Entry(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=True,
+        json_schema_extra=field_docstrings,
         json_schema_serialization_defaults_required=True,
     )
 
@@ -62,7 +63,7 @@ class TokenCount(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
-        use_attribute_docstrings=True,
+        json_schema_extra=field_docstrings,
         json_schema_serialization_defaults_required=True,
     )
 

@@ -11,6 +11,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from srez_core.field_docs import field_docstrings
 from srez_daemon.protocol.dialog import PROTOCOL_VERSION, TokenCount, UtcTimestamp
 
 RUN_FILES_SCHEMA_VERSION: Final = 1
@@ -20,7 +21,7 @@ RUN_FILES_SCHEMA_VERSION: Final = 1
 class _RunFile(BaseModel):
     """What both files start with: their format version and whose run they describe."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
     schema_version: Literal[1] = RUN_FILES_SCHEMA_VERSION
     """Version of this format."""
@@ -35,7 +36,7 @@ class _RunFile(BaseModel):
 class RunAttempt(BaseModel):
     """One attempt of a run on a backend that retries runs elsewhere (``ray``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
     attempt: str
     """Attempt id (8 hex digits), new for every try."""
@@ -98,7 +99,7 @@ class Provenance(BaseModel):
     version and the grade's. Scores compare only within one task set and one grade version
     (``srez_client.results.provenance`` says when a leaderboard may merge them)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=field_docstrings)
 
     task_set: Literal["canonical", "generated", "custom"] | None
     """As in ``run.json`` (None when the launcher did not record it)."""
