@@ -187,8 +187,12 @@ class RunFolder:
         if not self._completed:
             shutil.rmtree(self.partial_dir, ignore_errors=True)
 
-    def complete(self) -> Path:
+    def complete(self, *, flushed: bool = False) -> Path:
         """Rename the partial folder to its final name, durably.
+
+        Args:
+            flushed: The folder's files were flushed after its last write (a
+                :class:`~srez_client.commit_queue.CommitQueue` flushes several folders at once).
 
         Returns:
             The final folder.
@@ -198,16 +202,17 @@ class RunFolder:
         """
         if self._completed:
             return self.final_dir
-        if self.sync:  # each file was flushed as written: their folders' entries remain
-            for folder in sorted(
-                (p for p in self.partial_dir.rglob("*") if p.is_dir() and not p.is_symlink()),
-                key=lambda p: len(p.parts),
-                reverse=True,
-            ):
-                fsync_dir(folder)
-            fsync_dir(self.partial_dir)
-        else:  # written without a flush: the whole folder at once, before the rename
-            fsync_tree(self.partial_dir)
+        if not flushed:
+            if self.sync:  # each file was flushed as written: their folders' entries remain
+                for folder in sorted(
+                    (p for p in self.partial_dir.rglob("*") if p.is_dir() and not p.is_symlink()),
+                    key=lambda p: len(p.parts),
+                    reverse=True,
+                ):
+                    fsync_dir(folder)
+                fsync_dir(self.partial_dir)
+            else:  # written without a flush: the whole folder at once, before the rename
+                fsync_tree(self.partial_dir)
         if self.final_dir.exists():
             msg = f"run folder {self.final_dir} appeared while the run was written; kept {self.partial_dir}"
             raise ResultsError(msg)

@@ -36,16 +36,20 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def fsync_tree(root: Path) -> None:
+def fsync_tree(root: Path) -> bool:
     """Flush every file and folder under ``root`` (``root`` included) to disk, at once.
 
     On Linux this is one ``syncfs(2)`` of the file system holding ``root``: a single flush (one
     journal commit) instead of an fsync per file and folder, which costs a commit each (a run
     folder holds about twenty). Elsewhere each file, then each folder (deepest first), is
     fsynced.
+
+    Returns:
+        True when the whole file system holding ``root`` was flushed (``syncfs``), so every other
+        folder on it written before the call is flushed too.
     """
     if _syncfs(root):
-        return
+        return True
     folders = []
     for path in root.rglob("*"):
         if path.is_symlink():
@@ -57,6 +61,7 @@ def fsync_tree(root: Path) -> None:
     for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
         fsync_dir(folder)
     fsync_dir(root)
+    return False
 
 
 def _syncfs(root: Path) -> bool:

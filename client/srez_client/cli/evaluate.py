@@ -173,13 +173,21 @@ def grade_seed(item: FoundRun) -> int | None:
 
 
 def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
-    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``."""
+    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``.
+
+    Each finished folder is completed by a :class:`~srez_client.commit_queue.CommitQueue` while
+    the next run plays (its flush no longer waits in line with the simulator); every run that
+    ended is final when this returns or raises.
+    """
     from tqdm import tqdm  # imported once there are runs to show (about 30 ms)
 
-    with tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run") as bar:
+    from srez_client.commit_queue import CommitQueue
+
+    bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
+    with bar, CommitQueue() as commits:
         for spec, task, seed in jobs:
             bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-            run = run_inline(task, spec, seed, results)
+            run = run_inline(task, spec, seed, results, commit=commits.submit)
             grades.append(run.grade.model_dump(mode="json", by_alias=True))
             runs.append(
                 run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)

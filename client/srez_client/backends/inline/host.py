@@ -55,6 +55,9 @@ BACKEND: Final = "inline"
 Timer = Callable[[], float]
 """A monotonic clock in seconds (``time.perf_counter`` in production)."""
 
+Commit = Callable[[RunFolder], None]
+"""Completes a finished run folder, now or later (:class:`~srez_client.commit_queue.CommitQueue`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class InlineRun:
@@ -84,6 +87,7 @@ def run_inline(
     clock: Clock = system_clock,
     timer: Timer = time.perf_counter,
     random_bytes: RandomBytes = os.urandom,
+    commit: Commit | None = None,
 ) -> InlineRun:
     """Run one episode of ``task`` with the agent ``agent_spec`` and write its run folder.
 
@@ -95,6 +99,9 @@ def run_inline(
         clock: Wall clock, for the run id and the timestamps.
         timer: Monotonic clock, for durations.
         random_bytes: Randomness of the run id.
+        commit: Completes the finished folder (a
+            :meth:`~srez_client.commit_queue.CommitQueue.submit`: the folder is final a flush
+            later); None completes it before returning.
 
     Returns:
         The run, with its grade and its final folder.
@@ -120,7 +127,7 @@ def run_inline(
         start=start,
     )
     try:
-        return hosted.end(_play(hosted.episode, agent))
+        return hosted.end(_play(hosted.episode, agent), commit=commit)
     except ResultsError:  # the final folder appeared meanwhile: the partial one is kept, and said
         raise
     except BaseException:  # Ctrl-C included: no half-written run folder is left behind
@@ -215,10 +222,11 @@ class HostedRun:
             raise
         return cls(folder, manifest, episode, closing, clock=clock, timer=timer, start=begun)
 
-    def end(self, error: str | None) -> InlineRun:
+    def end(self, error: str | None, *, commit: Commit | None = None) -> InlineRun:
         """Ends the run (the episode must be over): the closing dialog entry, the patches, the
         grade, ``summary.json``, and the folder under its final name. ``error`` is what went wrong
-        with the agent (the run then counts as the agent's error), None when it ended normally."""
+        with the agent (the run then counts as the agent's error), None when it ended normally.
+        ``commit`` completes the folder (see :func:`run_inline`); None completes it here."""
         episode = self.episode
         try:
             episode.finish("failed" if error else "completed", error)
@@ -237,7 +245,11 @@ class HostedRun:
             finished_at=self._clock(),
         )
         self.folder.write_json("summary.json", summary)
-        run_dir = self.folder.complete()
+        if commit is None:
+            run_dir = self.folder.complete()
+        else:
+            commit(self.folder)
+            run_dir = self.folder.final_dir
         m = self.manifest
         logger.info("run %s: %s on %s, reward %.3f", m.run_id, m.agent, m.task_id, summary.reward)
         return InlineRun(run_id=m.run_id, run_dir=run_dir, grade=grade, summary=summary)
