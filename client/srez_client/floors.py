@@ -9,10 +9,22 @@ deterministic and cost about 10 ms a run, so they are always the floors of this 
 these tasks, whatever the backend of the runs beside them, and an earlier evaluation's floors can
 never be mixed in. ``--no-floors`` leaves them out; asking for them with ``--agent`` runs them
 like any other agent (on the chosen backend, written to the results folder).
+
+:class:`FloorsAhead` plays them while the runs go: the floors of the (task, seed) pairs planned
+are played in a forked process on another core, and used when the pairs kept are the pairs
+planned (otherwise, or where there is no fork or no second core, they are played here as
+before). Either way the grades are the same: the floors are deterministic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import sys
+import threading
 from collections.abc import Mapping, Sequence
 
 from srez_env.agents import make_agent
@@ -20,6 +32,8 @@ from srez_env.baselines.floors import FLOOR_AGENTS
 from srez_env.grade import grade_episode
 from srez_env.play import play_episode
 from srez_env.task import Task
+
+logger = logging.getLogger(__name__)
 
 Grade = dict[str, object]
 
@@ -51,3 +65,88 @@ def played_pairs(
         if isinstance(seed, int):
             seeds.setdefault(str(row.get("task_id")), set()).add(seed)
     return [(task, seed) for task in tasks for seed in sorted(seeds.get(task.id, ()))]
+
+
+class FloorsAhead:
+    """The floors of the planned (task, seed) pairs, played in a forked process meanwhile.
+
+    The child is forked before the runs start (no thread of this process exists yet to be
+    copied mid-lock), plays :func:`floor_grades` on what it inherited, writes the pickled grades
+    to a pipe and leaves with ``os._exit`` (no cleanup of this process's state runs twice).
+    :meth:`grades` reads them; :meth:`close` (also on Ctrl-C) kills and reaps a child not read.
+    """
+
+    def __init__(self, floors: Sequence[str], planned: list[tuple[Task, int]]) -> None:
+        self.floors = list(floors)
+        self.planned = planned
+        self._child: tuple[int, int] | None = None  # pid, read end of its pipe
+        if self.floors and planned and _can_fork():
+            self._child = self._fork()
+
+    def _fork(self) -> tuple[int, int] | None:
+        read, write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as e:
+            os.close(read)
+            os.close(write)
+            logger.warning("floors played after the runs: cannot fork (%s)", e)
+            return None
+        if pid == 0:  # the child: play, write, leave without unwinding the parent's state
+            status = 1
+            try:
+                os.close(read)
+                data = pickle.dumps(floor_grades(self.floors, self.planned))
+                with os.fdopen(write, "wb") as pipe:
+                    pipe.write(data)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        return pid, read
+
+    def grades(self, played: list[tuple[Task, int]]) -> list[Grade]:
+        """The floors' grades on ``played``: the child's when they are the pairs planned."""
+        child, self._child = self._child, None
+        if child is not None and played == self.planned:
+            grades = _collect(*child)
+            if grades is not None:
+                return grades
+            logger.warning("floors played after the runs: the process playing them failed")
+        elif child is not None:
+            _kill(*child)
+        return floor_grades(self.floors, played)
+
+    def close(self) -> None:
+        """Stops a child whose grades were not read."""
+        child, self._child = self._child, None
+        if child is not None:
+            _kill(*child)
+
+
+def _can_fork() -> bool:
+    """Fork is cheap here on Linux, safe only while this process has no other thread (a thread
+    holding a lock at the fork would leave it held in the child forever), and pays only with a
+    second core."""
+    return (
+        sys.platform == "linux"
+        and threading.active_count() == 1
+        and len(os.sched_getaffinity(0)) > 1
+    )
+
+
+def _collect(pid: int, read: int) -> list[Grade] | None:
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    grades: list[Grade] = pickle.loads(data)  # noqa: S301 - written by our own fork
+    return grades
+
+
+def _kill(pid: int, read: int) -> None:
+    os.close(read)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)

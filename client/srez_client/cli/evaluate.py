@@ -24,7 +24,7 @@ from srez_client.backends.registry import entry_for, names_where
 from srez_client.cli.options import comma_list, environment_of, model_for, say
 from srez_client.cli.tasks import select_tasks
 from srez_client.errors import UsageError
-from srez_client.floors import floor_grades, missing_floors, played_pairs
+from srez_client.floors import FloorsAhead, missing_floors, played_pairs
 from srez_client.provider_keys import check_provider_keys
 from srez_client.results.provenance import Scored, check_mergeable, leaderboard_provenance
 from srez_client.results.report import (
@@ -328,7 +328,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
     grades, runs = resumed_results(plan.resumed)
     if plan.resumed:
         say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
-    if not in_process:
+    ahead = floors_ahead(args, agents, tasks, runs, plan.todo)
+    try:
+        return run_and_report(args, plan, model, tasks, grades, runs, ahead)
+    finally:
+        ahead.close()
+
+
+def run_and_report(
+    args: argparse.Namespace,
+    plan: EvalPlan,
+    model: str,
+    tasks: list[Task],
+    grades: list[Row],
+    runs: list[Row],
+    ahead: FloorsAhead,
+) -> int:
+    """Plays ``plan.todo`` on ``args.backend`` (after the resumed ``grades`` and ``runs``), then
+    prints the report with the floors ``ahead`` plays; the exit status."""
+    if not entry_for(args.backend).writes_results:
         from srez_client.evaluation import eval_on_backend
 
         try:
@@ -347,7 +365,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             say_interrupted(len(done.rows), len(plan.todo), args.results)
         failed = failed_by_label(done.failed, model)
         grades, runs = grades + done.grades, runs + done.rows
-        floors = [] if done.interrupted else floors_for(args, agents, tasks, runs)
+        floors = [] if done.interrupted else ahead.grades(played_pairs(tasks, runs))
         print_eval(args, grades, runs, failed=failed, plan=plan, floors=floors)
         return 130 if done.interrupted else 0
     first = len(runs)
@@ -357,15 +375,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         say_interrupted(len(runs) - first, len(plan.todo), args.results)
         print_eval(args, grades, runs, plan=plan)
         return 130
-    return print_eval(args, grades, runs, plan=plan, floors=floors_for(args, agents, tasks, runs))
+    floors = ahead.grades(played_pairs(tasks, runs))
+    return print_eval(args, grades, runs, plan=plan, floors=floors)
 
 
-def floors_for(
-    args: argparse.Namespace, agents: list[str], tasks: list[Task], runs: list[Row]
-) -> list[dict[str, object]]:
-    """The grades of the floors ``--agent`` left out, unless ``--no-floors``: played on the
-    (task, seed) pairs of the runs reported, so that ``--limit`` and ``--resume`` limit them
-    as they limit the agents asked for."""
-    if args.no_floors:
-        return []
-    return floor_grades(missing_floors(agents), played_pairs(tasks, runs))
+def floors_ahead(
+    args: argparse.Namespace, agents: list[str], tasks: list[Task], runs: list[Row], todo: list[Job]
+) -> FloorsAhead:
+    """The floors ``--agent`` left out (none with ``--no-floors``), started on the (task, seed)
+    pairs of the resumed ``runs`` and of ``todo``; they are reported on the pairs of the runs
+    made and kept, so that ``--limit`` and ``--resume`` limit them as they limit the agents
+    asked for."""
+    floors = [] if args.no_floors else missing_floors(agents)
+    planned = runs + [{"task_id": task.id, "run_seed": seed} for _spec, task, seed in todo]
+    return FloorsAhead(floors, played_pairs(tasks, planned))
