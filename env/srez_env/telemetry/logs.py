@@ -18,7 +18,7 @@ from srez_env.sim.engine import Snapshot, flag, num
 from srez_env.sim.latency import p_timeout
 from srez_env.sim.timeline import Minute, World
 from srez_env.task import DecoyLog
-from srez_env.telemetry.noise import unit_hash
+from srez_env.telemetry.noise import text_hash
 from srez_env.world import topology as topo
 from srez_env.world.conffile import Value
 
@@ -140,15 +140,16 @@ class LogSource:
             out.append((row.level, row.text))
         out += [(d.level, d.text) for d in self.decoys if d.service == s and m % d.every_min == 0]
         templates = BENIGN[s]
+        minute = f"{self.seed}|{s}|{m}|"  # unit_hash(seed, s, m, ...) is text_hash of this + ...
         for k in range(self.benign_per_min):
-            template = templates[int(unit_hash(self.seed, s, m, k) * len(templates))]
-            ms = 1 + int(unit_hash(self.seed, s, m, k, "ms") * 40)
+            template = templates[int(text_hash(f"{minute}{k}") * len(templates))]
+            ms = 1 + int(text_hash(f"{minute}{k}|ms") * 40)
             out.append(("INFO", template.format(ms=ms)))
         ready = max(1, snap[s].ready)
         stamped = []
         for j, (level, text) in enumerate(out):
-            second = int(60 * unit_hash(self.seed, s, m, j, "sec"))
-            replica = int(unit_hash(self.seed, s, m, j, "r") * ready)
+            second = int(60 * text_hash(f"{minute}{j}|sec"))
+            replica = int(text_hash(f"{minute}{j}|r") * ready)
             line = f"{topo.timestamp(self.t0, m, second)} {s}-{replica} {level} {text}"
             stamped.append((second, j, line))
         return [line for _sec, _j, line in sorted(stamped)]
