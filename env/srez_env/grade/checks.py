@@ -12,6 +12,7 @@ from T0 counts.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -115,6 +116,29 @@ def judge(record: EpisodeRecord) -> Verdict:
         fired=fired,
         fired_later=fired_later,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_validity(s: str, text: str, catalogue: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    """Why the file ``text`` of ``s`` is not valid on its own, given the certificate catalogue.
+
+    A pure function of its arguments, memoised: the episodes of a task mostly end with the same
+    files (every untouched file is its T0 text), so most are checked once per process.
+    """
+    try:
+        parsed = ConfFile.parse(text, name=f"{s}.conf")
+    except ValueError as e:
+        return (str(e),)
+    certs = dict(catalogue)
+    reasons = []
+    for key, value in parsed.values.items():
+        if key.startswith("deploy.") or key.endswith(".host") or key == "storage.disk_size_gb":
+            continue
+        try:
+            check_edit(s, key, render_value(value), certs=certs)
+        except ValueError as e:
+            reasons.append(f"{s}: {e}")
+    return tuple(reasons)
 
 
 def _check(reasons: list[str]) -> Check:
@@ -244,20 +268,10 @@ def _safety(world: World, end: int, t0: datetime) -> list[str]:
 
 
 def _validity(final: dict[str, ConfFile], certs: dict[str, int]) -> list[str]:
-    reasons = []
+    catalogue = tuple(sorted(certs.items()))
+    reasons: list[str] = []
     for s in topo.SERVICES:
-        try:
-            parsed = ConfFile.parse(final[s].text, name=f"{s}.conf")
-        except ValueError as e:
-            reasons.append(str(e))
-            continue
-        for key, value in parsed.values.items():
-            if key.startswith("deploy.") or key.endswith(".host") or key == "storage.disk_size_gb":
-                continue
-            try:
-                check_edit(s, key, render_value(value), certs=certs)
-            except ValueError as e:
-                reasons.append(f"{s}: {e}")
+        reasons += _file_validity(s, final[s].text, catalogue)
     c = {s: final[s].values for s in topo.SERVICES}
     pools = sum(
         int(c[s]["deploy.replicas"]) * int(c[s]["db.pool_max"]) for s in ("auth", "payments")
