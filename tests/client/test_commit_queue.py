@@ -126,17 +126,21 @@ def test_eval_killed_mid_way_leaves_only_whole_runs_and_resume_finishes(tmp_path
     argv = [str(SREZ), "eval", "--agent", "scripted,random", "--tasks", "all"]
     argv += ["--backend", "inline", "--results", str(results)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finals() -> list[Path]:  # folders under their final name (a partial one starts with .)
+        return [p for p in results.glob("*/*/*/*") if not p.name.startswith(".")]
+
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(results.glob("*/*/*/*/summary.json"))) < 5:
+    while time.monotonic() < deadline and len(finals()) < 5:
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    finals = [p for p in results.glob("*/*/*/*") if not p.name.startswith(".")]
-    assert 5 <= len(finals) < 80, "kill the evaluation while its runs go"
-    for run in finals:
+    kept = finals()
+    assert 5 <= len(kept) < 80, "kill the evaluation while its runs go"
+    for run in kept:
         for name in ("run.json", "summary.json", "result.json", "archive/dialog.jsonl"):
             assert (run / name).stat().st_size > 0, f"{run}/{name}"
     done = subprocess.run([*argv, "--resume"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"{len(finals)} of 80 runs already complete" in done.stderr
+    assert f"{len(kept)} of 80 runs already complete" in done.stderr
     assert len(find_results(results)) == 80
