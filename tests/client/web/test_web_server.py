@@ -339,7 +339,6 @@ def test_the_host_names_answered_to() -> None:
 
 
 async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path) -> None:
-    from srez_client.backends.local.backend import LocalBackend
     from srez_client.web.live import BackendLiveRuns
 
     (tmp_path / "slow.py").write_text(SLOW_AGENT)
@@ -352,8 +351,8 @@ async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     results.mkdir(exist_ok=True)
-    backend = LocalBackend(tmp_path / "state")
-    view = ViewServer(results, live=BackendLiveRuns([backend]))
+    env.pop("SREZ_TUI_BACKENDS", None)  # the backends chosen as srez view chooses them: local
+    view = ViewServer(results, live=BackendLiveRuns.from_env(env, backend=None, results=results))
     server = TestServer(make_app(view), host="127.0.0.1")
     await server.start_server()
     assert server.port is not None
