@@ -9,7 +9,8 @@ LLM runs through the model relay; 1 and 10 runs here, the 10/50/100 scale with `
 ``report`` (:mod:`bench.report`: a report's build time with its bootstrap intervals and without)
 and ``startup`` (:mod:`bench.startup`: how long ``srez`` takes to answer, ``srez eval`` and
 ``make run`` whole, and the inline host's runs per second, each against ``python -c pass``) and
-``view`` (:mod:`bench.view`: ``srez view``'s runs list of 10,000 finished runs, against 300 ms).
+``view`` (:mod:`bench.view`: ``srez view``'s runs list of 10,000 finished runs, against 300 ms, and
+a live entry from a ``local`` run's daemon into chromium's DOM, against 50 ms p99).
 
 ``python -m bench --only startup,report`` prints only the sections named (comma list).
 

@@ -1,15 +1,22 @@
-"""``srez view``: the runs list of a big results folder, served through real loopback HTTP.
+"""``srez view``: the runs list of a big results folder, and a live entry from a run's daemon to
+a browser's DOM, served through real loopback HTTP.
 
 * ``list``: ``GET /api/runs`` (the first page, newest first, with the tab counts and
   filter menus) over 10,000 finished runs, the median and p90 of 20 requests, against the
   300 ms target; ``filtered`` the same with a task, an agent and a text filter;
 * ``index``: the first listing of the folder (every ``summary.json`` read) and a refresh that
   finds nothing new (only the folders listed again), which the server does at most every 2 s;
-* ``live_entry``: a live dialog entry from the moment the server's run source hands it over to
-  the moment it is in the page's DOM (Debian's chromium, headless; a MutationObserver reads the
-  time each entry carries), median and p99 of 200 entries 20 ms apart, against 50 ms. The source
-  stands in for the run's daemon: what the daemon's own stream adds is ``make bench``'s ``tui``
-  figure (its tail to a client).
+* ``live_entry``: end to end, a live run of the ``local`` backend (its real daemon, launched by
+  ``srez run``), the view server relaying the daemon's stream over its own WebSocket, and
+  Debian's chromium (headless, driven by Selenium) showing the run. Entries are appended to the
+  run's ``dialog.jsonl`` as the daemon's ``DialogWriter`` appends them (one ``O_APPEND`` write,
+  then fsync), one every 20 ms; the bench notes the wall time just before each write, and the
+  page notes, in a MutationObserver, the wall time each entry's node joins the DOM
+  (``performance.timeOrigin + performance.now()``: one machine, one clock). Median and p99 of
+  200 entries, against 50 ms. Without chromium the figure says why it was not measured
+  (``"measured": false``).
+* ``live_entry_from_source``: the same page with the view server's run source handing it the
+  entries (no daemon): what the view server and the browser add on their own.
 
 The folder is made here: 10,000 run folders of 40 tasks × 5 agents × 50 runs, each with the
 ``summary.json`` a run writes (the list reads nothing else).
@@ -29,6 +36,7 @@ import aiohttp
 import orjson
 from aiohttp.test_utils import TestServer
 
+from bench.view_live import daemon_latency, source_latency
 from srez_client.web.app import make_app
 from srez_client.web.security import allowed_hosts
 from srez_client.web.state import ViewServer
@@ -112,144 +120,21 @@ def view_figures(runs: int = RUNS, *, live: bool = True) -> dict[str, Any]:
         make_results(Path(tmp), runs)
         figures = asyncio.run(_figures(Path(tmp), runs))
         if live:
-            missing = [n for n in ("chromium", "chromedriver") if shutil.which(n) is None]
-            figures["live_entry"] = (
-                {"skipped": f"{' and '.join(missing)} not installed"}
-                if missing
-                else asyncio.run(_live_latency(Path(tmp)))
-            )
+            missing = missing_browser()
+            if missing:
+                why = {"measured": False, "why": missing}
+                figures["live_entry"] = figures["live_entry_from_source"] = why
+            else:
+                figures["live_entry"] = asyncio.run(daemon_latency())
+                figures["live_entry_from_source"] = asyncio.run(source_latency(Path(tmp)))
         return figures
 
 
-# ---------------------------------------------------------------------- live entry latency
-
-ENTRIES: Final = 200
-"""Live entries timed, one every :data:`GAP_S`."""
-GAP_S: Final = 0.02
-LIVE_TARGET_MS: Final = 50.0
-
-
-class _TimedSource:
-    """A live run whose entries each carry the wall time (ms) they were handed to the server."""
-
-    live = True
-    run_id = "20260101T000000Z-0000feed"
-
-    async def connect(self, status: Any = None) -> None:
-        """Nothing to connect to."""
-
-    async def meta(self) -> Any:
-        from srez_client.tui.source import RunMeta
-
-        return RunMeta(run_id=self.run_id, task_id="sre-001", phase="agent", agent="bench")
-
-    async def events(self) -> Any:
-        from srez_client.tui.source import DialogBatch
-        from srez_daemon.protocol import Assistant, SessionStarted
-
-        ts = "2026-01-01T00:00:00Z"
-        start = SessionStarted(
-            seq=0, ts=ts, agent="bench", model="none", task_id="sre-001", run_id=self.run_id
-        )
-        yield DialogBatch([start])
-        await asyncio.sleep(1.0)  # the page is drawn
-        for seq in range(1, ENTRIES + 1):
-            sent = time.time() * 1000  # the browser's clock is the same wall clock  # noqa: TID251
-            yield DialogBatch([Assistant(seq=seq, ts=ts, text=f"{sent:.3f}")])
-            await asyncio.sleep(GAP_S)
-        await asyncio.sleep(3600)  # stays live until the page is closed
-
-    async def diff(self) -> str:
+def missing_browser() -> str:
+    """Why the browser's figures cannot be measured here ("" when they can)."""
+    missing = [n for n in ("chromium", "chromedriver") if shutil.which(n) is None]
+    if not missing:
         return ""
-
-    async def reference(self) -> Any:
-        from srez_client.tui.source import SourceUnavailable
-
-        msg = "live"
-        raise SourceUnavailable(msg)
-
-    async def grade(self) -> Any:
-        from srez_client.tui.source import SourceUnavailable
-
-        msg = "live"
-        raise SourceUnavailable(msg)
-
-    summary = grade
-
-    def log_names(self) -> list[str]:
-        return []
-
-    async def close(self) -> None:
-        """Nothing to close."""
-
-
-class _OneLiveRun:
-    def __init__(self) -> None:
-        self.source_ = _TimedSource()
-
-    async def rows(self) -> list[Any]:
-        return []
-
-    def source(self, run_id: str) -> Any:
-        return self.source_ if run_id == self.source_.run_id else None
-
-    async def act(self, run_id: str, action: str) -> str:
-        return "not here"
-
-    async def close(self) -> None:
-        """Nothing to close."""
-
-
-OBSERVER: Final = """
-window.__lat = [];
-new MutationObserver((records) => {
-  const now = Date.now();
-  for (const r of records) for (const n of r.addedNodes) {
-    if (n.dataset && n.dataset.kind === "assistant") window.__lat.push(now - parseFloat(n.textContent.replace(/^Assistant/, "")));
-  }
-}).observe(document.getElementById("dialog"), {childList: true});
-"""
-
-
-async def _live_latency(root: Path) -> dict[str, Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    view = ViewServer(root, live=_OneLiveRun())
-    server = TestServer(make_app(view), host="127.0.0.1")
-    await server.start_server()
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    driver = await asyncio.to_thread(
-        webdriver.Chrome, service=Service("/usr/bin/chromedriver"), options=options
+    return (
+        f"{' and '.join(missing)} not installed (Debian: apt-get install chromium chromium-driver)"
     )
-    try:
-        assert server.port is not None
-        view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
-        base = f"http://127.0.0.1:{server.port}"
-        await asyncio.to_thread(driver.get, f"{base}/?token={view.gate.token}")
-        await asyncio.to_thread(driver.get, f"{base}/#/run/{_TimedSource.run_id}")
-        wait = WebDriverWait(driver, 30)
-        await asyncio.to_thread(
-            wait.until, lambda d: d.find_elements(By.CSS_SELECTOR, "#dialog .item")
-        )
-        await asyncio.to_thread(driver.execute_script, OBSERVER)
-        await asyncio.to_thread(
-            wait.until, lambda d: d.execute_script("return window.__lat.length") >= ENTRIES - 5
-        )
-        latencies = await asyncio.to_thread(driver.execute_script, "return window.__lat")
-    finally:
-        await asyncio.to_thread(driver.quit)
-        await server.close()
-    ordered = sorted(float(x) for x in latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return {
-        "entries": len(ordered),
-        "median_ms": round(statistics.median(ordered), 1),
-        "p99_ms": round(p99, 1),
-        "vs_target": round(p99 / LIVE_TARGET_MS, 3),
-    }

@@ -1,9 +1,12 @@
-"""``make bench``'s ``view`` section measures what it says: real requests over a folder it made."""
+"""``make bench``'s ``view`` section measures what it says: real requests over a folder it made,
+and live entries from a real run daemon into a real browser's DOM."""
 
 from __future__ import annotations
 
 import pytest
-from bench.view import ENTRIES, view_figures
+from bench import view
+from bench.view import view_figures
+from bench.view_live import ENTRIES, LIVE_TARGET_MS
 
 
 def test_the_view_figures_come_from_a_listing_of_every_run() -> None:
@@ -14,8 +17,22 @@ def test_the_view_figures_come_from_a_listing_of_every_run() -> None:
     assert figures["index"]["first_s"] >= 0 and figures["filtered"]["p90_ms"] > 0
 
 
+def test_without_chromium_the_live_figures_say_why_they_were_not_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(view.shutil, "which", lambda name: None)
+    figures = view_figures(runs=20)
+    for name in ("live_entry", "live_entry_from_source"):
+        assert figures[name]["measured"] is False
+        assert "chromium and chromedriver not installed" in figures[name]["why"]
+
+
 @pytest.mark.browser
-def test_the_live_entry_figure_times_entries_into_a_real_browsers_dom() -> None:
-    live = view_figures(runs=50)["live_entry"]
-    assert live["entries"] >= ENTRIES - 5
-    assert 0 <= live["median_ms"] <= live["p99_ms"]
+def test_the_live_entry_figure_times_entries_from_a_daemon_into_a_real_browsers_dom() -> None:
+    figures = view_figures(runs=50)
+    for name in ("live_entry", "live_entry_from_source"):
+        live = figures[name]
+        assert live["measured"] is True and live["target_p99_ms"] == LIVE_TARGET_MS
+        assert live["entries"] >= ENTRIES - 5 and live["lost"] == ENTRIES - live["entries"]
+        assert 0 <= live["median_ms"] <= live["p99_ms"] <= live["max_ms"]
+    assert figures["live_entry"]["path"].startswith("daemon dialog.jsonl")

@@ -23,7 +23,7 @@ Adding a backend touches three places (docs/backends.md, "Adding a backend", say
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -157,6 +157,28 @@ def names_where(trait: Callable[[type[Backend]], bool]) -> list[str]:
     """The names of the backends whose class has ``trait``, in registry order (each class is
     imported: for messages and choices made once, not on every command)."""
     return [entry.name for entry in ENTRIES if trait(entry.load())]
+
+
+LIVE_BACKENDS_VAR: Final = "SREZ_TUI_BACKENDS"
+"""The comma list of backends ``srez tui`` and ``srez view`` list live runs on, when set."""
+
+
+def live_backend_names(environ: Mapping[str, str], launched: Iterable[str] = ()) -> list[str]:
+    """The backends to list live runs on (``srez tui``, ``srez view``): ``$SREZ_TUI_BACKENDS`` (a
+    comma list) when it is set, else :data:`DEFAULT_BACKEND` and every backend of ``launched``
+    (those this state launched runs on: :meth:`~srez_client.backends.state.Ledger.backends`), in
+    registry order. A backend that writes its results as it runs (``inline``) is left out unless
+    named: its runs are in the results folder already, and a name the registry does not know is
+    left out too.
+
+    Listing a backend nobody launched on would ask it for nothing (a Docker engine that may not
+    be there, a Ray cluster); a backend this state launched on may hold a live run of the user's.
+    """
+    given = environ.get(LIVE_BACKENDS_VAR, "")
+    if given.strip():
+        return [n for n in dict.fromkeys(n.strip() for n in given.split(",")) if n in REGISTRY]
+    wanted = {DEFAULT_BACKEND, *launched}
+    return [e.name for e in ENTRIES if e.name in wanted and not e.writes_results]
 
 
 def config_for(name: str, settings: BackendSettings) -> BackendConfig:

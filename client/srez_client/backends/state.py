@@ -140,6 +140,24 @@ class Ledger:
             logger.warning("ignored an invalid ledger entry for run %s", run_id)
             return None
 
+    def backends(self) -> set[str]:
+        """The backends of the runs this state launched and has not removed (from every
+        readable entry; none when there is no ledger yet)."""
+        try:
+            names = [p.stem for p in self.folder.iterdir() if p.suffix == ".json"]
+        except OSError:
+            return set()
+        return {entry.backend for entry in map(self.get, names) if entry is not None}
+
+    def changed(self) -> tuple[int, int]:
+        """What changes when an entry is added or dropped: the folder's mtime (ns) and how many
+        names it holds (two changes within one tick of the file system's clock still differ
+        in count); ``(0, 0)`` when there is no ledger yet."""
+        try:
+            return self.folder.stat().st_mtime_ns, sum(1 for _ in self.folder.iterdir())
+        except OSError:
+            return 0, 0
+
     def forget(self, run_id: str) -> None:
         """Drop the entry of ``run_id`` (idempotent)."""
         try:

@@ -366,7 +366,11 @@ def add_view_command(sub: Any) -> None:
         help="another Host name the server answers to (a reverse proxy's); repeatable",
     )
     view.add_argument(
-        "--backend", default=None, choices=BACKEND_NAMES, help="where live runs are (default: all)"
+        "--backend",
+        default=None,
+        choices=BACKEND_NAMES,
+        help="where live runs are (default: $SREZ_TUI_BACKENDS, else local and every backend"
+        " this state launched runs on)",
     )
     view.set_defaults(func=command("srez_client.cli.view:cmd_view"))
 

@@ -281,17 +281,18 @@ class TuiApp:
 
 
 def default_backends(environ: dict[str, str] | None = None) -> list[Backend]:
-    """The backends the TUI looks for live runs on: ``$SREZ_TUI_BACKENDS`` (comma list, default
-    ``local``; ``local,docker`` adds containers: not by default, since listing them asks a
-    Docker engine that may not be there)."""
+    """The backends the TUI looks for live runs on: ``$SREZ_TUI_BACKENDS`` (comma list) when
+    set, else ``local`` and every backend this state launched runs on
+    (:func:`~srez_client.backends.registry.live_backend_names`). One that cannot be made here
+    (a missing SDK, a bad setting) is left out."""
     from srez_client.backends.config import BackendSettings
-    from srez_client.backends.registry import get_backend
+    from srez_client.backends.registry import get_backend, live_backend_names
+    from srez_client.backends.state import Ledger
 
     env = dict(os.environ if environ is None else environ)
-    names = [n.strip() for n in env.get("SREZ_TUI_BACKENDS", "local").split(",") if n.strip()]
     settings = BackendSettings.from_env(env)
     out: list[Backend] = []
-    for name in names:
+    for name in live_backend_names(env, Ledger(settings.state_dir).backends()):
         with contextlib.suppress(ClientError, ImportError):
             out.append(get_backend(name, settings))
     return out

@@ -5,7 +5,8 @@ Routes (every one behind :mod:`srez_client.web.security`):
 * ``GET /``: the page; ``GET /static/{name}``: its script and style (a fixed list of files).
 * ``GET /api/config``: what this server offers (hosted or not, live runs, terminal).
 * ``GET /api/runs``: one page of the runs list (:func:`srez_client.web.catalog.parse_query`
-  names the parameters); ``GET /api/leaderboard`` and ``GET /api/matrix``: the folder's report.
+  names the parameters); ``GET /api/leaderboard`` and ``GET /api/matrix``: the folder's report;
+  ``GET /api/compare?a=ID&b=ID``: two finished runs side by side (:mod:`srez_client.web.compare`).
 * ``GET /api/runs/{id}``: a run's views (:class:`srez_client.web.views.RunView`);
   ``GET /api/runs/{id}/download/{dialog.jsonl|patch.diff}`` and ``GET /api/runs/{id}/logs/{name}``.
 * ``GET /api/runs/{id}/live`` (WebSocket) and the POSTs ``stop``, ``remove`` and ``detach``, and
@@ -26,6 +27,7 @@ from aiohttp import web
 
 from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import QueryError, facets, parse_query, select
+from srez_client.web.compare import compare_json
 from srez_client.web.matrix import matrix_json
 from srez_client.web.security import guard
 from srez_client.web.state import SERVER, ViewServer
@@ -80,18 +82,44 @@ async def runs(request: web.Request) -> web.StreamResponse:
     return _json({**select(every, query).as_json(), "facets": facets(every)})
 
 
-async def run(request: web.Request) -> web.StreamResponse:
-    server = request.app[SERVER]
-    run_id = request.match_info["run_id"]
-    await server.refresh()
+async def _finished_view(server: ViewServer, run_id: str) -> dict[str, Any] | None:
+    """A finished run's views, whole (None: no such run in the results folder)."""
     source = server.finished_source(run_id)
     if source is None:
-        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+        return None
     view = RunView(source)
     await view.open()
     async for _ in view.follow():  # a finished run's events end: the whole dialog, folded
         pass
-    return _json(await view.snapshot())
+    return await view.snapshot()
+
+
+async def run(request: web.Request) -> web.StreamResponse:
+    server = request.app[SERVER]
+    run_id = request.match_info["run_id"]
+    await server.refresh()
+    snapshot = await _finished_view(server, run_id)
+    if snapshot is None:
+        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+    return _json(snapshot)
+
+
+async def compare(request: web.Request) -> web.StreamResponse:
+    """``GET /api/compare?a=ID&b=ID``: two finished runs side by side."""
+    server = request.app[SERVER]
+    a, b = request.query.get("a", ""), request.query.get("b", "")
+    if not a or not b or a == b:
+        return _bad("compare takes two different run ids: /api/compare?a=RUN&b=RUN")
+    await server.refresh()
+    views = []
+    for run_id in (a, b):
+        snapshot = await _finished_view(server, run_id)
+        if snapshot is None:
+            return _bad(
+                f"no finished run {run_id!r} in this results folder (compare reads two)", 404
+            )
+        views.append(snapshot)
+    return _json(compare_json(*views))
 
 
 async def download(request: web.Request) -> web.StreamResponse:
@@ -151,6 +179,7 @@ def make_app(server: ViewServer) -> web.Application:
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/leaderboard", leaderboard)
     app.router.add_get("/api/matrix", matrix)
+    app.router.add_get("/api/compare", compare)
     app.router.add_get("/api/runs/{run_id}", run)
     app.router.add_get("/api/runs/{run_id}/download/{name}", download)
     app.router.add_get("/api/runs/{run_id}/logs/{name}", logs)

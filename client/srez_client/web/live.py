@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 
 from srez_client.backends.base import Backend, RunHandle
+from srez_client.backends.registry import LIVE_BACKENDS_VAR
 from srez_client.errors import ClientError
 from srez_client.tui.source import RunSource, SourceUnavailable
 from srez_client.tui.source_live import LiveRunSource
@@ -39,25 +40,75 @@ logger = logging.getLogger(__name__)
 ACTIONS: Final = ("stop", "remove", "detach")
 
 
+class BackendChoice:
+    """The backends a view server lists live runs on, chosen as ``srez tui`` chooses them
+    (:func:`~srez_client.backends.registry.live_backend_names`: ``$SREZ_TUI_BACKENDS``, else
+    ``local`` and every backend this state launched runs on), and chosen again whenever this
+    state's ledger changes: a docker or ray run launched while the server runs is listed too."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        from srez_client.backends.config import BackendSettings
+        from srez_client.backends.state import Ledger
+
+        self.env = dict(env)
+        self.settings = BackendSettings.from_env(self.env)
+        self.ledger = Ledger(self.settings.state_dir)
+        self._seen: tuple[int, int] | None = None
+        self._made: dict[str, Backend] = {}
+        self._chosen: list[Backend] = []
+
+    def names(self) -> list[str]:
+        """The names of the backends to list now."""
+        from srez_client.backends.registry import live_backend_names
+
+        return live_backend_names(self.env, self.ledger.backends())
+
+    def backends(self) -> list[Backend]:
+        """The backends to list now (each made once; one that cannot be made here, a missing
+        SDK or a bad setting, is left out with one warning)."""
+        from srez_client.backends.registry import get_backend
+
+        changed = self.ledger.changed()
+        if changed == self._seen:
+            return self._chosen
+        chosen = []
+        for name in self.names():
+            if name not in self._made:
+                try:
+                    self._made[name] = get_backend(name, self.settings)
+                except (ClientError, ImportError) as e:
+                    logger.warning("live runs of the %s backend are not listed: %s", name, e)
+                    continue
+            chosen.append(self._made[name])
+        self._seen, self._chosen = changed, chosen
+        return chosen
+
+
 class BackendLiveRuns:
     """The runs of some backends that have not finished yet."""
 
-    def __init__(self, backends: list[Backend], *, terminal: bool = True) -> None:
-        self.backends = backends
+    def __init__(self, backends: list[Backend] | BackendChoice, *, terminal: bool = True) -> None:
+        self._backends = backends
         self.terminal = terminal
         self._handles: dict[str, tuple[Backend, RunHandle]] = {}
+        self._unlisted: dict[str, str] = {}
+        """The last listing error of each backend (warned once, until it lists again)."""
+
+    @property
+    def backends(self) -> list[Backend]:
+        """The backends listed now."""
+        chosen = self._backends
+        return chosen.backends() if isinstance(chosen, BackendChoice) else chosen
 
     @classmethod
     def from_env(
         cls, env: Mapping[str, str], *, backend: str | None, results: Path
     ) -> BackendLiveRuns:
-        """The backends ``srez tui`` would look at (``SREZ_TUI_BACKENDS``, or ``backend``)."""
-        from srez_client.tui.app import default_backends
-
+        """The backends ``srez tui`` would look at (:class:`BackendChoice`), or ``backend``."""
         wanted = dict(env)
         if backend is not None:
-            wanted["SREZ_TUI_BACKENDS"] = backend
-        return cls(default_backends(wanted), terminal=env.get("SREZ_TERMINAL", "1") != "0")
+            wanted[LIVE_BACKENDS_VAR] = backend
+        return cls(BackendChoice(wanted), terminal=env.get("SREZ_TERMINAL", "1") != "0")
 
     async def rows(self) -> list[RunRow]:
         out: list[RunRow] = []
@@ -66,8 +117,11 @@ class BackendLiveRuns:
             try:
                 listed = await backend.list(include_exited=True)
             except ClientError as e:
-                logger.warning("could not list the %s backend's runs: %s", backend.name, e)
+                if self._unlisted.get(backend.name) != str(e):  # once, not every 2 s
+                    logger.warning("could not list the %s backend's runs: %s", backend.name, e)
+                self._unlisted[backend.name] = str(e)
                 continue
+            self._unlisted.pop(backend.name, None)
             for handle in listed:
                 handles[handle.run_id] = (backend, handle)
                 if handle.finished and handle.status != "running":

@@ -118,6 +118,22 @@ def test_browse_filter_and_read_a_run(
     assert token not in browser.current_url and token not in browser.page_source
     Select(browser.find_element(By.ID, "filter-task")).select_by_value("sre-011")
     _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
+    # two agents on one task, side by side
+    assert browser.find_element(By.ID, "compare").get_attribute("disabled") is not None
+    for box in browser.find_elements(By.CSS_SELECTOR, "tr.run-row input.pick"):
+        box.click()
+    assert browser.find_element(By.ID, "compare").text == "Compare (2/2)"
+    browser.find_element(By.ID, "compare").click()
+    heads = [e.text.split("\n")[0] for e in _wait(browser, "#compare thead th a", 2)]
+    assert sorted(heads) == ["heuristic", "scripted"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#compare tr.check-row")) == 5
+    task_row = browser.find_element(By.CSS_SELECTOR, "#compare tr[data-row='task']")
+    assert task_row.text.count("sre-011 (hard)") == 2
+    assert browser.find_elements(By.ID, "compare-note") == []
+    assert "null" not in browser.find_element(By.ID, "main").text
+    browser.save_screenshot(str(_artifacts(tmp_path) / "view-compare.png"))
+    browser.back()
+    _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
     Select(browser.find_element(By.ID, "filter-agent")).select_by_value("scripted")
     _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 1)
     browser.save_screenshot(str(_artifacts(tmp_path) / "view-runs.png"))
@@ -156,6 +172,12 @@ def test_browse_filter_and_read_a_run(
     assert [row.text.split()[1] for row in board] == ["scripted", "heuristic"]
     browser.find_element(By.ID, "nav-matrix").click()
     assert len(_wait(browser, "#matrix tbody tr", 3)) == 3
+    for box in browser.find_elements(By.CSS_SELECTOR, "#matrix tr[data-task='sre-007'] input.pick"):
+        box.click()  # a matrix row's two agents
+    browser.find_element(By.ID, "compare").click()
+    assert len(_wait(browser, "#compare tr.check-row", 5)) == 5
+    task_row = browser.find_element(By.CSS_SELECTOR, "#compare tr[data-row='task']")
+    assert task_row.text.count("sre-007") == 2
     assert _errors(browser) == []
 
 

@@ -326,6 +326,52 @@ async def test_the_leaderboard_and_the_matrix(session: aiohttp.ClientSession) ->
     assert all(row[column]["reward"] == 1.0 for row in matrix["cells"])
 
 
+async def test_compare_two_agents_on_one_task(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]]
+) -> None:
+    scripted, heuristic = results[1][4:6]  # sre-011's two runs
+    async with session.get("/api/compare", params={"a": scripted, "b": heuristic}) as r:
+        assert r.status == 200, await r.text()
+        both = await r.json()
+    async with session.get(f"/api/runs/{heuristic}") as r:
+        alone = await r.json()
+    assert both["same_task"] is True
+    a, b = both["runs"]
+    assert (a["run_id"], a["agent"], b["agent"]) == (scripted, "scripted", "heuristic")
+    assert a["task_id"] == b["task_id"] == "sre-011" and a["reward"] == 1.0 and a["resolved"]
+    assert (
+        b["reward"] == alone["evaluation"]["reward"] and b["steps"] == alone["evaluation"]["steps"]
+    )
+    assert b["diff"] == alone["changes"]["agent"]["totals"]
+    assert a["tool_calls"] > 0 and a["similarity"]
+    assert [c["name"] for c in both["checks"]] == ["valid", "func", "safe", "intent", "rca"]
+    assert all(c["states"][0] == "pass" for c in both["checks"])
+    assert [c["states"][1] for c in both["checks"]] == [
+        c["state"] for c in alone["evaluation"]["checks"]
+    ]
+    assert {"path": "db/db.conf", "sides": ["M +1 -1", both["files"][0]["sides"][1]]} in both[
+        "files"
+    ]
+    async with session.get("/api/compare", params={"a": scripted, "b": HOSTILE_ID}) as r:
+        assert (await r.json())["same_task"] is False
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "says"),
+    [
+        ({}, 400, "compare takes two different run ids"),
+        ({"a": HOSTILE_ID, "b": HOSTILE_ID}, 400, "compare takes two different run ids"),
+        ({"a": HOSTILE_ID, "b": "20990101T000000Z-deadbeef"}, 404, "no finished run"),
+    ],
+)
+async def test_a_bad_compare_request_says_what_it_takes(
+    session: aiohttp.ClientSession, params: dict[str, str], status: int, says: str
+) -> None:
+    async with session.get("/api/compare", params=params) as r:
+        assert r.status == status
+        assert says in (await r.json())["error"]
+
+
 _ = web  # the application type of make_app
 
 
@@ -339,7 +385,6 @@ def test_the_host_names_answered_to() -> None:
 
 
 async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path) -> None:
-    from srez_client.backends.local.backend import LocalBackend
     from srez_client.web.live import BackendLiveRuns
 
     (tmp_path / "slow.py").write_text(SLOW_AGENT)
@@ -352,8 +397,8 @@ async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     results.mkdir(exist_ok=True)
-    backend = LocalBackend(tmp_path / "state")
-    view = ViewServer(results, live=BackendLiveRuns([backend]))
+    env.pop("SREZ_TUI_BACKENDS", None)  # the backends chosen as srez view chooses them: local
+    view = ViewServer(results, live=BackendLiveRuns.from_env(env, backend=None, results=results))
     server = TestServer(make_app(view), host="127.0.0.1")
     await server.start_server()
     assert server.port is not None

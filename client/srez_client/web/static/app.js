@@ -9,6 +9,7 @@ const SETTINGS_KEY = "srez-view-settings";
 const RECENT_MAX = 10;
 let config = { hosted: true, live: false, terminal: false };
 let closeCurrent = () => {};
+let picked = []; // the finished runs ticked for Compare (two at most, the latest two kept)
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -52,7 +53,7 @@ function fmt(value, digits = 3) {
 }
 function yesNo(value) { return value === true ? "yes" : value === false ? "no" : "-"; }
 function main() { return document.getElementById("main"); }
-function show(...nodes) { main().replaceChildren(...nodes); }
+function show(...nodes) { main().replaceChildren(...nodes.filter((n) => n !== null && n !== undefined)); }
 function here(name) {
   for (const a of document.querySelectorAll("#bar nav a")) a.classList.toggle("here", a.id === `nav-${name}`);
 }
@@ -93,12 +94,14 @@ async function runsPage(params) {
   text.addEventListener("keydown", (e) => { if (e.key === "Enter") go({ q: text.value }); });
   const sort = q.get("sort") || "finished_at";
   const order = q.get("order") || "desc";
-  const head = el("tr", {}, COLUMNS.map(([key, label, sortable]) => el("th", {
+  const head = el("tr", {}, el("th", { title: "tick two finished runs to compare them" }, "⇆"), COLUMNS.map(([key, label, sortable]) => el("th", {
     class: [sortable ? "sortable" : "", key === sort ? "sorted" : "", key === sort && order === "asc" ? "asc" : "",
       key === "reward" || key === "steps" ? "num" : ""].join(" ").trim(),
     onclick: sortable ? () => go({ sort: key, order: key === sort && order === "desc" ? "asc" : "desc" }) : null,
   }, label)));
+  const compare = compareButton();
   const rows = data.rows.map((r) => el("tr", { class: "run-row", "data-run": r.run_id },
+    el("td", {}, r.state === "finished" ? pickBox(r.run_id, compare) : null),
     el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}`, text: r.run_id })),
     el("td", { text: r.task_id }), el("td", { text: r.model }), el("td", { text: r.agent }),
     el("td", { class: r.state === "finished" ? (r.resolved ? "resolved" : r.status === "error" ? "error-status" : "") : "muted",
@@ -109,7 +112,7 @@ async function runsPage(params) {
     el("button", { id: "prev", disabled: data.page <= 1, onclick: () => go({ page: data.page - 1 }) }, "‹ prev"),
     el("span", { id: "page-info", text: `page ${data.page} of ${data.pages} · ${data.total} runs` }),
     el("button", { id: "next", disabled: data.page >= data.pages, onclick: () => go({ page: data.page + 1 }) }, "next ›"));
-  show(tabs, el("div", { class: "filters" }, menu("task", "task"), menu("model", "model"), menu("agent", "agent"), status, text),
+  show(tabs, el("div", { class: "filters" }, menu("task", "task"), menu("model", "model"), menu("agent", "agent"), status, text, compare),
     el("table", { id: "runs" }, el("thead", {}, head), el("tbody", {}, rows)), pager);
   if (config.live) {
     // live runs come and go: look again every two seconds, redrawing only when the list changed
@@ -124,6 +127,64 @@ async function runsPage(params) {
     const previous = closeCurrent;
     closeCurrent = () => { clearTimeout(timer); previous(); };
   }
+}
+
+// ------------------------------------------------------------------ two runs side by side
+function compareButton() {
+  const button = el("button", { id: "compare", onclick: () => {
+    if (picked.length === 2) location.hash = `#/compare?${new URLSearchParams({ a: picked[0], b: picked[1] })}`;
+  } });
+  const draw = () => { button.disabled = picked.length !== 2; button.textContent = `Compare (${picked.length}/2)`; };
+  button.redraw = draw;
+  draw();
+  return button;
+}
+
+function pickBox(runId, button) {
+  const box = el("input", { type: "checkbox", class: "pick", "data-run": runId, checked: picked.includes(runId),
+    title: "compare this run with another", onchange: () => {
+      picked = picked.filter((id) => id !== runId);
+      if (box.checked) picked = [...picked, runId].slice(-2);
+      for (const other of document.querySelectorAll("input.pick")) other.checked = picked.includes(other.dataset.run);
+      button.redraw();
+    } });
+  return box;
+}
+
+async function comparePage(params) {
+  here("runs");
+  const q = new URLSearchParams(params);
+  const data = await getJSON(`/api/compare?${new URLSearchParams({ a: q.get("a") || "", b: q.get("b") || "" })}`);
+  const [a, b] = data.runs;
+  const pct = (v) => v === null || v === undefined ? "-" : `${v}`;
+  const figures = [
+    ["task", (r) => `${r.task_id}${r.difficulty ? ` (${r.difficulty})` : ""}`],
+    ["model", (r) => r.model || "-"], ["backend", (r) => r.backend || "-"],
+    ["reward", (r) => fmt(r.reward)], ["resolved", (r) => yesNo(r.resolved)], ["passed", (r) => yesNo(r.passed)],
+    ["steps", (r) => `${pct(r.steps)}${r.max_steps ? ` of ${r.max_steps}` : ""}`],
+    ["time", (r) => r.duration_s === null ? "-" : `${r.duration_s.toFixed(1)} s`],
+    ["ended by", (r) => r.end_reason || "-"], ["tool calls", (r) => `${r.tool_calls}`],
+    ["tokens in / out", (r) => r.usage ? `${r.usage.input} / ${r.usage.output}` : "-"],
+    ["diff", (r) => `${r.diff.files} file(s), +${r.diff.added} -${r.diff.removed}`],
+    ["similarity to the fix", (r) => r.similarity || "-"],
+  ];
+  const row = (label, cells, cls = "") => el("tr", { class: `${cls}${cells[0] !== cells[1] ? " differs" : ""}`.trim(), "data-row": label },
+    el("th", { text: label }), cells.map((c) => el("td", {}, c)));
+  const mark = { pass: "✓", fail: "✗" };
+  const body = [
+    ...figures.map(([label, get]) => row(label, [get(a), get(b)])),
+    ...data.checks.map((c) => el("tr", { class: `check-row${c.states[0] !== c.states[1] ? " differs" : ""}`, "data-check": c.name },
+      el("th", { text: `check ${c.name}` }),
+      c.states.map((state, i) => el("td", {}, el("span", { class: state === "pass" ? "pass" : state === "fail" ? "fail" : "na", text: `${mark[state] || "–"} ${state}` }),
+        c.reasons[i].length ? el("div", { class: "reasons muted" }, c.reasons[i].map((r) => el("div", { text: r }))) : null)))),
+    ...data.files.map((f) => row(`file ${f.path}`, f.sides.map((s) => s || "untouched"), "file-row")),
+  ];
+  const headCell = (r) => el("th", {}, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}`, text: r.agent || "?" }),
+    el("div", { class: "muted", text: r.run_id }));
+  show(el("h2", { text: "Two runs side by side" }),
+    data.same_task ? null : el("p", { class: "error", id: "compare-note", text: "These runs are of different tasks." }),
+    el("p", { class: "muted", text: "Rows that differ are marked; a run's name opens it." }),
+    el("table", { id: "compare", class: "compare" }, el("thead", {}, el("tr", {}, el("th", {}), headCell(a), headCell(b))), el("tbody", {}, body)));
 }
 
 // ------------------------------------------------------------------ leaderboard and matrix
@@ -155,11 +216,14 @@ async function leaderboardPage() {
 async function matrixPage() {
   here("matrix");
   const data = await getJSON("/api/matrix");
+  const compare = compareButton();
   const head = el("tr", {}, el("th", { text: "task" }), data.agents.map((a) => el("th", { text: a })));
-  const rows = data.tasks.map((task, i) => el("tr", {}, el("td", { text: task }), data.cells[i].map((cell) =>
+  const rows = data.tasks.map((task, i) => el("tr", { "data-task": task }, el("td", { text: task }), data.cells[i].map((cell) =>
     el("td", { class: cell ? (cell.resolved ? "resolved num" : "num") : "na num" },
-      cell ? el("a", { href: `#/run/${encodeURIComponent(cell.run_id)}`, title: `${cell.runs} run(s)`, text: fmt(cell.reward, 2) }) : "·"))));
-  show(el("h2", { text: "Task × agent" }), el("p", { class: "muted", text: "Each cell is the latest run of that pair; it opens the run." }),
+      cell ? el("span", { class: "cell" }, pickBox(cell.run_id, compare),
+        el("a", { href: `#/run/${encodeURIComponent(cell.run_id)}`, title: `${cell.runs} run(s)`, text: fmt(cell.reward, 2) })) : "·"))));
+  show(el("h2", { text: "Task × agent" }),
+    el("p", { class: "muted" }, "Each cell is the latest run of that pair; it opens the run. Tick two cells (two agents on one task) to ", compare, "."),
     el("table", { class: "matrix", id: "matrix" }, el("thead", {}, head), el("tbody", {}, rows)));
 }
 
@@ -436,6 +500,7 @@ async function route() {
     if (path.startsWith("/run/")) await runPage(decodeURIComponent(path.slice(5)));
     else if (path === "/leaderboard") await leaderboardPage();
     else if (path === "/matrix") await matrixPage();
+    else if (path === "/compare") await comparePage(query || "");
     else await runsPage(query || "");
   } catch (e) {
     show(el("p", { class: "error", text: e.message }));
