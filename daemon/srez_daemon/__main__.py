@@ -13,6 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from srez_core.aio import watch_children_by_pidfd
 from srez_core.atomic import atomic_write_json
 from srez_daemon.app import HOST, RunHost, create_app
 from srez_daemon.errors import DaemonError
@@ -45,6 +46,7 @@ async def _failed(host: RunHost) -> None:
 
 async def serve(settings: DaemonSettings) -> int:
     """Runs the daemon; returns the process exit code."""
+    watch_children_by_pidfd()  # before the agent or any exec starts
     app = create_app(settings, environ=dict(os.environ))
     host = app[HOST]
     # a short shutdown grace: a request that arrives while the run winds down is answered or cut

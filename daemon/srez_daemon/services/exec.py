@@ -161,6 +161,9 @@ class ExecService:
         self._environ = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
         """The daemon's environment, read and encoded once (every exec's, plus its cookie)."""
         self._limiter = limiter
+        self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        """Every command's stdin, opened once (Popen would open and close it per command)."""
+        self._closed = False
         self._replies: OrderedDict[str, _Reply] = OrderedDict()
         self._running: dict[str, int] = {}
         """cookie -> pid of every exec in flight (for ``close``)."""
@@ -190,6 +193,9 @@ class ExecService:
             *(asyncio.to_thread(procs.kill_session, pid, cookie) for cookie, pid in running)
         )
         await self.settled()
+        if not self._closed:  # (never -1 in its place: that is subprocess.PIPE)
+            self._closed = True
+            os.close(self._devnull)
 
     async def settled(self) -> None:
         """Waits until the escape watches of the execs already answered are done (each ends
@@ -295,7 +301,7 @@ class ExecService:
             transport, _ = await loop.subprocess_exec(
                 lambda: capture,
                 *argv,
-                stdin=subprocess.DEVNULL,
+                stdin=self._devnull,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
