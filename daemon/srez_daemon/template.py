@@ -28,6 +28,11 @@ What a forked run inherits and a fresh one would not, and why it does not matter
 * the template's hash seed (``PYTHONHASHSEED``): runs of one launcher share it. Nothing a run
   writes depends on the order of a set or dict of strings (the grades of forked and fresh runs are
   compared byte for byte in ``tests/client/test_run_template.py``);
+* the interpreter's start-up: ``site`` ran in the template, under the template's environment.
+  The fork runs the start-up hooks (``sitecustomize``, ``usercustomize``) again under the run's,
+  so a hook that depends on the environment acts as in a fresh daemon; a launcher whose
+  interpreter settings (``PYTHON*`` variables) differ from the template's starts its daemon afresh
+  (:mod:`srez_client.backends.local.template`);
 * ``/proc/<pid>/environ`` shows the template's starting environment (:func:`passed_environment`
   of the launcher, no run's variable), while ``os.environ`` is the run's. The backend finds a dead
   daemon's agent by the agent's own environment, which is set when the daemon starts it.
@@ -36,6 +41,7 @@ What a forked run inherits and a fresh one would not, and why it does not matter
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import signal
 import socket
@@ -44,12 +50,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 from srez_daemon.protocol.template import CHANNEL_FD, GO, receive, send
 
 _START_CWD = str(Path.cwd())
 """The folder the template started in: ``python -m`` put it first on ``sys.path``."""
+STARTUP_HOOKS: Final = ("sitecustomize", "usercustomize")
+"""The modules ``site`` imports when an interpreter starts (docs of :mod:`site`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,17 @@ def serve(channel: socket.socket) -> tuple[RunRequest, int, int] | None:
         send(channel, {"pid": pid})
 
 
+def _rerun_startup_hooks() -> None:
+    """Run the interpreter's start-up hooks again, now under the run's environment, as a fresh
+    interpreter would have run them: a hook that looks at the environment (a site's set-up, a
+    test's fault injection) saw the template's when the template started. A hook that acts
+    whatever the environment acts twice in the fork's memory, once inherited and once again."""
+    for name in STARTUP_HOOKS:
+        hook = sys.modules.get(name)
+        if hook is not None and hook.__spec__ is not None:
+            importlib.reload(hook)
+
+
 def become_run(request: RunRequest, go: int, output: int) -> None:
     """Turn this fork into the run's daemon process, as ``posix_spawn`` would have started it:
     its own session, stdin from ``/dev/null``, stdout and stderr to its output, the run's
@@ -154,6 +173,7 @@ def become_run(request: RunRequest, go: int, output: int) -> None:
         sys.path[0] = request.cwd  # what ``python -m`` puts first, from the run's folder
     os.environ.clear()
     os.environ.update(request.env)
+    _rerun_startup_hooks()
     import srez_daemon.__main__ as daemon_main
 
     sys.argv = [daemon_main.__file__ or "srez_daemon", *request.args]
