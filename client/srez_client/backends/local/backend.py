@@ -149,6 +149,7 @@ class LocalBackend(Backend):
         )
         """The warm run template daemons are forked from (:mod:`.template`); None: every
         daemon starts afresh."""
+        self._owns_template = True
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
@@ -398,9 +399,16 @@ class LocalBackend(Backend):
 
     # ------------------------------------------------------------------ optional
 
-    def close(self) -> None:
-        """End the run template (runs it forked keep running)."""
+    def share_template(self, template: RunTemplate) -> None:
+        """Fork daemons from ``template``, which outlives this backend (a Ray worker's, kept for
+        the runs it executes one after another); :meth:`close` leaves it running. Nothing
+        changes for a backend whose template is off."""
         if self._template is not None:
+            self._template, self._owns_template = template, False
+
+    def close(self) -> None:
+        """End the run template (runs it forked keep running), unless it is shared."""
+        if self._template is not None and self._owns_template:
             self._template.close()
 
     async def stopped_run_folder(self, run: RunHandle) -> Path | None:
