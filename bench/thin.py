@@ -20,15 +20,22 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
   time from the first launch to the last run finished, the barrier included),
   the median and p90 of start to first model call (from a run's launch call to the provider
   seeing its first request), and whether every run completed (``summary.json`` status ``ok``).
+  Each scale runs twice, on the two paths of the ``local`` backend, alternating which goes first
+  from one scale to the next: ``template`` (each daemon forked from the backend's warm run
+  template, :mod:`srez_client.backends.local.template`) and ``fresh`` (each daemon a fresh
+  interpreter, ``SREZ_RUN_TEMPLATE=0``). Both also report the median CPU time of a run's daemon
+  when memory is sampled (``daemon_start_cpu_s_p50``: its start, the task loaded and the agent
+  started, with nothing else done yet, since the first model call is held), and ``template``
+  the template's own RSS, PSS and CPU time; ``fresh_over_template`` puts them side by side.
   *before* runs the same with every agent process importing litellm at its start (a
   ``sitecustomize`` on ``PYTHONPATH`` that does so in processes with an LLM ``SREZ_AGENT_SPEC``:
   the cost the old agent paid at its first call); it is skipped at a scale whose estimated
   memory does not fit in what the machine has free, and says so.
 
-``make bench`` runs ``agent_start`` and ``concurrent`` at 1 and 10 runs after only (one run alone
-is the start-to-first-call of a run that does not share the machine's two cores with nine
-others starting at the same instant); the scale figures
-(after at 10, 50 and 100, before at 10 and 50) are ``make bench-thin``
+``make bench`` runs ``agent_start`` and ``concurrent`` at 1 and 10 runs on both paths, without
+*before* (one run alone is the start-to-first-call of a run that does not share the machine's two
+cores with nine others starting at the same instant); the scale figures
+(both paths at 10, 50 and 100, before at 10 and 50) are ``make bench-thin``
 (``python -m bench.thin --scales 10,50,100 --before 10,50``), a few minutes on two cores.
 Figures only: nothing here is asserted.
 """

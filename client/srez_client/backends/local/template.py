@@ -127,7 +127,8 @@ class RunTemplate:
                 0o600,
             ),
             (os.POSIX_SPAWN_DUP2, 1, 2),
-            (os.POSIX_SPAWN_DUP2, theirs.fileno(), CHANNEL_FD),  # dup2 clears close-on-exec
+            # dup2 clears close-on-exec (glibc does so even when the numbers are equal)
+            (os.POSIX_SPAWN_DUP2, theirs.fileno(), CHANNEL_FD),
         ]
         try:
             pid = os.posix_spawn(
@@ -138,6 +139,9 @@ class RunTemplate:
                 setsid=True,  # a terminal's Ctrl-C is the launcher's to handle, as for runs
                 setsigdef=(signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
             )
+        except OSError:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self._channel, self.pid = ours, pid
