@@ -193,7 +193,10 @@ def main() -> int:
     gc.collect()
     gc.freeze()
     signal.signal(signal.SIGCHLD, _reap)
-    send(channel, {"ready": os.getpid()})
+    try:
+        send(channel, {"ready": os.getpid()})
+    except OSError:  # the launcher is gone already
+        return 0
     job = serve(channel)
     if job is None:
         return 0

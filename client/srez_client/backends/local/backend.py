@@ -171,8 +171,10 @@ class LocalBackend(Backend):
         manifest = await asyncio.to_thread(
             plan_manifest, spec, now, backend=BACKEND, isolation=isolation.kind
         )  # fails fast on a bad task or agent
+        private_dir(self.live)  # and the state folder, where the template's output goes
+        if self._template is not None:  # before the run exists: see RunTemplate.start
+            await self._template.start()
         folder = self.live / manifest.run_id
-        private_dir(self.live)
         folder.mkdir(mode=0o700)
         labels = self.ledger.claim(
             manifest,

@@ -92,6 +92,22 @@ class RunTemplate:
         self._lock = threading.Lock()  # one request and its answer at a time on the pair
         self._finalizer: weakref.finalize[[socket.socket, int], RunTemplate] | None = None
 
+    async def start(self) -> None:
+        """Start the template now if it is not running yet (a failure switches it off, said
+        once). The backend calls this before it creates a run's folder: a launcher killed while
+        the template imports (half a second) then leaves no run behind that never started."""
+        if self._channel is None and not self.off:
+            await asyncio.to_thread(self._ensure_started)
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            if self._channel is not None or self.off:
+                return
+            try:
+                self._start()
+            except (OSError, EOFError, ValueError) as e:
+                self._give_up(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+
     async def spawn(self, args: Sequence[str], env: Mapping[str, str], output: Path) -> int | None:
         """Fork a run daemon (``python -m srez_daemon`` with ``args``) with the environment
         ``env``, its output appended to ``output``; None where the backend must start it afresh
