@@ -14,9 +14,11 @@ What the template holds, and does not:
 * no run state, no token and no file of any run: it never reads a run's folder, and the two
   descriptors a request carries (the run's go pipe and its output file) are closed in the template
   as soon as it has forked;
-* one socket, the launcher's pair (:mod:`srez_daemon.protocol.template`): nothing else can reach
-  it, and when the launcher exits, however it exits, the pair reads end-of-file and the template
-  exits too. Runs already forked keep running (each leads its own session, as a fresh daemon does);
+* its standard streams and one socket, the launcher's pair (:mod:`srez_daemon.protocol.template`;
+  any other descriptor the launcher let it inherit is closed at its start): nothing else can
+  reach it, and when the launcher exits, however it exits, the pair reads end-of-file and the
+  template exits too. Runs already forked keep running (each leads its own session, as a fresh
+  daemon does);
 * its children's exit statuses: it reaps each run when it ends (``SIGCHLD``), so the launcher,
   which is not their parent, sees an ended run gone rather than a zombie.
 
@@ -112,12 +114,17 @@ def serve(channel: socket.socket) -> tuple[RunRequest, int, int] | None:
         In a forked run only: its request, its go pipe and its output file. In the template,
         None once the launcher's end is closed.
     """
+    try:
+        return _serve(channel)
+    except (EOFError, OSError):  # the launcher is gone (a run it was forking never starts)
+        return None
+
+
+def _serve(channel: socket.socket) -> tuple[RunRequest, int, int]:
     while True:
         try:
             message, fds = receive(channel, max_fds=2)
-        except EOFError:
-            return None
-        except (ValueError, OSError) as e:
+        except ValueError as e:
             send(channel, {"error": str(e)})
             continue
         try:
@@ -181,6 +188,9 @@ def become_run(request: RunRequest, go: int, output: int) -> None:
 
 def main() -> int:
     """Warm up, tell the launcher, fork runs; in a run, serve it as ``srez-daemon`` does."""
+    # whatever else the launcher let this process inherit (a descriptor opened without
+    # close-on-exec) is closed, so no run forked from here holds it
+    os.closerange(CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
     channel = socket.socket(fileno=CHANNEL_FD)
     try:
         warm()

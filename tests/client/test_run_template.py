@@ -246,3 +246,27 @@ def test_the_template_exits_with_its_launcher(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     pid = int(done.stdout.split()[0])
     assert asyncio.run(_gone(pid)), "the template outlived its launcher"
+
+
+def test_the_template_refuses_a_malformed_request_and_keeps_serving(tmp_path: Path) -> None:
+    template = RunTemplate(tmp_path / "template.out")
+    channel = template._start()
+    try:
+        read, write = os.pipe()
+        send(channel, {"args": "--keep", "env": {}, "cwd": "/"}, [read, write])
+        os.close(read)
+        os.close(write)
+        message, _ = receive(channel)
+        assert "needs args" in message["error"]
+        send(channel, {"args": [], "env": {}, "cwd": "/"})  # no descriptors
+        message, _ = receive(channel)
+        assert "2 descriptors" in message["error"]
+        assert _open_files(template.pid) == {f"socket:[{_inode(template.pid)}]"}
+    finally:
+        template.close()
+
+
+def _inode(pid: int | None) -> str:
+    """The inode of the one socket ``pid`` holds (its end of the pair)."""
+    (link,) = [str(fd.readlink()) for fd in Path(f"/proc/{pid}/fd").iterdir() if fd.name == "3"]
+    return link.removeprefix("socket:[").removesuffix("]")
