@@ -10,7 +10,10 @@ LLM runs through the model relay; 1 and 10 runs here, the 10/50/100 scale with `
 and ``startup`` (:mod:`bench.startup`: how long ``srez`` takes to answer, ``srez eval`` and
 ``make run`` whole, and the inline host's runs per second, each against ``python -c pass``) and
 ``view`` (:mod:`bench.view`: ``srez view``'s runs list of 10,000 finished runs, against 300 ms, and
-a live entry from a ``local`` run's daemon into chromium's DOM, against 50 ms p99).
+a live entry from a ``local`` run's daemon into chromium's DOM, against 50 ms p99) and
+``template`` (:mod:`bench.run_template`: a ``local`` run's daemon forked from the warm run
+template against started afresh: CPU-seconds per start, launch to ready, idle RSS and PSS, the
+template's own RSS).
 
 ``python -m bench --only startup,report`` prints only the sections named (comma list).
 
@@ -165,6 +168,7 @@ SECTIONS: Final = (
     "report",
     "startup",
     "view",
+    "template",
 )
 """Every section, in the order they are measured and printed."""
 
@@ -223,6 +227,10 @@ def section(name: str) -> Any:
         from bench.view import view_figures
 
         return view_figures()
+    if name == "template":
+        from bench.run_template import template_figures
+
+        return asyncio.run(template_figures())
     msg = f"no bench section {name!r} (sections: {', '.join(SECTIONS)})"
     raise ValueError(msg)
 

@@ -20,15 +20,22 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
   time from the first launch to the last run finished, the barrier included),
   the median and p90 of start to first model call (from a run's launch call to the provider
   seeing its first request), and whether every run completed (``summary.json`` status ``ok``).
+  Each scale runs twice, on the two paths of the ``local`` backend, alternating which goes first
+  from one scale to the next: ``template`` (each daemon forked from the backend's warm run
+  template, :mod:`srez_client.backends.local.template`) and ``fresh`` (each daemon a fresh
+  interpreter, ``SREZ_RUN_TEMPLATE=0``). Both also report the median CPU time of a run's daemon
+  when memory is sampled (``daemon_start_cpu_s_p50``: its start, the task loaded and the agent
+  started, with nothing else done yet, since the first model call is held), and ``template``
+  the template's own RSS, PSS and CPU time; ``fresh_over_template`` puts them side by side.
   *before* runs the same with every agent process importing litellm at its start (a
   ``sitecustomize`` on ``PYTHONPATH`` that does so in processes with an LLM ``SREZ_AGENT_SPEC``:
   the cost the old agent paid at its first call); it is skipped at a scale whose estimated
   memory does not fit in what the machine has free, and says so.
 
-``make bench`` runs ``agent_start`` and ``concurrent`` at 1 and 10 runs after only (one run alone
-is the start-to-first-call of a run that does not share the machine's two cores with nine
-others starting at the same instant); the scale figures
-(after at 10, 50 and 100, before at 10 and 50) are ``make bench-thin``
+``make bench`` runs ``agent_start`` and ``concurrent`` at 1 and 10 runs on both paths, without
+*before* (one run alone is the start-to-first-call of a run that does not share the machine's two
+cores with nine others starting at the same instant); the scale figures
+(both paths at 10, 50 and 100, before at 10 and 50) are ``make bench-thin``
 (``python -m bench.thin --scales 10,50,100 --before 10,50``), a few minutes on two cores.
 Figures only: nothing here is asserted.
 """
@@ -58,6 +65,10 @@ from aiohttp import web
 TARGET_MB_PER_RUN: Final = 120.0
 TARGET_FIRST_CALL_S: Final = 0.5
 TARGET_RUNS: Final = 100
+TEMPLATE_TARGET_MB_PER_RUN: Final = 20.0
+TEMPLATE_TARGET_FIRST_CALL_S: Final = 1.0
+TEMPLATE_TARGET_START_CPU_S: Final = 0.05
+"""What runs forked from the warm run template are to reach at 100 concurrent runs (issue 30)."""
 SCRIPT: Final = ("get_alerts", "list_services", "submit")
 """The stand-in provider's tool call at each turn of a run."""
 REPLY_DELAY_S: Final = 1.0
@@ -258,12 +269,20 @@ def _litellm_in_every_agent(folder: Path) -> Iterator[None]:
 # ---------------------------------------------------------------------- concurrent runs
 
 
-async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
+def _cpu_s(pid: int) -> float:
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return float(times.user + times.system)
+
+
+async def _concurrent(runs: int, root: Path, *, template: bool = True) -> dict[str, Any]:
     from srez_client.backends.base import LaunchSpec, RunHandle
     from srez_client.backends.local.backend import LocalBackend
     from srez_client.lifecycle.launch import RunLauncher
 
-    backend = LocalBackend(root / "state", ready_timeout_s=300.0)
+    backend = LocalBackend(root / "state", ready_timeout_s=300.0, run_template=template)
     launcher = RunLauncher(backend)  # one model relay for every run
     gate = asyncio.Semaphore(LAUNCHES_IN_FLIGHT)
     launched_at: dict[int, float] = {}
@@ -298,11 +317,24 @@ async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
         tasks = [asyncio.ensure_future(one(i)) for i in range(runs)]
         held = await asyncio.to_thread(provider.all_held.wait, BARRIER_TIMEOUT_S)
         sampled = []
+        start_cpu = []
         for handle in handles.values():
             record = backend._record(handle.run_id)
             if record is not None and record.pid is not None:
                 sampled.append(_tree_pss_mb(record.pid))
+                start_cpu.append(_cpu_s(record.pid))
         launcher_mb = _pss_mb(os.getpid())
+        forked_from = backend._template
+        template_pid = None if forked_from is None or forked_from.off else forked_from.pid
+        template_fig = (
+            {
+                "rss_mb": round(psutil.Process(template_pid).memory_info().rss / (1 << 20), 1),
+                "pss_mb": round(_pss_mb(template_pid), 1),
+                "cpu_s": round(_cpu_s(template_pid), 3),
+            }
+            if template_pid is not None
+            else None
+        )
         provider.release()
         await asyncio.gather(*tasks, return_exceptions=True)
         elapsed = time.monotonic() - started
@@ -322,6 +354,9 @@ async def _concurrent(runs: int, root: Path) -> dict[str, Any]:
     first.sort()
     return {
         "runs": runs,
+        "path": "template" if template else "fresh",
+        "template": template_fig,
+        "daemon_start_cpu_s_p50": round(statistics.median(start_cpu), 3) if start_cpu else None,
         "all_alive_at_sample": held and len(sampled) == runs,
         "processes_per_run": round(sum(n for _, n in sampled) / max(1, len(sampled)), 1),
         "pss_mb_per_run": round(total_mb / max(1, len(sampled)), 1),
@@ -342,10 +377,29 @@ def _free_mb() -> float:
     return float(psutil.virtual_memory().available) / (1 << 20)
 
 
+def _vs_targets(fig: dict[str, Any]) -> dict[str, float]:
+    return {
+        "mb_per_run_over_target": round(fig["pss_mb_per_run"] / TARGET_MB_PER_RUN, 2),
+        "first_call_over_target": round((fig["first_call_p50_s"] or 0) / TARGET_FIRST_CALL_S, 2),
+        "mb_per_run_over_template_target": round(
+            fig["pss_mb_per_run"] / TEMPLATE_TARGET_MB_PER_RUN, 2
+        ),
+        "first_call_over_template_target": round(
+            (fig["first_call_p50_s"] or 0) / TEMPLATE_TARGET_FIRST_CALL_S, 2
+        ),
+    }
+
+
+def _ratio(over: dict[str, Any], under: dict[str, Any], keys: tuple[str, ...]) -> dict[str, float]:
+    return {k: round(over[k] / under[k], 2) for k in keys if over.get(k) and under.get(k)}
+
+
 def concurrent_figures(
     scales: tuple[int, ...] = (10,), before: tuple[int, ...] = ()
 ) -> dict[str, Any]:
-    """Concurrent local LLM runs, after (thin agents) and before (agents importing litellm)."""
+    """Concurrent local LLM runs with thin agents, their daemons forked from the run template
+    (``template``) and started afresh (``fresh``), side by side and alternating which goes first;
+    and before (agents importing litellm, daemons started afresh)."""
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")  # the relay's litellm wants a key
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     started = time.perf_counter()
@@ -358,8 +412,12 @@ def concurrent_figures(
             "runs": TARGET_RUNS,
             "pss_mb_per_run": TARGET_MB_PER_RUN,
             "first_call_p50_s": TARGET_FIRST_CALL_S,
+            "template_pss_mb_per_run": TEMPLATE_TARGET_MB_PER_RUN,
+            "template_first_call_p50_s": TEMPLATE_TARGET_FIRST_CALL_S,
+            "template_start_cpu_s": TEMPLATE_TARGET_START_CPU_S,
         },
-        "after": {},
+        "template": {},
+        "fresh": {},
         "before": {},
     }
     root = Path(tempfile.mkdtemp(prefix="srez-bench-thin-"))
@@ -378,27 +436,25 @@ def concurrent_figures(
             shim = root / f"shim-{n}"
             shim.mkdir()
             with _litellm_in_every_agent(shim):
-                out["before"][str(n)] = asyncio.run(_concurrent(n, root / f"before-{n}"))
-        for n in scales:
-            out["after"][str(n)] = asyncio.run(_concurrent(n, root / f"after-{n}"))
+                out["before"][str(n)] = asyncio.run(
+                    _concurrent(n, root / f"before-{n}", template=False)
+                )
+        for i, n in enumerate(scales):
+            paths = ("template", "fresh") if i % 2 == 0 else ("fresh", "template")
+            for path in paths:
+                out[path][str(n)] = asyncio.run(
+                    _concurrent(n, root / f"{path}-{n}", template=path == "template")
+                )
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    for n, fig in out["after"].items():
-        if "pss_mb_per_run" in fig:
-            fig["vs_targets"] = {
-                "mb_per_run_over_target": round(fig["pss_mb_per_run"] / TARGET_MB_PER_RUN, 2),
-                "first_call_over_target": round(
-                    (fig["first_call_p50_s"] or 0) / TARGET_FIRST_CALL_S, 2
-                ),
-            }
-        before_fig = out["before"].get(n, {})
-        if "pss_mb_per_run" in before_fig and "pss_mb_per_run" in fig:
-            fig["before_over_after"] = {
-                "pss_mb_per_run": round(before_fig["pss_mb_per_run"] / fig["pss_mb_per_run"], 2),
-                "first_call_p50_s": round(
-                    (before_fig["first_call_p50_s"] or 0) / (fig["first_call_p50_s"] or 1), 2
-                ),
-            }
+    for path in ("template", "fresh"):
+        for fig in out[path].values():
+            if "pss_mb_per_run" in fig:
+                fig["vs_targets"] = _vs_targets(fig)
+    keys = ("pss_mb_per_run", "first_call_p50_s", "daemon_start_cpu_s_p50")
+    for n, fig in out["template"].items():
+        fig["fresh_over_template"] = _ratio(out["fresh"].get(n, {}), fig, keys)
+        fig["before_over_template"] = _ratio(out["before"].get(n, {}), fig, keys[:2])
     return out
 
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import aiohttp
+import psutil
 import pytest
 
 from fakes.expert import expert_replies
@@ -84,10 +85,15 @@ async def test_a_local_llm_run_calls_through_the_relay_with_no_key_and_no_litell
             if fake_openai.requests:
                 break
             await asyncio.sleep(0.02)
-        agents = processes_with_env("SREZ_AGENT_SOCKET", str(socket))
+        # the agent and its sandbox are the daemon's descendants; a daemon forked from the run
+        # template shows the template's starting environment in /proc (no key either), so the
+        # relay's grant is looked for in what the daemon started
+        agents = {p.pid for p in psutil.Process(record.pid).children(recursive=True)}
+        agents |= set(processes_with_env("SREZ_AGENT_SOCKET", str(socket))) - {record.pid}
         assert agents, "no agent process found while it waited on its model"
+        assert not set(HOST_KEYS.values()) & set(environ_of(record.pid).values())
         token = ""
-        for pid in [record.pid, *agents]:
+        for pid in sorted(agents):
             env = environ_of(pid)
             assert not set(HOST_KEYS.values()) & set(env.values()), pid
             assert env.get("SREZ_LLM_API_BASE", "").startswith("http://127.0.0.1:")

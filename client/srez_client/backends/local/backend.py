@@ -69,8 +69,10 @@ from srez_client.backends.local.files import (
     plan_manifest,
     prepare_folder,
     read_endpoint,
+    write_record,
 )
 from srez_client.backends.local.sandbox import Isolation, choose_isolation, warning
+from srez_client.backends.local.template import RunTemplate
 from srez_client.backends.process import (
     is_alive,
     kill_orphans,
@@ -89,7 +91,6 @@ from srez_client.backends.state import (
 from srez_client.backends.wait import poll_until_finished
 from srez_client.errors import BackendError, NoDaemonError, NotOwnedError
 from srez_client.layout import RUN_ID_RE
-from srez_core.atomic import atomic_write_json
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +110,9 @@ class LocalBackend(Backend):
         stop_grace_s: How long ``stop`` waits after SIGTERM before SIGKILL.
         sandbox: ``auto``, ``bubblewrap`` or ``none`` (:mod:`.sandbox`); the command line
             reads it from ``$SREZ_SANDBOX`` (:class:`~.config.LocalConfig`).
+        run_template: Fork each daemon from a warm run template (:mod:`.template`) rather than
+            start a fresh interpreter; ``$SREZ_RUN_TEMPLATE=0`` turns it off. Only with the
+            default ``daemon_argv``.
     """
 
     name: ClassVar[str] = BACKEND
@@ -124,6 +128,7 @@ class LocalBackend(Backend):
         ready_timeout_s: float = 10.0,
         stop_grace_s: float = 10.0,
         sandbox: SandboxMode = "auto",
+        run_template: bool = True,
     ) -> None:
         self.state_dir = state_dir
         """The client's state folder."""
@@ -137,6 +142,14 @@ class LocalBackend(Backend):
         self.stop_grace_s = stop_grace_s
         self.sandbox: SandboxMode = sandbox
         """How runs' agents are isolated (checked again at each launch)."""
+        self._template = (
+            RunTemplate(state_dir / "template.out")
+            if run_template and daemon_argv is None
+            else None
+        )
+        """The warm run template daemons are forked from (:mod:`.template`); None: every
+        daemon starts afresh."""
+        self._owns_template = True
 
     @classmethod
     def from_config(cls, config: BackendConfig) -> Self:
@@ -158,8 +171,10 @@ class LocalBackend(Backend):
         manifest = await asyncio.to_thread(
             plan_manifest, spec, now, backend=BACKEND, isolation=isolation.kind
         )  # fails fast on a bad task or agent
+        private_dir(self.live)  # and the state folder, where the template's output goes
+        if self._template is not None:  # before the run exists: see RunTemplate.start
+            await self._template.start()
         folder = self.live / manifest.run_id
-        private_dir(self.live)
         folder.mkdir(mode=0o700)
         labels = self.ledger.claim(
             manifest,
@@ -186,14 +201,19 @@ class LocalBackend(Backend):
         if isolation.kind == "none":
             sys.stderr.write(warning(run_id, isolation) + "\n")
             sys.stderr.flush()
-        argv = [*self.daemon_argv, *(["--keep"] if spec.keep else [])]
+        args = ["--keep"] if spec.keep else []
+        argv = [*self.daemon_argv, *args]
         try:
-            pid = spawn_session(argv, env, folder / "daemon.out")
+            pid = None
+            if self._template is not None:
+                pid = await self._template.spawn(args, env, folder / "daemon.out")
+            if pid is None:
+                pid = spawn_session(argv, env, folder / "daemon.out")
         except OSError as e:
             msg = f"run {run_id}: cannot start the daemon {argv[0]}: {e.strerror or e}"
             raise BackendError(msg) from e
         record = record.model_copy(update={"pid": pid, "pid_start": start_time(pid)})
-        atomic_write_json(folder / "record.json", record)
+        write_record(folder, record)
         logger.info("launched run %s (daemon pid %d)", run_id, pid)
         await self._wait_ready(folder, record)
         return self._handle(record)
@@ -380,6 +400,18 @@ class LocalBackend(Backend):
         return dest
 
     # ------------------------------------------------------------------ optional
+
+    def share_template(self, template: RunTemplate) -> None:
+        """Fork daemons from ``template``, which outlives this backend (a Ray worker's, kept for
+        the runs it executes one after another); :meth:`close` leaves it running. Nothing
+        changes for a backend whose template is off."""
+        if self._template is not None:
+            self._template, self._owns_template = template, False
+
+    def close(self) -> None:
+        """End the run template (runs it forked keep running), unless it is shared."""
+        if self._template is not None and self._owns_template:
+            self._template.close()
 
     async def stopped_run_folder(self, run: RunHandle) -> Path | None:
         """``live/<run-id>/run``, once an agent its dead daemon left is killed."""

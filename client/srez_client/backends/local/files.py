@@ -121,6 +121,11 @@ def prepare_folder(folder: Path, record: LocalRecord) -> None:
     atomic_write_json(folder / "record.json", record)
 
 
+def write_record(folder: Path, record: LocalRecord) -> None:
+    """Rewrite ``record.json`` (atomically: a reader sees the old record or the new)."""
+    atomic_write_json(folder / "record.json", record)
+
+
 def copy_out_folder(folder: Path, dest: Path, run_id: str) -> None:
     """Copy ``folder/run`` into ``dest`` safely and add ``daemon.out`` as ``logs/container.log``."""
     copy_tree(folder / "run", dest, run_id=run_id)

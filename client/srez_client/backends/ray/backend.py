@@ -100,6 +100,7 @@ class RayBackend(Backend):
         temp_dir: Path | None = None,
         node_backend: str = "local",
         sandbox: SandboxMode = "auto",
+        run_template: bool = True,
         max_retries: int = 3,
         namespace: str = "srez",
         poll_s: float = 0.2,
@@ -113,6 +114,7 @@ class RayBackend(Backend):
         self.temp_dir = temp_dir
         self.node_backend = node_backend
         self.sandbox: SandboxMode = sandbox
+        self.run_template = run_template
         self.max_retries = max_retries
         self.namespace = namespace
         self.poll_s = poll_s
@@ -199,7 +201,11 @@ class RayBackend(Backend):
         private_dir(self.folder / run_id)
         atomic_write_json(self.folder / run_id / "record.json", record)
         await actor.register.remote(run_id, labels)
-        settings = {"sandbox": self.sandbox} if self.node_backend == "local" else {}
+        settings: dict[str, object] = (
+            {"sandbox": self.sandbox, "run_template": self.run_template}
+            if self.node_backend == "local"
+            else {}
+        )
         request = NodeRequest(
             spec=spec.model_copy(update={"agent_spec": agent_spec}).model_dump_json(),
             run_id=run_id,

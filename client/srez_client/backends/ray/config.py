@@ -29,6 +29,7 @@ class RayConfig(BackendConfig):
         "ray_address": "SREZ_RAY_ADDRESS",
         "node_backend": "SREZ_RAY_NODE_BACKEND",
         "sandbox": "SREZ_SANDBOX",
+        "run_template": "SREZ_RUN_TEMPLATE",
         "temp_dir": "SREZ_RAY_TEMP_DIR",
     }
     OPTIONS: ClassVar[Mapping[str, str]] = {"ray_address": "--ray-address"}
@@ -46,6 +47,9 @@ class RayConfig(BackendConfig):
     """The backend that executes each run on its node (``$SREZ_RAY_NODE_BACKEND``)."""
     sandbox: SandboxMode = "auto"
     """How a ``local`` node backend isolates its agents (``$SREZ_SANDBOX``)."""
+    run_template: bool = True
+    """Whether a ``local`` node backend forks its runs' daemons from a warm run template, one per
+    Ray worker, kept for the runs the worker executes (``$SREZ_RUN_TEMPLATE``)."""
     max_retries: int = Field(default=3, ge=0)
     """How many times a run whose worker or node was lost is run again elsewhere."""
     namespace: str = Field(default="srez", pattern=r"^[A-Za-z0-9_-]+$")

@@ -16,6 +16,7 @@ returns reaches ``results/``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import logging
 import os
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from srez_client.backends.base import Backend, LaunchSpec, RelayedRun, RunHandle
+from srez_client.backends.local.backend import LocalBackend
+from srez_client.backends.local.template import RunTemplate
 from srez_client.backends.registry import make_backend, parse_config
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, NoDaemonError
@@ -87,6 +90,16 @@ def execute_run(request: NodeRequest) -> NodeResult:
     return NodeResult(attempt, node, started_at, archive, log)
 
 
+@functools.cache
+def worker_template() -> RunTemplate:
+    """This Ray worker's run template, shared by the runs it executes one after another (a
+    backend per run would start one per run, and fork one run from it: no gain). It starts with
+    the worker's first ``local`` run and ends with the worker; its output stays in a folder of its
+    own beside Ray's files."""
+    folder = Path(tempfile.mkdtemp(prefix="srez-ray-template-", dir=os.environ.get("RAY_TMPDIR")))
+    return RunTemplate(folder / "template.out")
+
+
 async def _run_here(
     request: NodeRequest, attempt: str, registry: Any, *, stopped: bool
 ) -> tuple[bytes, bytes]:
@@ -95,6 +108,8 @@ async def _run_here(
     state = Path(tempfile.mkdtemp(prefix="srez-ray-", dir=os.environ.get("RAY_TMPDIR")))
     values = {"kind": request.node_backend, "state_dir": state, **request.settings}
     backend = make_backend(parse_config(values))
+    if isinstance(backend, LocalBackend):
+        backend.share_template(worker_template())
     try:
         spec = LaunchSpec.model_validate_json(request.spec).model_copy(
             update={
