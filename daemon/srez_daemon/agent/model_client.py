@@ -33,7 +33,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -139,6 +138,8 @@ class HTTPModelClient:
         nothing is left open between calls (or when the agent ends)."""
         timeout = self.settings.timeout_s
         if self._https:
+            import ssl  # only here: an agent without TLS never loads OpenSSL (agent/__main__.py)
+
             context = ssl.create_default_context()
             return http.client.HTTPSConnection(
                 self._host, self._port, timeout=timeout, context=context
