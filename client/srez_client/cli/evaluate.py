@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,8 @@ from srez_env.provenance import task_digest, task_set_kind
 from srez_env.task import Task
 
 if TYPE_CHECKING:  # the results finder is imported by --resume only
+    from srez_client.inline_split import PlayOne
+    from srez_client.layout import RunFolder
     from srez_client.results.finder import FoundRun, RunKey
 
 Job = tuple[str, Task, int]
@@ -173,28 +176,67 @@ def grade_seed(item: FoundRun) -> int | None:
 
 
 def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
-    """Run ``jobs`` inline, one after the other, appending to ``grades`` and ``runs``.
+    """Run ``jobs`` inline, appending to ``grades`` and ``runs`` in job order.
 
-    Each finished folder is completed by a :class:`~srez_client.commit_queue.CommitQueue` while
-    the next run plays (its flush no longer waits in line with the simulator); every run that
-    ended is final when this returns or raises.
+    With a second core, every other task is played in a forked process meanwhile
+    (:mod:`srez_client.inline_split`); the report is the same. Each finished folder is completed
+    by a :class:`~srez_client.commit_queue.CommitQueue` while the next run plays; every run that
+    ended is final, and in ``runs``, when this returns or raises (Ctrl-C included).
     """
     from tqdm import tqdm  # imported once there are runs to show (about 30 ms)
 
+    from srez_client import inline_split
     from srez_client.commit_queue import CommitQueue
 
+    mine, theirs = list(range(len(jobs))), list[int]()
+    if len(jobs) >= 4 and inline_split.can_fork():  # before any thread (tqdm's, the queue's)
+        mine, theirs = inline_split.split_by_task(jobs)
+    half = inline_split.ForkedHalf(jobs, theirs, play_inline(results)) if theirs else None
+    done: dict[int, inline_split.Finished] = {}
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
-    with bar, CommitQueue() as commits:
-        for spec, task, seed in jobs:
-            bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-            run = run_inline(task, spec, seed, results, commit=commits.submit)
-            grades.append(run.grade.model_dump(mode="json", by_alias=True))
-            runs.append(
-                run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)
-            )
-            if run.error:
-                bar.write(f"srez: warning: {task.id} seed {seed}: {run.error}", file=sys.stderr)
-            bar.update()
+
+    def finished(run: inline_split.Finished) -> None:
+        index, _grade, _row, error = done[run[0]] = run
+        if error:
+            _spec, task, seed = jobs[index]
+            bar.write(f"srez: warning: {task.id} seed {seed}: {error}", file=sys.stderr)
+        bar.update()
+
+    try:
+        with CommitQueue() as commits:
+            play = play_inline(results)
+            for index in mine:
+                spec, task, seed = jobs[index]
+                bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
+                finished((index, *play(jobs[index], commits.submit)[1:]))
+                for run in half.ready() if half else ():
+                    finished(run)
+    except BaseException:
+        if half is not None:
+            half.interrupt()
+        raise
+    finally:
+        for run in half.rest() if half else ():
+            finished(run)
+        bar.close()
+        for index in sorted(done):
+            _index, grade, row, _error = done[index]
+            grades.append(grade)
+            runs.append(row)
+    if half is not None:
+        inline_split.check(half)
+
+
+def play_inline(results: Path) -> PlayOne:
+    """Plays one job inline under ``results``: its grade, report row and the agent's error."""
+
+    def play(job: Job, commit: Callable[[RunFolder], None]) -> tuple[int, Row, Row, str | None]:
+        spec, task, seed = job
+        run = run_inline(task, spec, seed, results, commit=commit)
+        row = run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)
+        return 0, run.grade.model_dump(mode="json", by_alias=True), row, run.error
+
+    return play
 
 
 def say_interrupted(done: int | None, total: int, results: Path) -> None:

@@ -1,0 +1,169 @@
+"""``srez eval --backend inline`` on two cores: half of the tasks played in a forked process.
+
+The inline runs are CPU-bound and independent, and the machines evaluations run on have more
+than one core. :class:`ForkedHalf` forks before the runs start (no thread of this process exists
+yet to be copied mid-lock) and gives the child every other task: each process builds the worlds
+of its own tasks only. The child plays its jobs exactly as the parent plays the rest
+(:func:`~srez_client.backends.inline.host.run_inline`, its own
+:class:`~srez_client.commit_queue.CommitQueue`), and sends each finished run back through a pipe
+(its grade and report row, pickled, length-prefixed). The parent merges them in job order, so
+the report is the one a single process would print.
+
+Interrupts lose nothing that finished: the parent forwards its Ctrl-C (or any exception) to the
+child as SIGINT; the child's run in flight is discarded as any interrupted inline run is, its
+finished folders are completed, and everything it sent is read before the parent goes on. A child
+that fails otherwise (an exception, a crash) is reported as the run loop's error, after what it
+finished was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import select
+import signal
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from srez_client.errors import ResultsError
+from srez_client.layout import RunFolder
+from srez_env.task import Task
+
+Job = tuple[str, Task, int]
+Finished = tuple[int, dict[str, object], dict[str, object], str | None]
+"""(job index, grade, report row, the agent's error) of one finished run."""
+PlayOne = Callable[[Job, Callable[[RunFolder], None]], Finished]
+"""Plays one job (its index is filled in by the caller: 0), completing its folder with the
+given commit."""
+
+_HEADER = struct.Struct("!I")
+_FAILED = -1
+"""The job index of the child's last message when it failed (its text follows)."""
+
+
+def can_fork() -> bool:
+    """Fork is cheap on Linux, safe only while this process has no other thread (a thread
+    holding a lock at the fork would leave it held in the child forever), and pays only with a
+    second core."""
+    return (
+        sys.platform == "linux"
+        and threading.active_count() == 1
+        and len(os.sched_getaffinity(0)) > 1
+    )
+
+
+def split_by_task(jobs: list[Job]) -> tuple[list[int], list[int]]:
+    """The job indices of this process and of the child: every other task goes to the child."""
+    order = list(dict.fromkeys(task.id for _spec, task, _seed in jobs))
+    child_tasks = set(order[1::2])
+    mine = [i for i, (_s, task, _n) in enumerate(jobs) if task.id not in child_tasks]
+    theirs = [i for i, (_s, task, _n) in enumerate(jobs) if task.id in child_tasks]
+    return mine, theirs
+
+
+class ForkedHalf:
+    """The child playing ``indices`` of ``jobs`` with ``play``; read with :meth:`finished`."""
+
+    def __init__(self, jobs: list[Job], indices: list[int], play: PlayOne) -> None:
+        read, write = os.pipe()
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: play, send, leave without unwinding the parent's state
+            os.close(read)
+            _die_with(parent)
+            _child(jobs, indices, play, write)
+        os.close(write)
+        self._read = read
+        self._buffer = b""
+        self._done = False
+        self.failure: str | None = None
+
+    def ready(self) -> Iterator[Finished]:
+        """The runs the child finished since the last call, without waiting."""
+        while not self._done and select.select([self._read], [], [], 0)[0]:
+            yield from self._take(os.read(self._read, 1 << 16))
+
+    def rest(self) -> Iterator[Finished]:
+        """Every run the child still sends, until it ends; then it is reaped."""
+        while not self._done:
+            yield from self._take(os.read(self._read, 1 << 16))
+        os.close(self._read)
+        _, status = os.waitpid(self.pid, 0)
+        if os.waitstatus_to_exitcode(status) not in (0, -signal.SIGINT) and self.failure is None:
+            self.failure = f"the process playing half of the tasks ended with status {status}"
+
+    def interrupt(self) -> None:
+        """Asks the child to stop after its run in flight (which it discards)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGINT)
+
+    def _take(self, data: bytes) -> Iterator[Finished]:
+        if not data:
+            self._done = True
+            return
+        self._buffer += data
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            if len(self._buffer) < _HEADER.size + size:
+                return
+            message = self._buffer[_HEADER.size : _HEADER.size + size]
+            self._buffer = self._buffer[_HEADER.size + size :]
+            finished: Any = pickle.loads(message)  # noqa: S301 - written by our own fork
+            if finished[0] == _FAILED:
+                self.failure = str(finished[1])
+            else:
+                yield finished
+
+
+def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> None:
+    from srez_client.commit_queue import CommitQueue
+
+    def stop(_signum: int, _frame: object) -> None:
+        # once: a Ctrl-C reaches this process from the terminal and from the parent, and the
+        # second must not cut the completion of the folders that finished
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    status = 0
+    try:
+        with CommitQueue() as commits:
+            for index in indices:
+                _, grade, row, error = play(jobs[index], commits.submit)
+                _send(write, (index, grade, row, error))
+    except KeyboardInterrupt:
+        pass  # asked to stop: what finished was sent and is final, the run in flight left nothing
+    except BaseException as e:  # sent to the parent, which raises it as the loop's error
+        with contextlib.suppress(BaseException):
+            _send(write, (_FAILED, f"{type(e).__name__}: {e}"))
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _die_with(parent: int) -> None:
+    """Has the kernel kill this process when the parent dies (``kill -9`` included): an orphan
+    would go on writing runs beside a ``--resume`` of the same evaluation."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the prctl
+        os._exit(1)
+
+
+def _send(fd: int, message: object) -> None:
+    data = pickle.dumps(message)
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def check(half: ForkedHalf) -> None:
+    """Raises the child's failure, once everything it finished was merged."""
+    if half.failure is not None:
+        raise ResultsError(half.failure)
