@@ -23,10 +23,9 @@ import logging
 import os
 import pickle
 import signal
-import sys
-import threading
 from collections.abc import Mapping, Sequence
 
+from srez_client.inline_split import can_fork
 from srez_env.agents import make_agent
 from srez_env.baselines.floors import FLOOR_AGENTS
 from srez_env.grade import grade_episode
@@ -80,7 +79,7 @@ class FloorsAhead:
         self.floors = list(floors)
         self.planned = planned
         self._child: tuple[int, int] | None = None  # pid, read end of its pipe
-        if self.floors and planned and _can_fork():
+        if self.floors and planned and can_fork():
             self._child = self._fork()
 
     def _fork(self) -> tuple[int, int] | None:
@@ -122,17 +121,6 @@ class FloorsAhead:
         child, self._child = self._child, None
         if child is not None:
             _kill(*child)
-
-
-def _can_fork() -> bool:
-    """Fork is cheap here on Linux, safe only while this process has no other thread (a thread
-    holding a lock at the fork would leave it held in the child forever), and pays only with a
-    second core."""
-    return (
-        sys.platform == "linux"
-        and threading.active_count() == 1
-        and len(os.sched_getaffinity(0)) > 1
-    )
 
 
 def _collect(pid: int, read: int) -> list[Grade] | None:
