@@ -12,8 +12,8 @@ a browser's DOM, served through real loopback HTTP.
   run's ``dialog.jsonl`` as the daemon's ``DialogWriter`` appends them (one ``O_APPEND`` write,
   then fsync), one every 20 ms; the bench notes the wall time just before each write, and the
   page notes, in a MutationObserver, the wall time each entry's node joins the DOM
-  (``performance.timeOrigin + performance.now()``, set on ``Date.now()``'s wall clock by an offset
-  the page measures first: one machine, one clock). Median and p99 of
+  (``performance.timeOrigin + performance.now()``, set on the bench's wall clock by the offset
+  of the fastest of 30 round trips that read the page's clock). Median and p99 of
   200 entries, against 50 ms. Without chromium the figure says why it was not measured
   (``"measured": false``).
 * ``live_entry_from_source``: the same page with the view server's run source handing it the

@@ -44,21 +44,35 @@ WAITER: Final = (
 
 OBSERVER: Final = """
 window.__arrived = {};
-// performance.timeOrigin can sit milliseconds off the wall clock (it is taken once, at the
-// page's start, and may be coarsened): the offset to Date.now() (the wall clock, whole
-// milliseconds, truncated: +0.5 on average) is measured here over 2000 samples and applied.
-let offset = 0;
-for (let i = 0; i < 2000; i++) offset += Date.now() - (performance.timeOrigin + performance.now());
-offset = offset / 2000 + 0.5;
 new MutationObserver((records) => {
-  const now = performance.timeOrigin + performance.now() + offset;
+  const now = performance.timeOrigin + performance.now();
   for (const r of records) for (const n of r.addedNodes) {
     const seq = n.dataset && n.dataset.seq;
     if (seq !== undefined && !(seq in window.__arrived)) window.__arrived[seq] = now;
   }
 }).observe(document.getElementById("dialog"), {childList: true});
 """
-"""Notes when each dialog item (by ``seq``) first joins the DOM, in wall-clock milliseconds."""
+"""Notes when each dialog item (by ``seq``) first joins the DOM, in the page's milliseconds
+(:func:`_clock_offset` sets them on this process's wall clock)."""
+
+
+async def _clock_offset(driver: Any, samples: int = 30) -> float:
+    """The page's clock minus this process's wall clock, in ms, from the round trip with the
+    smallest time (the page's reading lies within it; the error is at most half of it).
+
+    The two clocks are not assumed equal: the page's ``timeOrigin`` sat 5 to 12 ms off the wall
+    clock on a loaded machine, which gave negative latencies."""
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        before = time.time() * 1000  # noqa: TID251  # the wall clock the entries are stamped on
+        page = await asyncio.to_thread(
+            driver.execute_script, "return performance.timeOrigin + performance.now()"
+        )
+        after = time.time() * 1000  # noqa: TID251
+        if best is None or after - before < best[0]:
+            best = (after - before, float(page) - (before + after) / 2)
+    assert best is not None
+    return best[1]
 
 
 def _stats(latencies: list[float], **extra: Any) -> dict[str, Any]:
@@ -127,20 +141,24 @@ class _Writer:
     """Appends entries to a dialog file as ``DialogWriter`` does, noting each write's wall time."""
 
     def __init__(self, path: Path, first_seq: int) -> None:
+        self._path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         self.seq = first_seq
         self.written: dict[int, float] = {}
 
-    def _write(self, seq: int, data: bytes) -> None:
-        self.written[seq] = time.time() * 1000  # noqa: TID251  # the page's clock is the wall clock
+    def _write(self) -> None:
+        # the next seq after every line in the file: the daemon may have written an entry of
+        # its own meanwhile (a colliding seq would be timed by the daemon's entry)
+        seq = self.seq = max(self.seq, self._path.read_bytes().count(b"\n"))
+        self.seq += 1
+        ts = utc_timestamp(system_clock())
+        data = encode_entry(Assistant(seq=seq, ts=ts, text=f"bench entry {seq}: checking **logs**"))
+        self.written[seq] = time.time() * 1000  # noqa: TID251  # the entries' wall clock
         os.write(self._fd, data)
         os.fsync(self._fd)
 
     async def append(self) -> None:
-        seq, self.seq = self.seq, self.seq + 1
-        ts = utc_timestamp(system_clock())
-        data = encode_entry(Assistant(seq=seq, ts=ts, text=f"bench entry {seq}: checking **logs**"))
-        await asyncio.to_thread(self._write, seq, data)
+        await asyncio.to_thread(self._write)
 
     def close(self) -> None:
         os.close(self._fd)
@@ -198,6 +216,7 @@ async def daemon_latency() -> dict[str, Any]:
                 finally:
                     writer.close()
                 arrived = await _arrivals(driver, first_seq + ENTRIES)
+                offset = await _clock_offset(driver)
         finally:
             if run_id:
                 with contextlib.suppress(Exception):
@@ -207,7 +226,7 @@ async def daemon_latency() -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 run.kill()
                 await asyncio.to_thread(run.communicate)
-    latencies = [arrived[s] - t for s, t in writer.written.items() if s in arrived]
+    latencies = [arrived[s] - offset - t for s, t in writer.written.items() if s in arrived]
     return _stats(
         latencies,
         path="daemon dialog.jsonl → daemon WebSocket → view server → page WebSocket → DOM",
@@ -299,8 +318,9 @@ async def source_latency(root: Path) -> dict[str, Any]:
     view = ViewServer(root, live=live)
     async with _page(view, _TimedSource.run_id) as driver:
         arrived = await _arrivals(driver, ENTRIES + 1, limit_s=30.0 + ENTRIES * GAP_S)
+        offset = await _clock_offset(driver)
     sent = live.source_.sent
-    latencies = [arrived[s] - t for s, t in sent.items() if s in arrived]
+    latencies = [arrived[s] - offset - t for s, t in sent.items() if s in arrived]
     return _stats(
         latencies,
         path="view server's run source → page WebSocket → DOM (no daemon)",
