@@ -113,7 +113,10 @@ def test_ctrl_q_quits_with_flow_control_on_and_the_tty_is_restored(tmp_path: Pat
         tmux.wait_for("No managed run yet")
         tmux.keys("C-q")
         deadline = time.monotonic() + 10
-        while not after.exists() and time.monotonic() < deadline:
+        # stty creates the file before it writes it: wait for its whole output
+        while time.monotonic() < deadline and not (
+            after.exists() and after.read_text().endswith("\n")
+        ):
             time.sleep(0.1)
         assert after.exists(), f"ctrl q did not quit; the screen:\n{tmux.screen()}"
         modes = after.read_text().split()
