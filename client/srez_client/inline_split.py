@@ -36,9 +36,11 @@ from srez_env.task import Task
 Job = tuple[str, Task, int]
 Finished = tuple[int, dict[str, object], dict[str, object], str | None]
 """(job index, grade, report row, the agent's error) of one finished run."""
-PlayOne = Callable[[Job, Callable[[RunFolder], None]], Finished]
-"""Plays one job (its index is filled in by the caller: 0), completing its folder with the
-given commit."""
+PlayOne = Callable[
+    [Job, Callable[[RunFolder], None]], tuple[dict[str, object], dict[str, object], str | None]
+]
+"""Plays one job, completing its folder with the given commit: its grade, report row and the
+agent's error."""
 
 _HEADER = struct.Struct("!I")
 _FAILED = -1
@@ -133,8 +135,7 @@ def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> No
     try:
         with CommitQueue() as commits:
             for index in indices:
-                _, grade, row, error = play(jobs[index], commits.submit)
-                _send(write, (index, grade, row, error))
+                _send(write, (index, *play(jobs[index], commits.submit)))
     except KeyboardInterrupt:
         pass  # asked to stop: what finished was sent and is final, the run in flight left nothing
     except BaseException as e:  # sent to the parent, which raises it as the loop's error

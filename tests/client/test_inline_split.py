@@ -108,7 +108,7 @@ def test_a_child_that_fails_is_reported_after_what_it_finished() -> None:
             _spec, task, seed = job
             if seed == 2:
                 raise OSError("disk full")
-            return 0, {"task": task.id, "seed": seed}, {}, None
+            return {"task": task.id, "seed": seed}, {}, None
 
         half = inline_split.ForkedHalf(jobs, [3, 4, 5], play)
         got = sorted((g["task"], g["seed"]) for _i, g, _r, _e in half.rest())

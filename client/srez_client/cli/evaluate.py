@@ -191,7 +191,8 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
     mine, theirs = list(range(len(jobs))), list[int]()
     if len(jobs) >= 4 and inline_split.can_fork():  # before any thread (tqdm's, the queue's)
         mine, theirs = inline_split.split_by_task(jobs)
-    half = inline_split.ForkedHalf(jobs, theirs, play_inline(results)) if theirs else None
+    play = play_inline(results)
+    half = inline_split.ForkedHalf(jobs, theirs, play) if theirs else None
     done: dict[int, inline_split.Finished] = {}
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
 
@@ -204,11 +205,10 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
 
     try:
         with CommitQueue() as commits:
-            play = play_inline(results)
             for index in mine:
                 spec, task, seed = jobs[index]
                 bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-                finished((index, *play(jobs[index], commits.submit)[1:]))
+                finished((index, *play(jobs[index], commits.submit)))
                 for run in half.ready() if half else ():
                     finished(run)
     except BaseException:
@@ -230,11 +230,11 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
 def play_inline(results: Path) -> PlayOne:
     """Plays one job inline under ``results``: its grade, report row and the agent's error."""
 
-    def play(job: Job, commit: Callable[[RunFolder], None]) -> tuple[int, Row, Row, str | None]:
+    def play(job: Job, commit: Callable[[RunFolder], None]) -> tuple[Row, Row, str | None]:
         spec, task, seed = job
         run = run_inline(task, spec, seed, results, commit=commit)
         row = run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)
-        return 0, run.grade.model_dump(mode="json", by_alias=True), row, run.error
+        return run.grade.model_dump(mode="json", by_alias=True), row, run.error
 
     return play
 
