@@ -305,6 +305,16 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
+def sleeping(mark: str) -> int:
+    """How many processes are marked, if every one is already ``sleep`` (no setsid on its
+    way); 0 while one is not."""
+    procs_ = marked(mark)
+    try:
+        return len(procs_) if all(proc.name() == "sleep" for proc in procs_) else 0
+    except psutil.NoSuchProcess:
+        return 0
+
+
 async def test_pty_setsid_children_are_gone_after_the_connection_drops(
     make_harness: MakeHarness,
 ) -> None:
@@ -323,7 +333,9 @@ async def test_pty_setsid_children_are_gone_after_the_connection_drops(
     try:
         async with asyncio.timeout(20):
             assert await client.stdout.readline() == b"sent\n"
-        await wait_for(lambda: len(marked(mark)) == 3, 6)
+        # setsid is itself marked until it execs sleep, and still in the shell's session
+        # before it calls setsid(): wait for the three sleeps themselves
+        await wait_for(lambda: sleeping(mark) == 3, 6)
         sessions = {p.pid: os.getsid(p.pid) for p in marked(mark)}
         assert len(set(sessions.values())) == 3  # each in a session of its own
     finally:
