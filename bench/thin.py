@@ -15,8 +15,9 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
   against a stand-in provider that answers every request after 1 s and scripts a short episode
   (``get_alerts``, ``list_services``, ``submit``). The provider holds each run's first request until every run has made one (or 240 s passed), so all N runs
   are alive at once when memory is sampled: the PSS (``/proc/<pid>/smaps_rollup``) of each run's
-  daemon and everything under it (the sandbox and the agent), summed and divided by N; the
-  launcher (relay and litellm included) is reported apart. Also: runs per minute (N over the
+  daemon and everything under it (the sandbox and the agent), summed and divided by N, and
+  the same split by part (``pss_mb_per_run_by_part``: the daemon, the agent, the sandbox's other
+  processes); the launcher (relay and litellm included) is reported apart. Also: runs per minute (N over the
   time from the first launch to the last run finished, the barrier included),
   the median and p90 of start to first model call (from a run's launch call to the provider
   seeing its first request), and whether every run completed (``summary.json`` status ``ok``).
@@ -241,9 +242,26 @@ def _tree(pid: int) -> list[int]:
         return []
 
 
-def _tree_pss_mb(pid: int) -> tuple[float, int]:
+def _role(pid: int, daemon: int) -> str:
+    """Which part of a run ``pid`` is: its ``daemon``, its ``agent`` (the interpreter running
+    ``srez_daemon.agent``), or ``other`` (the sandbox's helpers)."""
+    if pid == daemon:
+        return "daemon"
+    try:
+        cmdline = psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return "other"
+    return "agent" if any("srez_daemon.agent" in part for part in cmdline) else "other"
+
+
+def _tree_pss_mb(pid: int) -> tuple[float, int, dict[str, float]]:
+    """A run's PSS (its daemon and everything under it), its process count, and the PSS of
+    each part of it (:func:`_role`)."""
     pids = _tree(pid)
-    return sum(_pss_mb(p) for p in pids), len(pids)
+    parts = {"daemon": 0.0, "agent": 0.0, "other": 0.0}
+    for p in pids:
+        parts[_role(p, pid)] += _pss_mb(p)
+    return sum(parts.values()), len(pids), parts
 
 
 @contextlib.contextmanager
@@ -350,7 +368,11 @@ async def _concurrent(runs: int, root: Path, *, template: bool = True) -> dict[s
     await asyncio.gather(*(backend.remove(h) for h in handles.values()), return_exceptions=True)
     launcher.close()
     backend.close()
-    total_mb = sum(mb for mb, _ in sampled)
+    total_mb = sum(mb for mb, _, _ in sampled)
+    per_part = {
+        part: round(sum(parts[part] for _, _, parts in sampled) / max(1, len(sampled)), 1)
+        for part in ("daemon", "agent", "other")
+    }
     first.sort()
     return {
         "runs": runs,
@@ -358,8 +380,9 @@ async def _concurrent(runs: int, root: Path, *, template: bool = True) -> dict[s
         "template": template_fig,
         "daemon_start_cpu_s_p50": round(statistics.median(start_cpu), 3) if start_cpu else None,
         "all_alive_at_sample": held and len(sampled) == runs,
-        "processes_per_run": round(sum(n for _, n in sampled) / max(1, len(sampled)), 1),
+        "processes_per_run": round(sum(n for _, n, _ in sampled) / max(1, len(sampled)), 1),
         "pss_mb_per_run": round(total_mb / max(1, len(sampled)), 1),
+        "pss_mb_per_run_by_part": per_part,
         "launcher_pss_mb": round(launcher_mb, 1),
         "runs_per_min": round(60 * runs / elapsed, 1),
         "elapsed_s": round(elapsed, 1),

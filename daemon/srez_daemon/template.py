@@ -2,18 +2,21 @@
 
 A run's daemon is mostly its imports: a fresh interpreter importing aiohttp, pydantic, the
 simulator and the daemon costs about 0.45 CPU-s and 56 MB before the run does anything. The
-template pays that once per launcher: it imports the daemon's modules and parses the packaged
-tasks, freezes what it holds out of the garbage collector (``gc.freeze()``: a collection would
-otherwise write to every object's header and unshare the pages) and waits. Each run is then an
-``os.fork()`` of it, which shares every page it does not write, and runs exactly what
-``python -m srez_daemon`` runs from there (:func:`srez_daemon.__main__.main`): it binds its
-socket, loads its task and starts its sandboxed agent as a fresh daemon does.
+template pays that once per launcher: it imports the daemon's modules, parses the packaged
+tasks, serves one short episode of its own (:mod:`srez_daemon.rehearsal`: the pages a run's
+first steps write are then written once, in the template, and shared), freezes what it holds
+out of the garbage collector (``gc.freeze()``: a collection would otherwise write to every
+object's header and unshare the pages) and waits. Each run is then an ``os.fork()`` of it, which
+shares every page it does not write, and runs exactly what ``python -m srez_daemon`` runs from
+there (:func:`srez_daemon.__main__.main`): it binds its socket, loads its task and starts its
+sandboxed agent as a fresh daemon does.
 
 What the template holds, and does not:
 
 * no run state, no token and no file of any run: it never reads a run's folder, and the two
   descriptors a request carries (the run's go pipe and its output file) are closed in the template
-  as soon as it has forked;
+  as soon as it has forked (the rehearsal's own folder and throwaway token are removed before
+  the first fork, and nothing of its episode is left running or open);
 * its standard streams and one socket, the launcher's pair (:mod:`srez_daemon.protocol.template`;
   any other descriptor the launcher let it inherit is closed at its start): nothing else can
   reach it, and when the launcher exits, however it exits, the pair reads end-of-file and the
@@ -55,6 +58,7 @@ from types import FrameType
 from typing import Any, Final
 
 from srez_daemon.protocol.template import CHANNEL_FD, GO, receive, send
+from srez_daemon.rehearsal import rehearse
 
 _START_CWD = str(Path.cwd())
 """The folder the template started in: ``python -m`` put it first on ``sys.path``."""
@@ -197,6 +201,10 @@ def main() -> int:
     except Exception as e:  # the launcher falls back to fresh starts and says why
         send(channel, {"error": f"the run template could not import the daemon: {e}"})
         return 1
+    try:
+        rehearse()
+    except Exception as e:  # the imports alone still make every fork cheap
+        print(f"srez-template: {e}; runs are forked without the rehearsal", file=sys.stderr)
     if threading.active_count() != 1:  # a fork copies one thread only: refuse to be forked
         send(channel, {"error": "the run template started a thread while importing"})
         return 1

@@ -262,6 +262,8 @@ def test_the_template_refuses_a_malformed_request_and_keeps_serving(tmp_path: Pa
         message, _ = receive(channel)
         assert "2 descriptors" in message["error"]
         assert _open_files(template.pid) == {f"socket:[{_inode(template.pid)}]"}
+        # it rehearsed (srez_daemon.rehearsal) without a complaint, and kept nothing of it open
+        assert "srez-template" not in (tmp_path / "template.out").read_text()
     finally:
         template.close()
 

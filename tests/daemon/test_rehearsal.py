@@ -1,0 +1,89 @@
+"""The run template's rehearsal (daemon/srez_daemon/rehearsal.py): one headless episode served in
+the template's own process that leaves nothing a forked run could inherit, whether it completes
+or fails. Each case runs in a fresh interpreter, as the template does, with a temporary folder of
+its own to see what is left in it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROBE = """
+import asyncio, json, os, sys, threading
+import srez_daemon.rehearsal as rehearsal
+from srez_env.grade import patch
+from srez_env.sim import scenario
+
+def fds():
+    return sorted(int(fd) for fd in os.listdir("/proc/self/fd") if rehearsal._is_open(int(fd)))
+
+rehearsal.TASK = sys.argv[1]
+before = fds()
+try:
+    rehearsal.rehearse()
+    error = None
+except rehearsal.RehearsalError as e:
+    error = str(e)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    children = True
+except ChildProcessError:
+    children = False
+policy = asyncio.get_event_loop_policy()
+print(json.dumps({
+    "error": error,
+    "threads": threading.active_count(),
+    "children": children,
+    "new_fds": sorted(set(fds()) - set(before)),
+    "worlds": len(scenario._TEMPLATES),
+    "patches": len(patch._REFERENCE),
+    "watcher": type(getattr(policy, "_watcher", None)).__name__,
+}))
+"""
+
+
+def rehearse_in_fresh_interpreter(tmp_path: Path, task: str) -> dict[str, Any]:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, task],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    found["left_in_tmp"] = sorted(p.name for p in scratch.iterdir())
+    return found
+
+
+def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(tmp_path: Path) -> None:
+    found = rehearse_in_fresh_interpreter(tmp_path, "sre-001")
+    assert found == {
+        "error": None,
+        "threads": 1,  # a fork copies one thread only
+        "children": False,  # the agent was reaped
+        "new_fds": [],  # no socket, log or run file stays open
+        "worlds": 0,  # every run builds its own task's world at T0, whatever the task
+        "patches": 0,
+        "watcher": "NoneType",  # the default policy again: no watcher of a closed loop
+        "left_in_tmp": [],  # the run folder and the throwaway token are gone
+    }
+
+
+@pytest.mark.parametrize("task", ["sre-999", "../sre-001"])
+def test_a_failed_rehearsal_says_why_and_leaves_nothing(tmp_path: Path, task: str) -> None:
+    found = rehearse_in_fresh_interpreter(tmp_path, task)
+    assert found["error"].startswith(f"the rehearsal (scripted on {task}) failed: ")
+    assert found["threads"] == 1
+    assert found["children"] is False
+    assert found["new_fds"] == []
+    assert found["left_in_tmp"] == []
