@@ -58,7 +58,7 @@ def rehearse() -> None:
     from srez_daemon.settings import DaemonSettings
 
     descriptors = _descriptors()
-    folder = Path(tempfile.mkdtemp(prefix="srez-rehearsal-"))
+    folder = Path(tempfile.mkdtemp(prefix="srez-rehearsal-", dir=_short_temp()))
     token_folder: Path | None = None
     try:
         environ = prepare_headless(
@@ -89,6 +89,15 @@ def rehearse() -> None:
         asyncio.set_event_loop_policy(None)  # drops the child watcher of the closed loop
         forget_task_state()
     _check_nothing_left(descriptors)
+
+
+def _short_temp() -> str:
+    """The temporary folder, or ``/tmp`` when it is too deep for the agent socket's path."""
+    from srez_daemon.settings import MAX_SOCKET_PATH
+
+    temp = tempfile.gettempdir()
+    room = MAX_SOCKET_PATH - len("/srez-rehearsal-12345678/agent.sock")
+    return temp if len(os.fsencode(temp)) <= room else "/tmp"  # noqa: S108 - short, always there
 
 
 def forget_task_state() -> None:

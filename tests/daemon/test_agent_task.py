@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-import dataclasses
+import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -21,7 +23,7 @@ def _task(**changes: Any) -> dict[str, Any]:
 
 
 def test_the_agent_reads_the_fields_the_daemon_sends() -> None:
-    names = [f.name for f in dataclasses.fields(AgentTaskFields)]
+    names = list(AgentTaskFields._fields)
     assert names == list(AgentTask.model_fields)
     parsed = parse_agent_task(_task(oracle={"id": "sre-001"}))
     assert parsed == AgentTaskFields("sre-001", "r1", 3, 20, {"text": "hi"}, {"id": "sre-001"})
@@ -53,3 +55,33 @@ def test_the_agent_process_imports_no_wire_model_library() -> None:
         "pydantic",
         "srez_daemon.protocol.api",
     ]
+
+
+def test_the_agent_process_goes_without_logging_and_dataclasses() -> None:
+    """With what they import (inspect, ast, traceback, threading...), about 2 MB of a thin
+    agent's private memory: 200 MB at 100 runs (bench/thin.py, ``pss_mb_per_run_by_part``)."""
+    watched = ("dataclasses", "inspect", "logging")
+    assert loaded_by("srez_daemon.agent.__main__", watched) == []
+    assert loaded_by("srez_daemon.protocol.api", watched) == ["dataclasses", "inspect"]
+
+
+AGENT_LOG_LINE = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:INFO|WARNING) [^\n]+\n"
+
+
+@pytest.mark.parametrize("user_logs", [False, True])
+def test_the_agent_log_reads_the_same_with_or_without_logging(user_logs: bool) -> None:
+    """``say`` writes logging's format itself; once an agent of the user's imported logging,
+    the agent's lines and the user's go through logging, in the same format."""
+    code = (
+        ("import logging\n" if user_logs else "") + "from srez_daemon.agent.__main__ import say\n"
+        "say('INFO', 'exit 0; litellm imported: False')\n"
+        + ("logging.getLogger('mine').warning('from the agent')\n" if user_logs else "")
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    lines = re.findall(AGENT_LOG_LINE, done.stderr)
+    assert "".join(lines) == done.stderr  # every line in the format, nothing else
+    said = [line.split(" ", 3)[3] for line in lines]
+    expected = ["exit 0; litellm imported: False\n"] + ["from the agent\n"] * user_logs
+    assert said == expected

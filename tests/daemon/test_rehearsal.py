@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +51,17 @@ print(json.dumps({
 """
 
 
-def rehearse_in_fresh_interpreter(tmp_path: Path, task: str) -> dict[str, Any]:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A temporary folder short enough to hold the rehearsal's agent socket."""
+    folder = Path(tempfile.mkdtemp(prefix="srez-t-", dir="/tmp"))  # noqa: S108
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def rehearse_in_fresh_interpreter(scratch: Path, task: str) -> dict[str, Any]:
     env = {**os.environ, "TMPDIR": str(scratch)}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, task],
@@ -65,8 +76,8 @@ def rehearse_in_fresh_interpreter(tmp_path: Path, task: str) -> dict[str, Any]:
     return found
 
 
-def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(tmp_path: Path) -> None:
-    found = rehearse_in_fresh_interpreter(tmp_path, "sre-001")
+def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(scratch: Path) -> None:
+    found = rehearse_in_fresh_interpreter(scratch, "sre-001")
     assert found == {
         "error": None,
         "threads": 1,  # a fork copies one thread only
@@ -80,10 +91,17 @@ def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(tmp_path: 
 
 
 @pytest.mark.parametrize("task", ["sre-999", "../sre-001"])
-def test_a_failed_rehearsal_says_why_and_leaves_nothing(tmp_path: Path, task: str) -> None:
-    found = rehearse_in_fresh_interpreter(tmp_path, task)
+def test_a_failed_rehearsal_says_why_and_leaves_nothing(scratch: Path, task: str) -> None:
+    found = rehearse_in_fresh_interpreter(scratch, task)
     assert found["error"].startswith(f"the rehearsal (scripted on {task}) failed: ")
     assert found["threads"] == 1
     assert found["children"] is False
     assert found["new_fds"] == []
     assert found["left_in_tmp"] == []
+
+
+def test_a_temporary_folder_too_deep_for_a_socket_is_not_used(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    found = rehearse_in_fresh_interpreter(deep, "sre-001")  # the socket goes under /tmp
+    assert (found["error"], found["left_in_tmp"]) == (None, [])

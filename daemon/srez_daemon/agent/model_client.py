@@ -32,20 +32,16 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from srez_daemon.protocol.agent import COST_HEADER
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
 from srez_env.agents.llm_retry import Failure, names_missing_credentials
-
-logger = logging.getLogger(__name__)
 
 OPENAI_BASE: Final = "https://api.openai.com/v1"
 _MAX_MESSAGE: Final = 1000
@@ -68,13 +64,15 @@ class ModelConnectionError(Exception):
     """The server could not be reached, or answered something that is not a chat completion."""
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """Where the calls go: base URL, key (None: no ``Authorization``) and the model name sent."""
 
     base_url: str
     model: str
-    api_key: str | None = field(default=None, repr=False)
+    api_key: str | None = None
+
+    def __repr__(self) -> str:  # never the key
+        return f"Endpoint(base_url={self.base_url!r}, model={self.model!r})"
 
     @classmethod
     def of(cls, settings: LLMSettings, environ: Mapping[str, str]) -> Endpoint:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 EXIT_PROVIDER: Final = 75
 """``srez-agent``'s exit code when the model provider failed for good (``EX_TEMPFAIL``); the run
@@ -63,8 +62,7 @@ def model_variables(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if _MODEL_PASS.fullmatch(k)}
 
 
-@dataclass(frozen=True, slots=True)
-class AgentTaskFields:
+class AgentTaskFields(NamedTuple):
     """``GET /task`` as the agent process reads it: the fields of
     :class:`srez_daemon.protocol.api.AgentTask` (the daemon's pydantic model, which the schema and
     the daemon keep), checked here without pydantic: importing the wire models costs an agent

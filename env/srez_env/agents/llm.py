@@ -48,8 +48,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from srez_env.agents.llm_adapters import (
     Action,
@@ -104,8 +103,7 @@ class UnboundClient:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class LLMSettings:
+class LLMSettings(NamedTuple):
     """The LLM agent's configuration (see the module docstring for the variables)."""
 
     model: str
@@ -123,7 +121,7 @@ class LLMSettings:
     cost_cap_usd: float | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy = RetryPolicy()  # immutable: one default serves every instance
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], *, spec: str = "llm") -> LLMSettings:

@@ -16,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 Mode = Literal["tools", "json"]
 Action = dict[str, Any] | str
@@ -40,8 +39,7 @@ NOT_EXECUTED: Final = "not executed: only the first tool call of a reply runs (o
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallReply:
+class ToolCallReply(NamedTuple):
     """One tool call as the provider returned it (``arguments`` is a JSON *string*)."""
 
     id: str
@@ -49,8 +47,7 @@ class ToolCallReply:
     arguments: str
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """One model reply, lifted out of the provider's response."""
 
     text: str = ""
@@ -62,12 +59,11 @@ class Reply:
     """Cost of this call, when the model's price is known."""
 
 
-@dataclass(slots=True)
-class Turn:
+class Turn(NamedTuple):
     """The action of one turn and what the next observation must answer."""
 
     action: Action
-    call_ids: list[str] = field(default_factory=list)
+    call_ids: tuple[str, ...] = ()
     """Tool-call ids of the reply: the first gets the observation, the rest ``NOT_EXECUTED``."""
 
 
@@ -87,7 +83,7 @@ def decide(mode: Mode, reply: Reply) -> Turn:
     """The action a reply asks for, in either mode."""
     if mode == "tools" and reply.tool_calls:
         first = reply.tool_calls[0]
-        ids = [c.id for c in reply.tool_calls]
+        ids = tuple(c.id for c in reply.tool_calls)
         try:
             args = json.loads(first.arguments or "{}")
         except json.JSONDecodeError:

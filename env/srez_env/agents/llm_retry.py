@@ -28,8 +28,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 FailureKind = Literal["rate_limit", "timeout", "server", "auth", "other"]
 """The classes of provider failure a ``provider_error`` dialog entry names."""
@@ -53,10 +52,7 @@ def names_missing_credentials(message: str) -> bool:
     return bool(_MISSING_CREDENTIALS.search(message))
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often and how long to retry a failing provider."""
-
+class _RetryFields(NamedTuple):
     max_attempts: int = 6
     """Attempts per model call, the first included (so at most ``max_attempts - 1`` retries)."""
     base_s: float = 1.0
@@ -72,17 +68,25 @@ class RetryPolicy:
     max_retry_after_s: float = 600.0
     """A provider asking for a longer wait than this ends the run instead."""
 
-    def __post_init__(self) -> None:
+
+class RetryPolicy(_RetryFields):
+    """How often and how long to retry a failing provider (checked when made: raises
+    ValueError on a count below 1 or a negative wait)."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> RetryPolicy:
+        self = super().__new__(cls, *args, **kwargs)
         if self.max_attempts < 1 or self.cooldown_after < 1:
             msg = f"max_attempts and cooldown_after must be >= 1 (got {self.max_attempts}, {self.cooldown_after})"
             raise ValueError(msg)
         if min(self.base_s, self.max_backoff_s, self.jitter, self.cooldown_s) < 0:
             msg = "backoff, jitter and cooldown must not be negative"
             raise ValueError(msg)
+        return self
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(NamedTuple):
     """One failed attempt, classified."""
 
     kind: FailureKind
@@ -93,8 +97,7 @@ class Failure:
     """False when time will not help: a refused credential, a request the provider rejects."""
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What to do after a failure: wait ``wait_s`` and retry, or give up (``wait_s is None``)."""
 
     wait_s: float | None
