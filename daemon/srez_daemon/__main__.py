@@ -23,7 +23,9 @@ from srez_daemon.settings import DaemonSettings
 logger = logging.getLogger("srez_daemon")
 
 
-def _configure_logging(settings: DaemonSettings) -> None:
+def configure_logging(settings: DaemonSettings) -> list[logging.Handler]:
+    """The daemon's log: ``logs/daemon.log`` and stderr, from INFO; returns the handlers added
+    to the root logger (the run template's rehearsal removes them after its episode)."""
     settings.paths.logs.mkdir(parents=True, exist_ok=True)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     handlers: list[logging.Handler] = [
@@ -36,6 +38,7 @@ def _configure_logging(settings: DaemonSettings) -> None:
         handler.setFormatter(fmt)
         root.addHandler(handler)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    return handlers
 
 
 async def _failed(host: RunHost) -> None:
@@ -104,7 +107,7 @@ def main() -> None:
         if args.task:
             environ = prepare_headless(os.environ, args.task, args.agent, args.seed)
         settings = DaemonSettings.from_env(environ, keep=args.keep and not args.task)
-        _configure_logging(settings)
+        configure_logging(settings)
         code = asyncio.run(serve(settings))
         if args.task:
             if args.out is not None:

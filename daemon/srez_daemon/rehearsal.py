@@ -5,15 +5,17 @@ Importing the daemon is not all a run's start costs a fork. The first time a fun
 Python 3.11 rewrites its bytecode in place (the adaptive interpreter specialises it), and the
 first time a path runs it fills lazy caches (compiled patterns, pydantic's and the router's);
 in a fork, each of those writes copies a page it shared with the template. A run forked from a
-template that has already served an episode finds that work done and shares those pages: 3.6 MB
-less private memory per run's daemon, measured (``bench/thin.py``, ``pss_mb_per_run_by_part``),
-for about 0.2 s once, before the template says it is ready.
+template that has already served an episode finds that work done and shares those pages: about
+4 MB less private memory per run's daemon, measured (``bench/thin.py``,
+``pss_mb_per_run_by_part``), for about 0.3 s once, before the template says it is ready.
 
 The rehearsal is an ordinary headless run (:mod:`srez_daemon.headless`): the ``scripted`` agent
-on :data:`TASK`, no sandbox, port 0 on the loopback, its run folder and its token (a random one
-nobody is told) in temporary folders that are removed after. It leaves nothing a run could
+on :data:`TASK`, in the bubblewrap sandbox where there is one, port 0 on the loopback, its run
+folder and its token (a random one nobody is told) in temporary folders that are removed after. It leaves nothing a run could
 inherit, and :func:`rehearse` checks that it did not: no thread, no child, no descriptor, no file,
-and the asyncio policy (which the daemon's child watcher sets) back to the default. What it
+the daemon's log handlers (set up as a run's daemon sets them up, so that logging's code is
+rehearsed too) removed, and the asyncio policy (which the daemon's child watcher sets) back to
+the default. What it
 computed for its task (the task's world at T0, its reference patch) is forgotten too, so every
 run builds its own task's state as a fresh daemon does, whichever task it is.
 """
@@ -21,12 +23,18 @@ run builds its own task's state as a fresh daemon does, whichever task it is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from srez_daemon.settings import DaemonSettings
 
 TASK: Final = "sre-001"
 AGENT: Final = "scripted"
@@ -52,7 +60,24 @@ def _is_open(fd: int) -> bool:
 
 def rehearse() -> None:
     """Serve one headless episode in this process, then forget it; raises RehearsalError when
-    the episode did not complete or something of it is left (a thread, a child, a descriptor)."""
+    the episode did not complete or something of it is left (a thread, a child, a descriptor).
+
+    The agent runs in the bubblewrap sandbox when ``bwrap`` is on ``PATH`` (what the ``local``
+    backend's runs use by default, so its code is rehearsed too), and again without one if that
+    episode fails.
+    """
+    from srez_daemon.protocol.sandbox import find_bwrap
+
+    if find_bwrap(os.environ) is not None:
+        try:
+            _rehearse("bubblewrap")
+            return
+        except RehearsalError:
+            pass  # a sandbox this machine cannot make: the runs will not use it either
+    _rehearse("none")
+
+
+def _rehearse(sandbox: str) -> None:
     from srez_daemon.__main__ import serve
     from srez_daemon.headless import outcome, prepare_headless
     from srez_daemon.settings import DaemonSettings
@@ -68,19 +93,21 @@ def rehearse() -> None:
                 "SREZ_AGENT_SOCKET": str(folder / "agent.sock"),
                 "SREZ_HOST": "127.0.0.1",
                 "SREZ_PORT": "0",
-                "SREZ_SANDBOX": "none",
+                "SREZ_SANDBOX": sandbox,
             },
             TASK,
             AGENT,
             seed=0,
         )
         token_folder = Path(environ["SREZ_TOKEN_FILE"]).parent
-        code = asyncio.run(serve(DaemonSettings.from_env(environ, keep=False)))
+        settings = DaemonSettings.from_env(environ, keep=False)
+        with _daemon_logging(settings):  # its lines are written as a run's are
+            code = asyncio.run(serve(settings))
         if code != 0 or outcome(folder / "run") != 0:
             msg = f"the episode did not complete (exit {code})"
             raise RehearsalError(msg)
     except Exception as e:
-        msg = f"the rehearsal ({AGENT} on {TASK}) failed: {e}"
+        msg = f"the rehearsal ({AGENT} on {TASK}, sandbox {sandbox}) failed: {e}"
         raise RehearsalError(msg) from e
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -89,6 +116,24 @@ def rehearse() -> None:
         asyncio.set_event_loop_policy(None)  # drops the child watcher of the closed loop
         forget_task_state()
     _check_nothing_left(descriptors)
+
+
+@contextlib.contextmanager
+def _daemon_logging(settings: DaemonSettings) -> Iterator[None]:
+    """The daemon's logging set up as a run's daemon sets it up, then taken down again."""
+    from srez_daemon.__main__ import configure_logging
+
+    touched = (logging.getLogger(), logging.getLogger("aiohttp.access"))
+    levels = [logger.level for logger in touched]
+    handlers = configure_logging(settings)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+        for logger, level in zip(touched, levels, strict=True):
+            logger.setLevel(level)
 
 
 def _short_temp() -> str:

@@ -6,6 +6,7 @@ its own to see what is left in it."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 PROBE = """
-import asyncio, json, os, sys, threading
+import asyncio, json, logging, os, sys, threading
 import srez_daemon.rehearsal as rehearsal
 from srez_env.grade import patch
 from srez_env.sim import scenario
@@ -47,6 +48,7 @@ print(json.dumps({
     "worlds": len(scenario._TEMPLATES),
     "patches": len(patch._REFERENCE),
     "watcher": type(getattr(policy, "_watcher", None)).__name__,
+    "logging": [len(logging.getLogger().handlers), logging.getLogger().level],
 }))
 """
 
@@ -86,6 +88,7 @@ def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(scratch: P
         "worlds": 0,  # every run builds its own task's world at T0, whatever the task
         "patches": 0,
         "watcher": "NoneType",  # the default policy again: no watcher of a closed loop
+        "logging": [0, logging.WARNING],  # the daemon's log handlers gone, closed
         "left_in_tmp": [],  # the run folder and the throwaway token are gone
     }
 
@@ -93,7 +96,8 @@ def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(scratch: P
 @pytest.mark.parametrize("task", ["sre-999", "../sre-001"])
 def test_a_failed_rehearsal_says_why_and_leaves_nothing(scratch: Path, task: str) -> None:
     found = rehearse_in_fresh_interpreter(scratch, task)
-    assert found["error"].startswith(f"the rehearsal (scripted on {task}) failed: ")
+    # with bwrap on PATH, tried in the sandbox first, then without: the last failure is said
+    assert found["error"].startswith(f"the rehearsal (scripted on {task}, sandbox none) failed: ")
     assert found["threads"] == 1
     assert found["children"] is False
     assert found["new_fds"] == []
