@@ -334,6 +334,12 @@ async def _concurrent(runs: int, root: Path, *, template: bool = True) -> dict[s
         started = time.monotonic()
         tasks = [asyncio.ensure_future(one(i)) for i in range(runs)]
         held = await asyncio.to_thread(provider.all_held.wait, BARRIER_TIMEOUT_S)
+        # a run's first model call can come before its launch call returned (the launcher polls
+        # health): sample once every launch has returned, the first calls still held
+        for _ in range(int(BARRIER_TIMEOUT_S / 0.05)):
+            if len(handles) + len(failures) >= runs:
+                break
+            await asyncio.sleep(0.05)
         sampled = []
         start_cpu = []
         for handle in handles.values():

@@ -7,9 +7,9 @@ first time a path runs it fills lazy caches (compiled patterns, pydantic's and t
 in a fork, each of those writes copies a page it shared with the template. A run forked from a
 template that has already served an episode finds that work done and shares those pages: about
 4 MB less private memory per run's daemon, measured (``bench/thin.py``,
-``pss_mb_per_run_by_part``), for about 0.3 s once, before the template says it is ready.
+``pss_mb_per_run_by_part``), for about 0.13 s once, before the template says it is ready.
 
-The rehearsal is an ordinary headless run (:mod:`srez_daemon.headless`): the ``scripted`` agent
+The rehearsal is an ordinary headless run (:mod:`srez_daemon.headless`): the ``heuristic`` agent
 on :data:`TASK`, in the bubblewrap sandbox where there is one, port 0 on the loopback, its run
 folder and its token (a random one nobody is told) in temporary folders that are removed after. It leaves nothing a run could
 inherit, and :func:`rehearse` checks that it did not: no thread, no child, no descriptor, no file,
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from srez_daemon.settings import DaemonSettings
 
 TASK: Final = "sre-001"
-AGENT: Final = "scripted"
+AGENT: Final = "heuristic"
+"""The agent rehearsed: a built-in one whose process starts without loading the task models."""
 
 
 class RehearsalError(Exception):

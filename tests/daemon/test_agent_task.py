@@ -85,3 +85,27 @@ def test_the_agent_log_reads_the_same_with_or_without_logging(user_logs: bool) -
     said = [line.split(" ", 3)[3] for line in lines]
     expected = ["exit 0; litellm imported: False\n"] + ["from the agent\n"] * user_logs
     assert said == expected
+
+
+@pytest.mark.parametrize("spec", ["heuristic", "noop", "restart-all", "llm"])
+def test_an_agent_process_loads_only_its_own_agent(spec: str) -> None:
+    """The agents that need no task model start without pydantic (0.1 s of every start); the
+    scripted oracle, which is handed the task file, is the positive control."""
+    code = (
+        "import json, sys\n"
+        "from srez_env.agents import build_agent\n"
+        f"build_agent({spec!r}, task_id='sre-001')\n"
+        "print(json.dumps(['pydantic' in sys.modules, 'srez_env.baselines.scripted' in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[false, false]"
+    control = code.replace(
+        f"build_agent({spec!r}, task_id='sre-001')",
+        "import srez_env.agents.__init__; from srez_env.baselines.scripted import ScriptedAgent",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", control], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[true, true]"

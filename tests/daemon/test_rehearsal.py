@@ -97,7 +97,7 @@ def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(scratch: P
 def test_a_failed_rehearsal_says_why_and_leaves_nothing(scratch: Path, task: str) -> None:
     found = rehearse_in_fresh_interpreter(scratch, task)
     # with bwrap on PATH, tried in the sandbox first, then without: the last failure is said
-    assert found["error"].startswith(f"the rehearsal (scripted on {task}, sandbox none) failed: ")
+    assert found["error"].startswith(f"the rehearsal (heuristic on {task}, sandbox none) failed: ")
     assert found["threads"] == 1
     assert found["children"] is False
     assert found["new_fds"] == []

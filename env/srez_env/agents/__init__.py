@@ -112,32 +112,37 @@ def build_agent(
             return LLMAgent(unbound, UnboundClient())
         settings = LLMSettings.from_env(environ, spec=spec)
         return LLMAgent(settings, client, seed=run_seed, on_note=on_note)
-    from srez_env.agents.python_agent import import_path, load_python_agent
-    from srez_env.baselines.floors import NoopAgent, RestartAllAgent
-    from srez_env.baselines.heuristic import HeuristicAgent
-    from srez_env.baselines.random_agent import RandomAgent
-    from srez_env.baselines.replay import ReplayAgent, load_replay
-    from srez_env.baselines.scripted import ScriptedAgent
-    from srez_env.task import derive_seed
-
+    # each agent's own module only: an agent process loads what its agent needs (the heuristic,
+    # the floors and a replay load no task model, and so no pydantic: 0.1 s of every start)
     if spec == "scripted":
+        from srez_env.baselines.scripted import ScriptedAgent
+
         if oracle is None:
             msg = "the scripted oracle needs the task file, and this agent was not handed it"
             raise AgentSpecError(msg)
         return ScriptedAgent(oracle)
     if spec == "heuristic":
+        from srez_env.baselines.heuristic import HeuristicAgent
+
         return HeuristicAgent()
     if spec == "random":
+        from srez_env.baselines.random_agent import RandomAgent
+        from srez_env.task import derive_seed
+
         return RandomAgent(derive_seed(task_id), run_seed)
-    if spec == "noop":
-        return NoopAgent()
-    if spec == "restart-all":
-        return RestartAllAgent()
+    if spec in ("noop", "restart-all"):
+        from srez_env.baselines.floors import NoopAgent, RestartAllAgent
+
+        return NoopAgent() if spec == "noop" else RestartAllAgent()
     if spec.startswith("replay:"):
+        from srez_env.baselines.replay import ReplayAgent, load_replay
+
         if not (path := spec.removeprefix("replay:")).strip():
             msg = "replay: needs its file: replay:FILE (one JSON action per line)"
             raise AgentSpecError(msg)
         return ReplayAgent(load_replay(Path(path)))
+    from srez_env.agents.python_agent import import_path, load_python_agent
+
     if import_path(spec) is not None:
         return load_python_agent(spec, task_id=task_id, run_seed=run_seed)
     if custom_agent_name(spec) is not None:

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from srez_env.task import SERVICES
+from srez_env.vocab import SERVICES
 
 FLOOR_AGENTS: Final = ("noop", "restart-all")
 """The floors' names, as every leaderboard lists them."""
