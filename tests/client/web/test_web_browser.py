@@ -94,9 +94,12 @@ def _wait(driver: Any, css: str, count: int = 1) -> list[Any]:
 
 
 def _until(driver: Any, test: Callable[[Any], bool], seconds: float = WAIT_S) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, seconds).until(test)
+    # an element found, then replaced by the page's next render before it was read (the live
+    # view becoming the results view), is looked for again rather than failing the wait
+    WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(test)
 
 
 def _errors(driver: Any) -> list[str]:
@@ -285,6 +288,6 @@ def test_follow_a_live_local_run_and_use_its_terminal(
     finally:
         if run.poll() is None:
             run.kill()
-            run.communicate()
+        run.communicate()  # closes its pipes, whatever ended the test
     # the page asks for the run's results until they are mirrored: those 404s are expected
     assert [e for e in _errors(browser) if "404" not in e and "WebSocket" not in e] == []
