@@ -54,6 +54,8 @@ class CommitQueue:
             msg = "the commit queue is closed"
             raise RuntimeError(msg)
         self._raise_first_error()
+        # before the put: a Ctrl-C after it must not discard what the thread renames
+        folder.hand_over()
         self._folders.put(folder)
 
     def close(self) -> None:

@@ -132,6 +132,7 @@ class RunFolder:
         self.partial_dir = final_dir.with_name(f".{final_dir.name}.partial")
         """Where it is written until :meth:`complete`."""
         self._completed = False
+        self._handed_over = False
 
     @classmethod
     def create(cls, final_dir: Path, *, sync: bool = True) -> Self:
@@ -181,10 +182,16 @@ class RunFolder:
         """Create ``archive/dialog.jsonl`` and return its writer."""
         return DialogWriter(self.path(DIALOG_PATH), clock=clock, sync=self.sync)
 
+    def hand_over(self) -> None:
+        """Mark the folder as whole and another's to complete (a
+        :class:`~srez_client.commit_queue.CommitQueue`'s): :meth:`discard` leaves it alone from
+        now on, since deleting it while the queue renames it would empty its final folder."""
+        self._handed_over = True
+
     def discard(self) -> None:
         """Delete the partial folder of a run that will not complete (interrupted, failed);
-        nothing once :meth:`complete` has renamed it."""
-        if not self._completed:
+        nothing once :meth:`complete` has renamed it or it was handed over (:meth:`hand_over`)."""
+        if not (self._completed or self._handed_over):
             shutil.rmtree(self.partial_dir, ignore_errors=True)
 
     def complete(self, *, flushed: bool = False) -> Path:

@@ -99,6 +99,24 @@ def test_leaving_on_ctrl_c_completes_what_was_handed_over(tmp_path: Path) -> Non
     assert all((f.final_dir / "summary.json").exists() for f in folders)
 
 
+def test_a_folder_discarded_after_it_was_handed_over_stays_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C right after ``submit`` (run_inline's handler discards an unfinished run) used to
+    delete the folder's files while the queue renamed it: an empty folder under its final
+    name. The flush is held so that the discard lands while the folder is still partial."""
+    gate = GatedFlush(tmp_path)
+    monkeypatch.setattr(commit_queue, "fsync_tree", gate)
+    folder = written(tmp_path, "r0")
+    with CommitQueue() as commits:
+        commits.submit(folder)
+        assert gate.entered.wait(10)
+        folder.discard()  # what the interrupted run's handler does
+        gate.release.set()
+    assert (folder.final_dir / "summary.json").read_bytes() == b"{}"
+    assert not folder.partial_dir.exists()
+
+
 def test_without_syncfs_every_folder_is_flushed_on_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
