@@ -17,8 +17,8 @@ many concurrent ``local`` LLM runs against a slow stand-in provider.
   are alive at once when memory is sampled: the PSS (``/proc/<pid>/smaps_rollup``) of each run's
   daemon and everything under it (the sandbox and the agent), summed and divided by N, and
   the same split by part (``pss_mb_per_run_by_part``: the daemon, the agent, the sandbox's other
-  processes); the launcher (relay and litellm included) is reported apart. Also: runs per minute (N over the
-  time from the first launch to the last run finished, the barrier included),
+  processes); the launcher (relay and litellm included) is reported apart. Also: runs per
+  minute (N over the time from the first launch to the last run finished, the barrier included),
   the median and p90 of start to first model call (from a run's launch call to the provider
   seeing its first request), and whether every run completed (``summary.json`` status ``ok``).
   Each scale runs twice, on the two paths of the ``local`` backend, alternating which goes first

@@ -91,11 +91,18 @@ def say(level: str, message: str) -> None:
 
 
 def _log_with_logging(level: str, message: str) -> None:
+    _set_up_logging()
     import logging
 
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("srez_daemon.agent").log(logging.getLevelName(level), "%s", message)
+
+
+def _set_up_logging() -> None:
+    """The root logger writes :data:`LOG_FORMAT` to stderr from INFO (once: ``basicConfig``
+    leaves a root logger that has a handler alone)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
 
 
 class AgentSocketError(Exception):
@@ -202,7 +209,7 @@ def _play(agent_socket: AgentSocket, spec: str, run_seed: int, environ: Mapping[
         on_note=on_note,
     )
     if "logging" in sys.modules:  # an agent of the user's that logs: its lines go to the log
-        _log_with_logging("INFO", f"agent {spec} ready")
+        _set_up_logging()
     observation: dict[str, Any] = task.prompt
     while True:
         try:
