@@ -26,7 +26,7 @@ from typing import Final
 
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env.agents import make_agent
-from srez_env.baselines import memorised, ranges
+from srez_env.baselines import learners, memorised, ranges
 from srez_env.baselines.loudest import loudest
 from srez_env.generator.sets import CANONICAL_SEED, generate
 from srez_env.generator.worlds import GENERATOR
@@ -113,6 +113,21 @@ def _calibration_line(tasks: Sequence[Task], other: Sequence[Task], other_name: 
     )
 
 
+def _learners_line(tasks: Sequence[Task], other: Sequence[Task], other_name: str) -> str:
+    """The cheap learners of §6.18, fit on ``other`` and played on ``tasks``."""
+    parts = []
+    for label, learner in (
+        ("the prompt lookup", learners.PromptLookup().fit(other)),
+        ("the nearest T0 signature", learners.NearestSignature().fit(other)),
+    ):
+        got = learners.score(learner, tasks, label)
+        parts.append(
+            f"{label} passes {got.hard_passed} of {got.hard} hard tasks"
+            f" (mean reward {got.mean_reward:.3f})"
+        )
+    return f"fit on {other_name} and played with a perfect fixer, {' and '.join(parts)}."
+
+
 def _mean(grades: Sequence[Grade]) -> float:
     return sum(g.reward.total for g in grades) / len(grades)
 
@@ -136,6 +151,7 @@ def figures() -> dict[str, str]:
         out[f"floors-{name}"] = _floors_line(tasks, grades)
         out[f"tasks-{name}"] = _tasks_line(tasks)
         out[f"calibration-{name}"] = _calibration_line(tasks, other, other_name)
+        out[f"learners-{name}"] = _learners_line(tasks, other, other_name)
     out["versions"] = (
         f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"
         f" {CANONICAL_SEED}; generated set quoted here: seed {GENERATED_SEED}."

@@ -105,8 +105,9 @@ class SREEnv:
         self.log = EpisodeLog()
         self.transcript = []
         alerts = [a for a in self._observer.alerts(0) if a["state"] == "active"]
+        # No task id: ids name files and runs for people, and an id (or anything else fixed per
+        # task) in the prompt lets an agent look its answer up instead of diagnosing.
         prompt: dict[str, Any] = {
-            "task_id": task.id,
             "title": task.title,
             "preamble": PREAMBLE,
             "brief": task.incident.brief,

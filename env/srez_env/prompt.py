@@ -28,7 +28,7 @@ def render_prompt(prompt: Mapping[str, Any]) -> str:
         [
             prompt["preamble"],
             "",
-            f"Incident ({prompt['task_id']}): {prompt['title']}",
+            f"Incident: {prompt['title']}",
             prompt["brief"],
             "",
             f"Active alerts at {prompt['clock']}:",

@@ -57,7 +57,7 @@ def test_prompt_holds_brief_alerts_budget_tools_and_glossary() -> None:
     prompt = SREEnv(task).reset()
     text = prompt["text"]
     assert task.incident.brief in text
-    assert "Step budget: 20." in text
+    assert "Step budget: 40." in text
     assert "- get_logs(service, since?, grep?, limit?)" in text
     assert "- conn_pool_exhaustion:" in text
     # §4.1: every violating service alerts in the easy tier, all since the onset (09:48)
@@ -69,8 +69,9 @@ def test_prompt_holds_brief_alerts_budget_tools_and_glossary() -> None:
         ("ServiceDown", "payments"),
     }
     assert {a["since"] for a in prompt["alerts"]} == {"2025-03-14T09:48:00Z"}
-    # the prompt never carries the answer
+    # the prompt never carries the answer, nor the task's id (an id is a key to look it up by)
     assert "pool_max" not in text and "ground_truth" not in str(prompt)
+    assert task.id not in str(prompt) and "task_id" not in prompt
 
 
 def test_every_read_tool_is_an_observer_method_taking_its_arguments() -> None:

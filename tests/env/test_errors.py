@@ -38,7 +38,7 @@ def test_crafted_call_triggers_code_and_changes_nothing(code: str) -> None:
     obs = result.observation
     assert obs["ok"] is False and obs["error"]["code"] == code
     assert obs["error"]["message"] and obs["error"]["hint"]
-    assert (env.steps_used, env.clock, obs["steps_left"]) == (1, 1, 19)
+    assert (env.steps_used, env.clock, obs["steps_left"]) == (1, 1, env.task.max_steps - 1)
     env.step({"tool": "wait", "args": {"minutes": 5}})
     assert {s: f.text for s, f in env.world.at(env.clock).files.items()} == files_before
     assert env.log.first_mutation_step is None
@@ -71,7 +71,7 @@ def test_invalid_actions_are_reported_with_max_repeat() -> None:
 
 def test_step_budget_ends_the_episode_like_a_submit() -> None:
     env = _fresh()
-    for _ in range(20):
+    for _ in range(env.task.max_steps):
         env.step({"tool": "get_alerts", "args": {}})
     assert env.done and grade_episode(env.record()).metrics.end_reason == "step_budget"
 

@@ -17,7 +17,7 @@ import pytest
 import rewardkit as rk
 from envkit import run_agent
 
-from srez_env.baselines import memorised, ranges
+from srez_env.baselines import learners, memorised, ranges
 from srez_env.baselines.loudest import loudest
 from srez_env.generator import sets
 from srez_env.generator.taskfiles import render_all
@@ -151,3 +151,28 @@ def test_generate_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
     assert done.returncode == 2 and "not an empty folder" in done.stderr
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_set_order_is_shuffled_so_an_id_names_no_incident(generated: list[Task]) -> None:
+    """Position n of a generated set is not row n of the matrix: the rows come in an order of the
+    set's own, so an id's number says nothing of the incident (§6.17)."""
+    rows = [(t.fault_kind, t.ground_truth.root_cause.service, t.difficulty) for t in load_tasks()]
+    mine = [(t.fault_kind, t.ground_truth.root_cause.service, t.difficulty) for t in generated]
+    assert sum(a == b for a, b in zip(rows, mine[:40], strict=True)) <= 8
+    # every pass over the rows is an order of its own, and still covers every row once
+    assert sorted(mine[:40]) == sorted(rows) == sorted(mine[40:80])
+    assert mine[:40] != mine[40:80]
+    assert sets.member(sets.select_rows(), SEED, 57).id == generated[57].id
+
+
+def test_a_prompt_lookup_learnt_on_one_set_does_not_transfer(generated: list[Task]) -> None:
+    """The prompt names no incident (§6.17): a lookup from the prompt to the answer, learnt on
+    one set's public files, passes at most 30 % of another set's hard tier, both ways, though it
+    recalls every task of the set it learnt (so the lookup is a real one)."""
+    canonical = load_tasks()
+    first = generated[:40]
+    on_canonical = learners.PromptLookup().fit(canonical)
+    assert learners.score(on_canonical, canonical, "lookup").hard_passed == 14
+    for fit, tasks in ((canonical, first), (first, canonical), (generated[40:], first)):
+        got = learners.score(learners.PromptLookup().fit(fit), tasks, "lookup")
+        assert got.hard_passed <= 0.3 * got.hard, got

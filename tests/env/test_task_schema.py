@@ -19,6 +19,7 @@ import yaml
 
 from conftest import typical
 from srez_env.errors import EnvError, TaskError
+from srez_env.generator.pager import CLOSINGS, TITLES, Page, page
 from srez_env.task import (
     FAULT_KINDS,
     SERVICES,
@@ -91,7 +92,8 @@ def test_root_service_totals(tasks: dict[str, Task]) -> None:
 
 
 def test_difficulty_profiles(tasks: dict[str, Task]) -> None:
-    profile = {"easy": (20, "all", 3), "medium": (30, "edge", 5), "hard": (40, "edge", 8)}
+    # one step budget for every tier: a budget that grew with the tier would tell the agent it
+    profile = {"easy": (40, "all", 3), "medium": (40, "edge", 5), "hard": (40, "edge", 8)}
     for task in tasks.values():
         steps, scope, benign = profile[task.difficulty]
         noise = task.noise
@@ -231,17 +233,21 @@ def test_briefs_read_like_pages_and_hide_the_cause(tasks: dict[str, Task]) -> No
     }
     for task in tasks.values():
         brief = task.incident.brief
-        assert re.search(r"~\d\d:\d\dZ", brief), task.id
-        assert brief.endswith(("apply a minimal fix.", "apply a minimal, durable fix.")), task.id
-        if task.difficulty == "easy" or task.fault_kind == "none":
-            continue
-        text = brief.lower()
-        assert task.fault_kind not in text
-        assert task.fault_kind.replace("_", " ") not in text
-        for word in giveaways[task.fault_kind]:
-            assert word not in text, (task.id, word)
-        for word in named.get(task.ground_truth.root_cause.service, ()):
-            assert not re.search(rf"\b{word}\b", text), (task.id, word)
+        # the page is written from the task's own edge history, never from its row: recomputing
+        # it gives the file's words, and every word comes from the pager's pools
+        assert page(task) == Page(task.title, brief), task.id
+        assert any(task.title in titles for titles in TITLES.values()), task.id
+        assert brief.endswith(CLOSINGS), task.id
+        if task.fault_kind != "none":
+            assert re.search(r"since ~\d\d:\d\dZ", brief), task.id
+        text = f"{task.title} {brief}".lower()
+        for kind, words in giveaways.items():  # no tier is spared: no kind is ever named
+            assert kind not in text and kind.replace("_", " ") not in text, task.id
+            for word in words:  # at the start of a word: "port" in "report" gives nothing away
+                assert not re.search(rf"\b{re.escape(word)}", text), (task.id, word)
+        for words in named.values():  # only the edge, where the SLO is measured, is named
+            for word in words:
+                assert not re.search(rf"\b{word}\b", text), (task.id, word)
 
 
 def test_fault_event_follows_the_difficulty_profile(tasks: dict[str, Task]) -> None:
@@ -301,7 +307,7 @@ def test_sre_007_matches_section_4() -> None:
     assert (t.title, t.difficulty, t.max_steps) == (
         "Checkout failures after a payments config push",
         "easy",
-        20,
+        40,
     )
     assert t.incident.start == datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
     assert t.incident.onset_min_before == 12

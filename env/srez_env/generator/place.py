@@ -11,7 +11,8 @@ task for a drawn world, field by field and with the meaning of each field in min
   keeps a drawn share of its working set the same way; values that break no threshold (a wrong
   port, a bad nameserver, a flag, zero replicas) stay as the row writes them;
 * the reference fix restores this world's own base value, never the typical one;
-* witnesses quote what this world's tools will show, and the brief's numbers are this world's.
+* witnesses quote what this world's tools will show, and the title and brief are the page this
+  world's edge writes (:mod:`srez_env.generator.pager`), never the row's words.
 
 The result is checked by :mod:`srez_env.generator.verify`; a world in which the incident no
 longer behaves as its row declares is refused and the next world is drawn.
@@ -25,6 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from srez_env.generator.pager import page
 from srez_env.generator.worlds import TYPICAL_PORTS, WorldDraw
 from srez_env.sim.baseline import CANONICAL, Baseline
 from srez_env.sim.scenario import world_at_t0
@@ -184,9 +186,9 @@ def place(task: Task, draw: WorldDraw) -> Task:
             item["witness"] = _witness(item, typical_t0, draw, injected, names)
     data["world"] = draw.spec.model_dump(mode="json")
     placed = Task.model_validate(data)
-    brief = rewrite_brief(task, placed)
-    incident = placed.incident.model_copy(update={"brief": brief})
-    return placed.model_copy(update={"incident": incident})
+    written = page(placed)
+    incident = placed.incident.model_copy(update={"brief": written.brief})
+    return placed.model_copy(update={"incident": incident, "title": written.title})
 
 
 def _witness(
@@ -219,34 +221,3 @@ def _witness(
     if found:
         return f"scale {found.group(1)} {draw.value(found.group(1), 'deploy.replicas')} -> 0"
     return text
-
-
-_PERCENT = re.compile(r"\((~?)(\d+)%\)")
-_MILLIS = re.compile(r"~(\d+)ms")
-
-
-def rewrite_brief(typical: Task, placed: Task) -> str:
-    """The brief with the numbers this world shows at T0.
-
-    Each number of the typical brief is matched to the service whose T0 error rate (a percent)
-    or p99 (milliseconds) it quotes, nearest value first with the gateway preferred on ties;
-    the placed brief quotes the same service in the placed world, rounded the same way.
-    """
-    before = world_at_t0(typical).snapshot(0)
-    after = world_at_t0(placed).snapshot(0)
-    order = ("gateway", *(s for s in topo.SERVICES if s != "gateway"))
-
-    def nearest(value: float, read: Callable[[str], float]) -> str:
-        return min(order, key=lambda s: abs(read(s) - value))
-
-    def percent(m: re.Match[str]) -> str:
-        s = nearest(int(m.group(2)) / 100, lambda x: before[x].err)
-        return f"({m.group(1)}{round(after[s].err * 100)}%)"
-
-    def millis(m: re.Match[str]) -> str:
-        s = nearest(float(m.group(1)), lambda x: before[x].p99_ms)
-        return f"~{round(after[s].p99_ms, -1):.0f}ms"
-
-    text = placed.incident.brief
-    text = _MILLIS.sub(millis, text)
-    return _PERCENT.sub(percent, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -73,7 +74,8 @@ def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
     last: list[str] = []
     exposed: list[tuple[int, int, Task]] = []  # valid, but passed by range calibrators
     for attempt in range(MAX_ATTEMPTS):
-        seed = _world_seed(set_seed, typical.id, attempt)
+        # keyed by the row, not the task's id: the set's shuffled order moves ids, not worlds
+        seed = _world_seed(set_seed, row.id, attempt)
         draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
         world = draw.spec.model_copy(update={"set_seed": set_seed})
         task = _recalibrated(place(typical, replace(draw, spec=world)))
@@ -207,7 +209,8 @@ def generate(
     kinds: Iterable[str] | None = None,
     difficulties: Iterable[str] | None = None,
 ) -> list[Task]:
-    """``count`` fresh tasks: the selected rows in turn, each in its own world of ``seed``.
+    """``count`` fresh tasks: the selected rows in a shuffled order, each in its own world of
+    ``seed``.
 
     Raises:
         ValueError: a bad count or filter.
@@ -229,7 +232,20 @@ def member(rows: Sequence[matrix.Row], seed: int, n: int) -> Task:
     """The ``n``-th task (from 0) of the set of ``seed`` over ``rows``, realised alone: the same
     task :func:`generate` makes at that position, without realising the others.
 
+    The rows are taken in an order shuffled by the set's seed (each pass over them in an order
+    of its own), so a task's position, and with it its id, says nothing of which incident it is.
+
     Raises:
         GenerationError: the row has no valid world.
     """
-    return realise(rows[n % len(rows)], seed, member_id(seed, n))
+    order = shuffled_order(seed, n // len(rows), len(rows))
+    return realise(rows[order[n % len(rows)]], seed, member_id(seed, n))
+
+
+@functools.lru_cache(maxsize=64)
+def shuffled_order(seed: int, lap: int, size: int) -> tuple[int, ...]:
+    """The row order of pass ``lap`` over ``size`` rows in the set of ``seed``."""
+    digest = hashlib.sha256(f"{GENERATOR}:order:{seed}:{lap}".encode()).digest()
+    order = list(range(size))
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return tuple(order)

@@ -80,6 +80,8 @@ class Snapshot:
     ingress_rps: float = topo.INGRESS_RPS
     p99_base: Mapping[str, float] = field(default_factory=dict)
     """The world's baseline p99 per service (the status and alert thresholds compare with it)."""
+    route_err: dict[str, float] = field(default_factory=dict)
+    """The share of each user route's requests (``signin``, ``checkout``) that fail at the edge."""
 
     def __getitem__(self, service: str) -> ServiceState:
         return self.services[service]
@@ -302,11 +304,16 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
     )
     if gw_tls:
         gws.err = 1.0
+        snap.route_err = {"signin": 1.0, "checkout": 1.0}
     else:
-        route_fail = topo.AUTH_ROUTE_SHARE * f_ga + topo.CHECKOUT_ROUTE_SHARE * (
-            r2 + (1 - r2) * f_gp
-        )
-        gws.err = 1 - (1 - r1) * (1 - local_g) * (1 - gws.over) * (1 - route_fail)
+        f_checkout = r2 + (1 - r2) * f_gp
+        route_fail = topo.AUTH_ROUTE_SHARE * f_ga + topo.CHECKOUT_ROUTE_SHARE * f_checkout
+        edge_ok = (1 - r1) * (1 - local_g) * (1 - gws.over)
+        gws.err = 1 - edge_ok * (1 - route_fail)
+        snap.route_err = {
+            "signin": 1 - edge_ok * (1 - f_ga),
+            "checkout": 1 - edge_ok * (1 - f_checkout),
+        }
     checkout_share = topo.CHECKOUT_ROUTE_SHARE * (1 - r2)
     if ok["gateway", "auth"]:
         gws.mu_ms += topo.AUTH_ROUTE_SHARE * truncated_mean(ath.mu_ms, t_ga)
