@@ -24,10 +24,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The main job: the three baselines and the two trivial-agent floors on all 40 tasks, then a
+# The main job: the four baselines and the two trivial-agent floors on all 40 tasks, then a
 # leaderboard with 95 % intervals.
 run: $(STAMP)
-	$(VENV)/bin/srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1 --backend inline
+	$(VENV)/bin/srez eval --agent scripted,diagnostician,heuristic,random,noop,restart-all --tasks all --seeds 1 --backend inline
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_FAST) $(PYTEST_PAR) -q

@@ -36,7 +36,7 @@ from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
 CARD: Final = Path(__file__).resolve().parent.parent / "docs" / "benchmark-card.md"
-AGENTS: Final = ("scripted", "heuristic", "random", "noop", "restart-all")
+AGENTS: Final = ("scripted", "diagnostician", "heuristic", "random", "noop", "restart-all")
 """The baselines and the floors, as the card's tables list them."""
 FLOORS: Final = ("noop", "restart-all")
 GENERATED_SEED: Final = 4242

@@ -12,6 +12,7 @@ BUILTIN_AGENT_NAMES: Final = frozenset(
     {
         "scripted",
         "heuristic",
+        "diagnostician",
         "random",
         "noop",
         "restart-all",

@@ -176,3 +176,13 @@ def test_a_prompt_lookup_learnt_on_one_set_does_not_transfer(generated: list[Tas
     for fit, tasks in ((canonical, first), (first, canonical), (generated[40:], first)):
         got = learners.score(learners.PromptLookup().fit(fit), tasks, "lookup")
         assert got.hard_passed <= 0.3 * got.hard, got
+
+
+def test_the_diagnostician_passes_90_percent_of_every_generated_tier(
+    generated: list[Task],
+) -> None:
+    """Solvable from observations, on worlds no one tuned it on (§6.19)."""
+    from test_diagnostician import pass_rates
+
+    rates = pass_rates(generated)
+    assert all(rate >= 0.9 for rate in rates.values()), rates

@@ -30,7 +30,9 @@ import os
 import sys
 from collections.abc import Mapping
 
-BUILT_IN_WITHOUT_NETWORK = frozenset({"scripted", "heuristic", "random", "noop", "restart-all"})
+BUILT_IN_WITHOUT_NETWORK = frozenset(
+    {"scripted", "heuristic", "diagnostician", "random", "noop", "restart-all"}
+)
 """The built-in agents that speak to nothing but the agent socket."""
 TLS_FREE_BASES = ("http://",)
 

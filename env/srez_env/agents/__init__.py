@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 AGENT_KINDS = (
     "scripted",
     "heuristic",
+    "diagnostician",
     "random",
     "noop",
     "restart-all",
@@ -125,6 +126,10 @@ def build_agent(
         from srez_env.baselines.heuristic import HeuristicAgent
 
         return HeuristicAgent()
+    if spec == "diagnostician":
+        from srez_env.baselines.diagnostician import DiagnosticianAgent
+
+        return DiagnosticianAgent()
     if spec == "random":
         from srez_env.baselines.random_agent import RandomAgent
         from srez_env.task import derive_seed
