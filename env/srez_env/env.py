@@ -93,6 +93,7 @@ class SREEnv:
                 t0=task.incident.start,
                 onset=onset_minute(task),
                 dedup=task.noise.log_dedup,
+                generic=task.noise.fault_lines == "generic",
                 benign_per_min=task.noise.benign_lines_per_min,
                 decoys=tuple(task.noise.decoy_logs),
             ),

@@ -212,6 +212,9 @@ class Noise(Strict):
     """Extra in-scope alerts in edge scope, as ``"AlertName:service"``."""
     log_dedup: bool = False
     """Print each signature line once an hour, with a suppression notice in between (§6.8)."""
+    fault_lines: Literal["specific", "generic"] = "specific"
+    """``generic``: a fault's signature lines are not written, only the per-request consequence
+    every failing request leaves (§6.8): the logs say *that* calls fail, never *why*."""
     benign_lines_per_min: int = Field(default=3, ge=0)
 
     @field_validator("alert_also")

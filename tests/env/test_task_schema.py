@@ -341,19 +341,20 @@ def test_sre_025_matches_section_4(tasks: dict[str, Task]) -> None:
         "edge",
         "hidden",
     )
+    # the hard tier writes no signature line (§6.8), so no evidence is a log read
+    assert t.noise.fault_lines == "generic"
     ev = t.ground_truth.required_evidence
-    assert [e.id for e in ev] == ["E1", "E2", "E3", "E4"]
+    assert [e.id for e in ev] == ["E1", "E2", "E3"]
     assert (ev[0].tool, ev[0].match, ev[0].witness) == (
         "get_metrics",
         {"service": "db", "metric": "qps"},
         None,
     )
     assert ev[1].match == {"service": "cache", "metric": "hit_ratio"}
-    # the injected size is drawn per world (a shortfall of the working set), the witnesses quote it
+    # the injected size is drawn per world (a shortfall of the working set), the witness quotes it
     (injected,) = t.injection.config
     assert injected.key == "memory.maxmemory_mb" and int(injected.value) < 350 * 0.7
-    assert (ev[2].tool, ev[2].witness) == ("get_logs", f"maxmemory={injected.value}MB")
-    assert (ev[3].tool, ev[3].witness) == ("get_config", f"maxmemory_mb = {injected.value}")
+    assert (ev[2].tool, ev[2].witness) == ("get_config", f"maxmemory_mb = {injected.value}")
     assert t.ground_truth.propagation == ["cache", "payments", "db", "auth", "gateway"]
     assert [(e.minutes_before, e.kind) for e in t.noise.decoy_events] == [
         (40, "config_change"),
@@ -398,9 +399,8 @@ def test_sre_014_matches_section_4() -> None:
     t = typical("sre-014")
     assert t.seed == 3507908770
     ev = {e.id: e for e in t.ground_truth.required_evidence}
-    assert ev["E2"].oracle_args == {"grep": "OOMKilled", "since": "1h"}
-    assert ev["E2"].witness == "OOMKilled"
-    assert (ev["E4"].tool, ev["E4"].match, ev["E4"].witness) == (
+    assert "get_logs" not in {e.tool for e in ev.values()}  # OOMKilled is not written (§6.8)
+    assert (ev["E3"].tool, ev["E3"].match, ev["E3"].witness) == (
         "get_events",
         {},
         "deploy payments 2.4.0 -> 2.4.1",

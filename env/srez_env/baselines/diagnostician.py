@@ -471,5 +471,3 @@ class DiagnosticianAgent(PolicyAgent):
 def _series(data: Mapping[str, Any]) -> Series:
     points = [(str(t), float(v)) for t, v in data.get("points", [])]
     return Series(points, float(data.get("baseline_1h", 0.0)))
-
-

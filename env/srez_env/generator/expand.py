@@ -37,6 +37,18 @@ def brief(row: Row) -> str:
     return text if text.endswith("fix.") else f"{text} {load().brief_end}"
 
 
+def evidence(row: Row) -> list[Json]:
+    """The row's required evidence. On the hard tier a fault's signature lines are not written
+    (``fault_lines: generic``, §6.8), so no log read can witness it: the evidence is what the
+    other tools show, renumbered."""
+    items = playbook(row)
+    if row.tier == "H":
+        items = [item for item in items if item["tool"] != "get_logs"]
+        for n, item in enumerate(items, start=1):
+            item["id"] = f"E{n}"
+    return items
+
+
 def calibrate(task: Task) -> Calibration:
     """Recomputes the calibration block by running both calibrators on ``task`` (§6.12, §6.13).
 
@@ -85,11 +97,12 @@ def build(row: Row) -> Task:
             "alert_also": list(row.alert_also),
             "log_dedup": row.dedup,
             "benign_lines_per_min": tier.benign_lines_per_min,
+            "fault_lines": "generic" if row.tier == "H" else "specific",
         },
         "ground_truth": {
             "root_cause": {"service": row.root, "fault": kind},
             "propagation": list(row.propagation),
-            "required_evidence": playbook(row),
+            "required_evidence": evidence(row),
             "allowed_changes": list(row.allowed),
             "allowed_restarts": list(row.restarts),
         },
@@ -127,7 +140,7 @@ def check_row(row: Row, task: Task) -> None:
             msg = f"{row.id}: version {spec.service} {spec.version} needs a changelog"
             raise ValueError(msg)
     n = len(task.ground_truth.required_evidence)
-    wanted = {"E": (3,), "M": (3, 4), "H": (4,)}[row.tier] if row.kind != "K00" else (3,)
+    wanted = {"E": (3,), "M": (3, 4), "H": (3,)}[row.tier] if row.kind != "K00" else (3,)
     if n not in wanted:
         msg = f"{row.id}: {n} evidence items, the {row.tier} tier wants {wanted}"
         raise ValueError(msg)

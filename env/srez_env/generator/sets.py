@@ -25,7 +25,7 @@ from srez_env.generator.place import place
 from srez_env.generator.unusual import DECOYS
 from srez_env.generator.verify import RANGE_PROBLEM, problems
 from srez_env.generator.worlds import GENERATOR, draw_world
-from srez_env.task import Task, derive_seed
+from srez_env.task import DecoyLog, Task, derive_seed
 
 CANONICAL_SEED: Final = 20250314
 """The seed of the public set (the 40 task files shipped in ``srez_env/tasks``)."""
@@ -78,7 +78,7 @@ def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
         seed = _world_seed(set_seed, row.id, attempt)
         draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
         world = draw.spec.model_copy(update={"set_seed": set_seed})
-        task = _recalibrated(place(typical, replace(draw, spec=world)))
+        task = _recalibrated(_with_drawn_noise(place(typical, replace(draw, spec=world)), seed))
         ranges = _references(set_seed) if len(exposed) < RANGE_ATTEMPTS else ()
         last = problems(task, ranges=ranges)
         if not last:
@@ -134,6 +134,31 @@ def _observed_worlds(set_seed: int) -> list[tuple[Snapshot, Task]]:
         snapshot = Snapshot(configs={s: dict(f.values) for s, f in files.items()}, versions={})
         pairs.append((snapshot, typical))
     return pairs
+
+
+@functools.cache
+def decoy_log_pool() -> tuple[DecoyLog, ...]:
+    """Every benign log stream a row of the matrix names: the harmless warnings a hard task's
+    logs draw theirs from."""
+    seen: dict[str, DecoyLog] = {}
+    for row in matrix.load().rows:
+        for spec in row.decoy_logs:
+            stream = DecoyLog.model_validate(spec)
+            seen.setdefault(stream.model_dump_json(), stream)
+    return tuple(seen[key] for key in sorted(seen))
+
+
+def _with_drawn_noise(task: Task, world_seed: int) -> Task:
+    """On the hard tier, the harmless warnings are drawn from the pool for each world, as many
+    as the row names (at least two): a row's own warnings would be a fingerprint that names its
+    incident in every set."""
+    if task.difficulty != "hard":
+        return task
+    pool = list(decoy_log_pool())
+    count = max(2, len(task.noise.decoy_logs))
+    random.Random(world_seed).shuffle(pool)
+    noise = task.noise.model_copy(update={"decoy_logs": pool[:count]})
+    return task.model_copy(update={"noise": noise})
 
 
 def _least_exposed(exposed: list[tuple[int, int, Task]]) -> Task:

@@ -101,6 +101,7 @@ class LogSource:
     onset: int
     dedup: bool
     benign_per_min: int
+    generic: bool
     decoys: tuple[DecoyLog, ...]
 
     def lines(self, world: World, service: str, minute: int) -> list[str]:
@@ -130,6 +131,12 @@ class LogSource:
         snap = at.snapshot()
         out: list[tuple[str, str]] = []
         for row in fault_rows(world, at, snap, s):
+            if row.kind and self.generic:
+                # the failing request alone, in the words every fault shares: the cause is for
+                # the other tools to show (§6.8)
+                if row.generic:
+                    out.append(("ERROR", f"{topo.ROUTES[s]} -> 503 (upstream error)"))
+                continue
             if row.generic:
                 out.append(row.generic)
             if row.kind and self.dedup:
@@ -310,7 +317,8 @@ def _pool_rows(
             )
             rows.append(Row("ERROR", _NO_SPACE, "disk_full", aborted))
         elif disk >= 90:
-            rows.append(Row("WARN", f"disk usage {disk:.0f}% on /var/lib/postgresql/data"))
+            text = f"disk usage {disk:.0f}% on /var/lib/postgresql/data"
+            rows.append(Row("WARN", text, "disk_full"))
     return rows
 
 
@@ -334,12 +342,13 @@ def _version_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             Row("ERROR", f"handler {topo.ROUTES[s]}: {exception} [version={version}]", "bad_deploy")
         )
     query_mult = float(props.get("query_mult", 1))
-    if query_mult > 1:  # an N+1 regression does not throw: this line matches no signature
+    if query_mult > 1:  # an N+1 regression does not throw: this line matches no signature (the
+        # heuristic's), but it names the release, so generic fault lines leave it out
         text = (
             f"slow request {topo.ROUTES[s]} took {snap[s].p99_ms:.0f}ms "
             f"(db_queries={round(14 * query_mult / 4)}) [version={version}]"
         )
-        rows.append(Row("WARN", text))
+        rows.append(Row("WARN", text, "bad_deploy"))
     return rows
 
 
