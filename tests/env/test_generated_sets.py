@@ -186,3 +186,20 @@ def test_the_diagnostician_passes_90_percent_of_every_generated_tier(
 
     rates = pass_rates(generated)
     assert all(rate >= 0.9 for rate in rates.values()), rates
+
+
+def test_the_hard_tier_is_drawn_from_the_space(generated: list[Task]) -> None:
+    """A generated set's hard slots hold incidents from the whole space (§6.20): many answers,
+    beyond the slots' own rows, while every fault kind and the controls stay in the set."""
+    canonical_hard = {
+        (t.ground_truth.root_cause.service, t.fault_kind)
+        for t in load_tasks()
+        if t.difficulty == "hard"
+    }
+    hard = [t for t in generated if t.difficulty == "hard"]
+    answers = {(t.ground_truth.root_cause.service, t.fault_kind) for t in hard}
+    assert len(answers - canonical_hard) >= 5, answers
+    assert all(t.noise.fault_lines == "generic" for t in hard)
+    for start in range(0, 200, 40):
+        kinds = {t.fault_kind for t in generated[start : start + 40]}
+        assert kinds == {t.fault_kind for t in load_tasks()}

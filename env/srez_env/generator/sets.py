@@ -19,7 +19,7 @@ from typing import Final
 
 from srez_env.baselines.memorised import Snapshot
 from srez_env.baselines.ranges import Ranges, learn, summarise
-from srez_env.generator import matrix
+from srez_env.generator import matrix, space
 from srez_env.generator.expand import build
 from srez_env.generator.place import place
 from srez_env.generator.unusual import DECOYS
@@ -56,14 +56,19 @@ def _typical_of(row_id: str) -> Task:
 
 
 def _typical(row: matrix.Row) -> Task:
-    return _typical_of(row.id) if row in matrix.load().rows else build(replace(row, why={}))
+    if row in matrix.load().rows:
+        return _typical_of(row.id)
+    # a row the incident space made (§6.20) has no design table: it records what it gives
+    return build(replace(row, why={}), table=False)
 
 
-def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
-    """The row placed in the first world of ``set_seed`` in which it verifies.
+def realise(
+    row: matrix.Row, set_seed: int, task_id: str | None = None, attempts: int = MAX_ATTEMPTS
+) -> Task:
+    """The row placed in the first of ``attempts`` worlds of ``set_seed`` in which it verifies.
 
     Raises:
-        GenerationError: when :data:`MAX_ATTEMPTS` worlds all failed verification.
+        GenerationError: when every world failed verification.
     """
     typical = _typical(row)
     if task_id is not None and task_id != typical.id:
@@ -73,7 +78,7 @@ def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
         extra[spec.service].add(spec.version)
     last: list[str] = []
     exposed: list[tuple[int, int, Task]] = []  # valid, but passed by range calibrators
-    for attempt in range(MAX_ATTEMPTS):
+    for attempt in range(attempts):
         # keyed by the row, not the task's id: the set's shuffled order moves ids, not worlds
         seed = _world_seed(set_seed, row.id, attempt)
         draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
@@ -87,7 +92,7 @@ def realise(row: matrix.Row, set_seed: int, task_id: str | None = None) -> Task:
             exposed.append((len(last), attempt, task))
     if exposed:
         return _least_exposed(exposed)
-    msg = f"{typical.id} ({row.id}): no valid world in {MAX_ATTEMPTS} draws; last: {last[0]}"
+    msg = f"{typical.id} ({row.id}): no valid world in {attempts} draws; last: {last[0]}"
     raise GenerationError(msg)
 
 
@@ -264,7 +269,29 @@ def member(rows: Sequence[matrix.Row], seed: int, n: int) -> Task:
         GenerationError: the row has no valid world.
     """
     order = shuffled_order(seed, n // len(rows), len(rows))
-    return realise(rows[order[n % len(rows)]], seed, member_id(seed, n))
+    return realise_slot(rows[order[n % len(rows)]], rows, seed, member_id(seed, n))
+
+
+def realise_slot(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str) -> Task:
+    """The task in ``slot`` of the set of ``seed``: on the hard tier of a generated set, an
+    incident drawn from the space of ``rows``' faults (§6.20); elsewhere the slot's own row.
+
+    Raises:
+        GenerationError: the slot's own row has no valid world either.
+    """
+    if slot.tier == "H" and slot.kind != "K00" and seed != CANONICAL_SEED:
+        for donor in space.donors(slot, _fault_rows(rows), seed)[: space.DONORS_TRIED]:
+            try:
+                return realise(space.variant(donor, slot, seed), seed, task_id, space.DONOR_WORLDS)
+            except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
+                continue
+    return realise(slot, seed, task_id)
+
+
+def _fault_rows(rows: Sequence[matrix.Row]) -> list[matrix.Row]:
+    """Every row of the matrix whose fault kind is among ``rows``' kinds."""
+    kinds = {row.kind for row in rows}
+    return [row for row in matrix.load().rows if row.kind in kinds]
 
 
 @functools.lru_cache(maxsize=64)
