@@ -63,9 +63,16 @@ def _typical(row: matrix.Row) -> Task:
 
 
 def realise(
-    row: matrix.Row, set_seed: int, task_id: str | None = None, attempts: int = MAX_ATTEMPTS
+    row: matrix.Row,
+    set_seed: int,
+    task_id: str | None = None,
+    attempts: int = MAX_ATTEMPTS,
+    *,
+    exposed_ok: bool = True,
 ) -> Task:
     """The row placed in the first of ``attempts`` worlds of ``set_seed`` in which it verifies.
+    A world only range calibrators pass is kept, the least exposed of them, when no world is
+    clean and ``exposed_ok``; otherwise it counts as failing.
 
     Raises:
         GenerationError: when every world failed verification.
@@ -87,17 +94,19 @@ def realise(
         ranges = _references(set_seed) if len(exposed) < RANGE_ATTEMPTS else ()
         last = problems(task, ranges=ranges)
         if not last:
-            return _least_exposed(exposed) if exposed else task
+            return _least_exposed(exposed) if exposed and exposed_ok else task
         if all(RANGE_PROBLEM in p for p in last):
             exposed.append((len(last), attempt, task))
-    if exposed:
+    if exposed and exposed_ok:
         return _least_exposed(exposed)
     msg = f"{typical.id} ({row.id}): no valid world in {attempts} draws; last: {last[0]}"
     raise GenerationError(msg)
 
 
-REFERENCE_SEEDS: Final = (101, 102, 103, 104)
+REFERENCE_SEEDS: Final = tuple(range(101, 111))
 """The sets whose healthy worlds the generator's range calibrators learn from (public seeds)."""
+SINGLE_SET_LEARNERS: Final = 4
+"""How many of the reference sets also get a learner of their own."""
 
 
 @functools.cache
@@ -106,11 +115,12 @@ def reference_ranges() -> tuple[Ranges, ...]:
     each row's first world, observed at T0 before its incident (what a published set's
     configurations show, with the injected keys left out). The generator refuses a hard task any
     of them passes, so no hard task is solved by putting unusual values back in range. Several
-    learners (one per set, and one over all of them), because each learns other extremes; learning from worlds rather than from verified
-    tasks keeps the references free of the check they feed."""
+    learners, because each learns other extremes: one over all ten sets (400 worlds: a learner
+    that grows with its data is the strong one) and one for each of the first four; learning from
+    worlds rather than from verified tasks keeps the references free of the check they feed."""
     per_set = [_observed_worlds(seed) for seed in REFERENCE_SEEDS]
     union = [pair for pairs in per_set for pair in pairs]
-    return tuple(summarise(pairs) for pairs in (*per_set, union))
+    return tuple(summarise(pairs) for pairs in (*per_set[:SINGLE_SET_LEARNERS], union))
 
 
 @functools.cache
@@ -282,7 +292,9 @@ def realise_slot(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_i
     if slot.tier == "H" and slot.kind != "K00" and seed != CANONICAL_SEED:
         for donor in space.donors(slot, _fault_rows(rows), seed)[: space.DONORS_TRIED]:
             try:
-                return realise(space.variant(donor, slot, seed), seed, task_id, space.DONOR_WORLDS)
+                made = space.variant(donor, slot, seed)
+                # a donor only range calibrators pass is passed over: another answer will hide
+                return realise(made, seed, task_id, space.DONOR_WORLDS, exposed_ok=False)
             except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
                 continue
     return realise(slot, seed, task_id)
