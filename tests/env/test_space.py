@@ -22,7 +22,7 @@ def test_a_slot_draws_one_row_per_answer_in_the_sets_order() -> None:
 
 def test_a_variant_is_the_donors_incident_on_the_hard_tier_under_the_slots_name() -> None:
     donor = next(r for r in ROWS if r.tier == "E" and not r.decoy_effects and r.root == "payments")
-    made = space.variant(donor, SLOT, 777)
+    made = space.variant(donor, SLOT)
     assert (made.id, made.tier) == (SLOT.id, "H")
     assert (made.root, made.kind, made.inject, made.fix) == (
         donor.root,
@@ -41,5 +41,5 @@ def test_a_variant_is_the_donors_incident_on_the_hard_tier_under_the_slots_name(
 
 def test_a_variant_with_load_of_its_own_gets_no_job() -> None:
     donor = next(r for r in ROWS if r.decoy_effects)
-    made = space.variant(donor, SLOT, 777)
+    made = space.variant(donor, SLOT)
     assert made.decoy_effects == donor.decoy_effects and made.decoy_events == donor.decoy_events

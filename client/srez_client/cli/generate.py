@@ -19,6 +19,9 @@ from srez_client.cli.parser import command
 from srez_env.vocab import FAULT_KINDS
 
 MANIFEST = "taskset.json"
+MAX_SEED = 2**53 - 1
+"""``srez_env.generator.sets.MAX_SEED``, kept here so that parsing needs no generator (a test
+holds them equal)."""
 
 
 def add_parser(tasks_sub: Any) -> None:
@@ -26,7 +29,12 @@ def add_parser(tasks_sub: Any) -> None:
     gen = tasks_sub.add_parser(
         "generate", help="write a fresh task set drawn from a seed, every task verified"
     )
-    gen.add_argument("--seed", type=_seed, required=True, help="the set's seed (an integer >= 0)")
+    gen.add_argument(
+        "--seed",
+        type=_seed,
+        required=True,
+        help=f"the set's seed (an integer from 0 to {MAX_SEED})",
+    )
     gen.add_argument("--count", type=_count, default=40, help="how many tasks, 1-999 (40)")
     gen.add_argument("--out", type=Path, required=True, help="an empty or new folder")
     gen.add_argument(
@@ -46,8 +54,8 @@ def _seed(text: str) -> int:
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
-        msg = f"{text!r} is not a seed (an integer >= 0)"
+    if not 0 <= value <= MAX_SEED:
+        msg = f"{text!r} is not a seed (an integer from 0 to {MAX_SEED})"
         raise argparse.ArgumentTypeError(msg)
     return value
 
@@ -84,7 +92,12 @@ def cmd_tasks_generate(args: argparse.Namespace) -> int:
         return _fail(f"{out} exists and is not an empty folder (a set is written to a new one)")
     try:
         tasks = sets.generate(args.seed, args.count, _list(args.kinds), _list(args.difficulty))
-    except ValueError as e:  # a bad filter, or GenerationError: a task that never verified
+    except sets.GenerationError as e:  # a task that never verified (docs/environment.md §6.15)
+        return _fail(
+            f"could not generate task {e}; nothing written "
+            "(try another --seed, or leave that task's kind out with --kinds)"
+        )
+    except ValueError as e:  # a bad filter
         return _fail(f"{e}; nothing written")
     files = taskfiles.render_all(tasks)
     taskfiles.write(files, out, prune=False)

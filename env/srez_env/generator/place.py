@@ -7,7 +7,8 @@ task for a drawn world, field by field and with the meaning of each field in min
 * names (versions, certificate files, ports) go through the world's maps;
 * an injected limit that breaks a threshold sits at a drawn share of this world's threshold
   (:func:`_shortfall`: 30 to 70 % of what the world needs, or the typical task's share if that is
-  larger), so it is too low for this world's traffic rather than low in absolute terms; the cache
+  larger), so it is too low for this world's traffic rather than low in absolute terms, and, in
+  the generator's second pass, deeper where this world's headroom absorbs that share; the cache
   keeps a drawn share of its working set the same way; values that break no threshold (a wrong
   port, a bad nameserver, a flag, zero replicas) stay as the row writes them;
 * the reference fix restores this world's own base value, never the typical one;
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from srez_env.generator.pager import page
+from srez_env.generator.verify import fault_spares_slo
 from srez_env.generator.worlds import TYPICAL_PORTS, WorldDraw
 from srez_env.sim.baseline import CANONICAL, Baseline
 from srez_env.sim.scenario import world_at_t0
@@ -69,8 +71,9 @@ def _threshold(base: Baseline, service: str, key: str) -> float | None:
     return None
 
 
-def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
-    """The world's equivalent of an injected value of the typical world."""
+def map_injected(draw: WorldDraw, service: str, key: str, raw: str, depth: int = 0) -> str:
+    """The world's equivalent of an injected value of the typical world; ``depth`` moves an
+    injected limit from its drawn share toward the row's own (:func:`_shortfall`)."""
     value = parse_value(raw)
     kind = port_kind(service, key)
     if kind is not None and isinstance(value, int):
@@ -82,14 +85,15 @@ def map_injected(draw: WorldDraw, service: str, key: str, raw: str) -> str:
     if key == "server.max_connections" and isinstance(value, int):
         world_needed = _connections_needed(draw.value)
         typical_needed = _connections_needed(lambda s, k: BASE_FILES[s].values[k])
-        return str(max(1, math.floor(world_needed * _shortfall(draw, key, value / typical_needed))))
+        share = _shortfall(draw, key, value / typical_needed, depth)
+        return str(max(1, math.floor(world_needed * share)))
     if key == "memory.maxmemory_mb" and isinstance(value, int):
-        share = _shortfall(draw, key, value / topo.CACHE_WORKING_SET_MB)
+        share = _shortfall(draw, key, value / topo.CACHE_WORKING_SET_MB, depth)
         return str(max(1, math.floor(topo.CACHE_WORKING_SET_MB * share)))
     threshold = _threshold(CANONICAL, service, key)
     if threshold is not None and isinstance(value, int):
         world = _threshold(draw.baseline, service, key) or threshold  # same key, same rule
-        return str(max(1, math.floor(world * _shortfall(draw, key, value / threshold))))
+        return str(max(1, math.floor(world * _shortfall(draw, key, value / threshold, depth))))
     return raw
 
 
@@ -101,17 +105,26 @@ DEEPEST_SHORTFALL: Final = 0.3
 of its need stands out of every world."""
 
 
-def _shortfall(draw: WorldDraw, key: str, typical: float) -> float:
+DEEPENING_STEPS: Final = 6
+"""The steps from the drawn share to the row's own (:func:`_shortfall`, :func:`place`)."""
+
+
+def _shortfall(draw: WorldDraw, key: str, typical: float, depth: int = 0) -> float:
     """How far below its threshold an injected limit sits in this world: drawn log-uniformly
     between :data:`DEEPEST_SHORTFALL` (or the typical task's share, if larger) and
     :data:`MILDEST_SHORTFALL`. A mild shortfall in a busy
     world is a value that is healthy in a quieter one, so no range of healthy values gives the
-    fault away (docs/environment.md §6.16)."""
-    if typical >= MILDEST_SHORTFALL:
+    fault away (docs/environment.md §6.16).
+
+    ``depth`` (up to :data:`DEEPENING_STEPS`) moves the share log-linearly from the drawn one to
+    the typical task's own, the share the row's author wrote to break the typical world: a world
+    with the headroom to absorb the drawn shortfall gets a deeper one (§6.15)."""
+    if typical >= MILDEST_SHORTFALL or depth >= DEEPENING_STEPS:
         return typical
     rng = random.Random(f"srez-shortfall:{draw.seed}:{key}")
     deepest = max(typical, DEEPEST_SHORTFALL)
-    return math.exp(rng.uniform(math.log(deepest), math.log(MILDEST_SHORTFALL)))
+    drawn = math.exp(rng.uniform(math.log(deepest), math.log(MILDEST_SHORTFALL)))
+    return drawn * math.pow(typical / drawn, depth / DEEPENING_STEPS)
 
 
 def _connections_needed(value: Callable[[str, str], Value]) -> int:
@@ -147,8 +160,32 @@ def _token_replacer(mapping: Mapping[str, str]) -> Callable[[str], str]:
     return lambda text: pattern.sub(lambda m: mapping[m.group(0)], text)
 
 
-def place(task: Task, draw: WorldDraw) -> Task:
-    """The task ``task`` (written for the typical world) rewritten for ``draw``'s world."""
+def place(task: Task, draw: WorldDraw, deepen: bool = False) -> Task:
+    """The task ``task`` (written for the typical world) rewritten for ``draw``'s world.
+
+    With ``deepen``, a fault whose injected limits leave the gateway SLO holding at T0 at their
+    drawn share (a starved cache breaks it only through a database with no CPU to spare) gets
+    them deeper, step by step toward the row's own share, and keeps the mildest that breaks the
+    SLO; if none does, the drawn share stays and verification refuses the world (§6.15).
+    """
+    placed = _rewritten(task, draw, 0)
+    if deepen and fault_spares_slo(placed):
+        tried = placed.injection
+        for depth in range(1, DEEPENING_STEPS + 1):
+            deeper = _rewritten(task, draw, depth)
+            if deeper.injection == tried:
+                continue  # the same value after rounding, or no limit to deepen
+            tried = deeper.injection
+            if not fault_spares_slo(deeper):
+                placed = deeper
+                break
+    written = page(placed)
+    incident = placed.incident.model_copy(update={"brief": written.brief})
+    return placed.model_copy(update={"incident": incident, "title": written.title})
+
+
+def _rewritten(task: Task, draw: WorldDraw, depth: int) -> Task:
+    """:func:`place`'s work but the page, with the injected limits at ``depth``."""
     versions: dict[str, str] = {}
     for per_service in draw.versions.values():
         versions.update(per_service)
@@ -157,7 +194,7 @@ def place(task: Task, draw: WorldDraw) -> Task:
 
     injected: dict[tuple[str, str], tuple[str, str]] = {}
     for edit in data["injection"]["config"]:
-        new = map_injected(draw, edit["service"], edit["key"], edit["value"])
+        new = map_injected(draw, edit["service"], edit["key"], edit["value"], depth)
         injected[edit["service"], edit["key"]] = (edit["value"], new)
         edit["value"] = new
     for spec in data["injection"]["versions"]:
@@ -185,10 +222,7 @@ def place(task: Task, draw: WorldDraw) -> Task:
         if item.get("witness") is not None:
             item["witness"] = _witness(item, typical_t0, draw, injected, names)
     data["world"] = draw.spec.model_dump(mode="json")
-    placed = Task.model_validate(data)
-    written = page(placed)
-    incident = placed.incident.model_copy(update={"brief": written.brief})
-    return placed.model_copy(update={"incident": incident, "title": written.title})
+    return Task.model_validate(data)
 
 
 def _witness(

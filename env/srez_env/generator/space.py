@@ -25,7 +25,7 @@ from typing import Final
 
 from srez_env.generator.matrix import Row
 
-DONORS_TRIED: Final = 6
+DONORS_TRIED: Final = 5
 """Donor rows tried for a hard slot before it keeps its own row."""
 DONOR_WORLDS: Final = 4
 """Worlds drawn for one donor on a hard slot."""
@@ -58,7 +58,7 @@ def donors(slot: Row, rows: Sequence[Row], set_seed: int) -> list[Row]:
     return [classes[answer][rng.randrange(len(classes[answer]))] for answer in order]
 
 
-def variant(donor: Row, slot: Row, set_seed: int) -> Row:
+def variant(donor: Row, slot: Row) -> Row:
     """``donor``'s incident in hard ``slot``: its story on the hard tier, named as the slot (so
     its worlds are the slot's), with a bystander's batch job when it brings no load of its own.
     Its calibration is what the calibrators compute (:func:`srez_env.generator.expand.build`
@@ -69,8 +69,11 @@ def variant(donor: Row, slot: Row, set_seed: int) -> Row:
         busy = set(donor.propagation) | {donor.root}
         free = [job for job in BYSTANDER_JOBS if job[0] not in busy]
         if free:
-            service, job, rps = free[_rng(set_seed, slot.id, "job").randrange(len(free))]
-            start = donor.onset + 5 + _rng(set_seed, slot.id, "start").randrange(30)
+            # drawn from the pair alone, not the set: a pair's variant is one task everywhere
+            # (built once per process), placed in each set's own worlds
+            pair = f"{donor.id}>{slot.id}"
+            service, job, rps = free[_rng(0, pair, "job").randrange(len(free))]
+            start = donor.onset + 5 + _rng(0, pair, "start").randrange(30)
             effects = (
                 *effects,
                 {
