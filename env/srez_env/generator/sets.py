@@ -108,8 +108,8 @@ def realise(
         for attempt in range(attempts):
             if deepen and attempt not in spared:
                 continue  # refused for something a deeper limit does not change
-            # keyed by the row, not the task's id: the set's shuffled order moves ids, not worlds
-            seed = _world_seed(set_seed, row.id, attempt)
+            # keyed by the task's id: a row the set takes twice is placed in other worlds
+            seed = _world_seed(set_seed, typical.id, attempt)
             draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
             world = draw.spec.model_copy(update={"set_seed": set_seed})
             placed = place(typical, replace(draw, spec=world), deepen)
