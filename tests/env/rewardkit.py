@@ -153,6 +153,21 @@ def limit_fixes(task: Task) -> list[tuple[int, str, str, int]]:
     ]
 
 
+def over_provisioned_fixes(task: Task) -> list[tuple[str, list[Action]]]:
+    """The oracle with each limit its reference fix sets raised just past the over-provisioning
+    line, and to the edge of its world's band (each at most the schema's largest value, and kept
+    only when that is still over the line)."""
+    out = []
+    for position, s, key, _ in limit_fixes(task):
+        limit = limits(task)[(s, key)]
+        high = rule_for(key).high
+        for name, value in (("just over", limit.most + 1), ("band edge", limit.band)):
+            value = min(value, high)
+            if value > limit.most:
+                out.append((f"{s}:{key} {name}", reference_fix_with(task, position, value)))
+    return out
+
+
 def reference_fix_with(task: Task, position: int, value: int) -> list[Action]:
     """The oracle, with the reference fix's edit at ``position`` setting ``value`` instead."""
     fix = reference_fix(task)
