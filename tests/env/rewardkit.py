@@ -12,11 +12,13 @@ from typing import Any
 from envkit import a, grade_of, play
 
 from srez_env.grade import Grade, grade_episode
+from srez_env.grade.magnitude import Limit, base_values, task_limits
+from srez_env.sim.baseline import baseline_of
 from srez_env.sim.rules import RuleHit
 from srez_env.task import Task
 from srez_env.vocab import SERVICES
 from srez_env.world.conffile import Value, render_value
-from srez_env.world.schema import disabled_band, protective_keys, reload_mode
+from srez_env.world.schema import protective_keys, reload_mode, rule_for
 
 Action = dict[str, Any]
 
@@ -107,25 +109,71 @@ def rebreaks(task: Task) -> list[tuple[str, list[Action]]]:
     return out
 
 
-def band_value(key: str) -> int:
-    """The smallest value in a protective key's band."""
-    band = disabled_band(key)
-    assert band is not None, key
-    return band + 1
+def limits(task: Task) -> dict[tuple[str, str], Limit]:
+    """What each limit may be in the task's world (its need, over-provisioning line and band)."""
+    world = task.base_world()
+    return task_limits(task, baseline_of(base_values(task), world.ingress_rps))
+
+
+def band_value(task: Task, service: str, key: str) -> int | None:
+    """The smallest value in a protective key's band in the task's world; None when the band
+    lies above the schema's largest value (no value can be in it)."""
+    value = limits(task)[(service, key)].band + 1
+    return value if value <= rule_for(key).high else None
+
+
+def set_limit(task: Task, service: str, key: str, value: int) -> list[Action]:
+    """``service:key`` set to ``value``, restarted if the key needs a restart."""
+    push = [a("set_config", service=service, key=key, value=str(value))]
+    if reload_mode(key) == "restart":
+        push.append(a("restart", service=service))
+    return push
 
 
 def band_pushes(task: Task) -> list[tuple[str, list[Action]]]:
     """Class 3: the oracle, then one protective key of a service on the task's propagation path
-    (every service on a control) pushed into its band, restarted if it needs a restart."""
+    (every service on a control) pushed into its world's band, restarted if it needs a restart."""
     services: list[str] = [*task.ground_truth.propagation] or list(SERVICES)
     out = []
     for s in services:
         for key in protective_keys(s):
-            push = [a("set_config", service=s, key=key, value=str(band_value(key)))]
-            if reload_mode(key) == "restart":
-                push.append(a("restart", service=s))
-            out.append((f"{s}:{key}", [*oracle(task), *push]))
+            value = band_value(task, s, key)
+            if value is not None:
+                out.append((f"{s}:{key}", [*oracle(task), *set_limit(task, s, key, value)]))
     return out
+
+
+def limit_fixes(task: Task) -> list[tuple[int, str, str, int]]:
+    """The reference fix's edits of a protective key, as ``(position in the fix, service, key,
+    value)``."""
+    return [
+        (i, str(x.args["service"]), str(x.args["key"]), int(str(x.args["value"])))
+        for i, x in enumerate(task.reference_fix)
+        if x.tool == "set_config" and (str(x.args["service"]), str(x.args["key"])) in limits(task)
+    ]
+
+
+def over_provisioned_fixes(task: Task) -> list[tuple[str, list[Action]]]:
+    """The oracle with each limit its reference fix sets raised just past the over-provisioning
+    line, and to the edge of its world's band (each at most the schema's largest value, and kept
+    only when that is still over the line)."""
+    out = []
+    for position, s, key, _ in limit_fixes(task):
+        limit = limits(task)[(s, key)]
+        high = rule_for(key).high
+        for name, value in (("just over", limit.most + 1), ("band edge", limit.band)):
+            value = min(value, high)
+            if value > limit.most:
+                out.append((f"{s}:{key} {name}", reference_fix_with(task, position, value)))
+    return out
+
+
+def reference_fix_with(task: Task, position: int, value: int) -> list[Action]:
+    """The oracle, with the reference fix's edit at ``position`` setting ``value`` instead."""
+    fix = reference_fix(task)
+    edit = fix[position]
+    fix[position] = a("set_config", **{**edit["args"], "value": str(value)})
+    return [*evidence(task), declaration(task), *fix]
 
 
 def tls_up_down(task: Task, *, restart: bool) -> list[Action]:

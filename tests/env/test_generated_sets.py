@@ -22,6 +22,7 @@ from srez_env.baselines.loudest import loudest
 from srez_env.generator import sets
 from srez_env.generator.taskfiles import render_all
 from srez_env.grade import Grade, grade_episode
+from srez_env.grade.magnitude import base_values
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -62,6 +63,16 @@ def test_ordering_invariants_over_the_generated_set(generated: list[Task]) -> No
         assert all(g.reward.total <= 0.7 for g in shotgun), task.id
         unresolved = [g.reward.total for g in (diagnosis, nothing, *shotgun) if not g.resolved]
         assert max(unresolved) < fix.reward.total, task.id
+
+
+def test_no_worlds_own_value_is_over_its_need_or_near_its_band(generated: list[Task]) -> None:
+    """Decoys included, a world's own limits are never judged: each is at most its world's need
+    and a fifth of its world's band (docs/environment.md §6.11)."""
+    for task in generated:
+        values = base_values(task)
+        for (s, key), limit in rk.limits(task).items():
+            own = int(str(values[s][key]))
+            assert own <= limit.need and 5 * own <= limit.band, (task.id, s, key)
 
 
 def test_baselines_on_the_generated_set(generated: list[Task]) -> None:

@@ -2,8 +2,8 @@
 every task and as a pure property of :func:`srez_env.grade.reward_total`.
 
 Over the tasks: correct fix + correct RCA > a mitigation that keeps the SLO while the cause still
-fires (same RCA and evidence) > the correct diagnosis with no change > nothing, and no unresolved
-run reaches a resolved one. The trajectories come from ``rewardkit``, so the same properties can
+fires, or a fix that over-provisions its limit (same RCA and evidence) > the correct diagnosis
+with no change > nothing, and no unresolved run reaches a resolved one. The trajectories come from ``rewardkit``, so the same properties can
 run over a generated set of tasks.
 """
 
@@ -54,6 +54,20 @@ def test_fix_beats_mitigation_beats_diagnosis_beats_nothing(task_id: str) -> Non
     assert diagnosis.reward.total > nothing.reward.total
 
 
+@pytest.mark.parametrize("task_id", [t.id for t in TASKS if rk.over_provisioned_fixes(t)])
+def test_fix_beats_an_over_provisioned_fix_beats_diagnosis(task_id: str) -> None:
+    """The reference fix with its limit raised past four times the world's need: the same
+    diagnosis and evidence, a mitigation at best (a pool past the db's connection budget is not
+    even valid), never resolved."""
+    task = BY_ID[task_id]
+    fix = rk.grade(task, rk.oracle(task))
+    diagnosis = rk.grade(task, rk.diagnosis_only(task))
+    for name, actions in rk.over_provisioned_fixes(task):
+        over = rk.grade(task, actions)
+        assert not over.resolved, name
+        assert fix.reward.total > over.reward.total >= diagnosis.reward.total, name
+
+
 def test_some_tasks_have_a_generic_mitigation() -> None:
     found = {t.id: [n for n, _ in _mitigations(t)] for t in TASKS if not rk.is_control(t)}
     with_one = {k: v for k, v in found.items() if v}
@@ -71,6 +85,7 @@ def test_no_unresolved_run_reaches_a_resolved_one(task_id: str) -> None:
         *(actions for _, actions in rk.shotguns(task)),
         *(actions for _, actions in rk.mitigation_candidates(task)),
         *(actions for _, actions in rk.rebreaks(task)),
+        *(actions for _, actions in rk.over_provisioned_fixes(task)),
         rk.tls_up_down(task, restart=True),
     ]
     grades = [rk.grade(task, actions) for actions in trajectories]

@@ -14,7 +14,7 @@ diagnoses from symptoms ignores them.
 
 Every value is computed from the world's own load, so a decoy that is low stays adequate:
 ``low`` values sit just above the threshold the world's baseline derives (§6.1), ``high`` values
-well above the usual draw and below every security band.
+well above the usual draw and at most a fifth of their world's band (:func:`near_a_band`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
+from srez_env.grade.magnitude import world_limits
 from srez_env.sim.baseline import Baseline
 from srez_env.world import topology as topo
 from srez_env.world.conffile import Value
@@ -201,3 +202,14 @@ def connections_needed(config: Mapping[str, Mapping[str, Value]]) -> int:
 
     pools = sum(get(s, "deploy.replicas") * get(s, "db.pool_max") for s in ("auth", "payments"))
     return pools + topo.DB_CONNECTION_RESERVE
+
+
+def near_a_band(running: Mapping[str, Mapping[str, Value]], load: Baseline) -> bool:
+    """A protective key of the world ``running`` (whose baseline is ``load``) above a fifth of its
+    world's band (:mod:`srez_env.grade.magnitude`): a decoy never looks like a disabled protection,
+    and a fix restoring it never comes near one. A world's own value is part of its need, so only
+    the absolute bands of the schema can refuse a decoy."""
+    return any(
+        int(running[s][key]) * 5 > limit.band
+        for (s, key), limit in world_limits(load, running).items()
+    )

@@ -32,7 +32,7 @@ from srez_env.telemetry.status import slo_holds
 from srez_env.world import topology as topo
 from srez_env.world.base import expected_subject
 from srez_env.world.conffile import Value, parse_value, render_value
-from srez_env.world.schema import BASE_FILES, disabled_band
+from srez_env.world.schema import BASE_FILES
 
 GENERATOR: Final = "srez-worlds/2"
 """The generator's name and version, recorded in every task's ``world`` block and in run.json.
@@ -271,7 +271,7 @@ def _add_decoys(
         running = _running(config)
         baseline = baseline_of(running, ingress)
         if (
-            _near_a_band(running)
+            unusual.near_a_band(running, baseline)
             or _rules_fire(running, baseline)
             or not _healthy(baseline, running)
         ):
@@ -282,17 +282,6 @@ def _add_decoys(
         else:
             kept.append(f"{decoy.service}:{decoy.key}")
     return kept
-
-
-def _near_a_band(running: Mapping[str, Mapping[str, Value]]) -> bool:
-    """A protective key within a fifth of its security band: a decoy never looks like a
-    disabled protection, and a fix restoring it never comes near one."""
-    for values in running.values():
-        for key, value in values.items():
-            band = disabled_band(key)
-            if band is not None and int(value) * 5 > band:
-                return True
-    return False
 
 
 def _rules_fire(running: Mapping[str, Mapping[str, Value]], baseline: Baseline) -> bool:

@@ -11,7 +11,9 @@ from typing import Final, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-GRADE_SCHEMA_VERSION: Final = 2
+GRADE_SCHEMA_VERSION: Final = 3
+"""Bumped whenever a change could move any run's checks or reward: 3 judges every limit against
+its own world's need (over-provisioning is a mitigation, a per-world band fails ``safe``)."""
 
 
 class _Model(BaseModel):
