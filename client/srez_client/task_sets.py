@@ -253,17 +253,21 @@ def load_task_set(
     return packaged_set()
 
 
-def check_isolated(agents: list[str], task_set: TaskSet, backend: str) -> None:
-    """Refuse a Python agent (``package.module:Class``) on a set that is not packaged, on a
-    backend that plays it in this process (``inline``): there it could read the task's ground
-    truth from memory, and nothing would say so.
+def check_isolated(
+    agents: list[str], backend: str, *, tasks_dir: Path | None, task_seed: int | None
+) -> None:
+    """Refuse a Python agent (``package.module:Class``) on a set that is not packaged (the
+    options ``--tasks-dir`` or ``--task-seed`` name one), on a backend that plays it in this
+    process (``inline``): there it could read the task's ground truth from memory, and nothing
+    would say so. Checked before the set is read or drawn.
 
     Raises:
         UsageError: Naming the agent, why, and the backend to use instead.
     """
-    if task_set.packaged:
+    if tasks_dir is None and task_seed is None:
         return
+    where = f"the set of seed {task_seed}" if task_seed is not None else str(tasks_dir)
     for spec in agents:
         if import_path(spec) is not None:
-            msg = f"--agent {spec}: a Python agent on --backend {backend} runs in this process, where it could read the ground truth of {task_set.describe()}; run it with --backend local (its own sandboxed process)"
+            msg = f"--agent {spec}: a Python agent on --backend {backend} runs in this process, where it could read the ground truth of {where}; run it with --backend local (its own sandboxed process)"
             raise UsageError(msg)

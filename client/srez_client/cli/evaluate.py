@@ -386,9 +386,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not agents:
         msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
         raise UsageError(msg)
-    task_set = task_set_of(args)
     if in_process:
-        check_isolated(agents, task_set, args.backend)
+        check_isolated(
+            agents,
+            args.backend,
+            tasks_dir=args.tasks_dir,
+            task_seed=getattr(args, "task_seed", None),
+        )
+    task_set = task_set_of(args)
     tasks = task_set.select(task_ids(args.tasks))
     if not tasks:
         msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"

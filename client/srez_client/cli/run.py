@@ -16,7 +16,7 @@ from pathlib import Path
 
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
-from srez_client.backends.registry import make_backend, names_where
+from srez_client.backends.registry import entry_for, make_backend, names_where
 from srez_client.cli.options import config_of, model_for, run_async, say
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, UsageError
@@ -41,11 +41,13 @@ logger = logging.getLogger(__name__)
 def cmd_run(args: argparse.Namespace) -> int:
     """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
     config = config_of(args)
+    if entry_for(config.kind).writes_results:
+        check_isolated(
+            [args.agent], config.kind, tasks_dir=args.tasks_dir, task_seed=args.task_seed
+        )
     task_set = load_task_set(args.tasks_dir, args.task_seed, config.state_dir, progress=say)
     (task,) = task_set.select([args.task])
     backend = make_backend(config)
-    if backend.writes_results:
-        check_isolated([args.agent], task_set, backend.name)
     option = None if args.agent_cmd is None else parse_option(args.agent_cmd)
     agent_cmd = agent_command(
         args.agent, option, os.environ
