@@ -1,7 +1,7 @@
 """Held-out task sets on the ``docker`` backend: ``srez eval --tasks-dir SET --agent llm`` solves a
 held-out task in a container through the model relay, with the set named in its provenance; and
 the agent's user finds neither the task file the host put into the container nor its ground truth
-(docs/security.md §4.2 test 49).
+(docs/security.md §4.8 test 49).
 
 The docker backend runs no ``cmd:`` agent, so the thief (``tests/fakes/heldout_thief.py``) runs as
 the run's agent user (uid 1001) inside the live run's container, during its agent phase, with the

@@ -1,7 +1,7 @@
 """Held-out task sets (``--tasks-dir DIR``, ``--task-seed N``) on every backend: the set's digest
 names every run, ``--resume`` and the leaderboard never mix two sets, a Python agent is refused
 on ``inline`` (where it could read the ground truth from this process), and on ``local`` an agent
-that hunts for its task's file and ground truth finds nothing (docs/security.md §4.2 test 49).
+that hunts for its task's file and ground truth finds nothing (docs/security.md §4.8 test 49).
 
 The docker and ray halves are in ``test_heldout_docker.py`` and ``test_ray_cluster.py``.
 """
