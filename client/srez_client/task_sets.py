@@ -203,8 +203,8 @@ def write_generated_set(
     kinds: list[str] | None = None,
     difficulty: list[str] | None = None,
 ) -> list[str]:
-    """Generate and verify a set, write its task files and :data:`MANIFEST` into ``out`` (an
-    existing empty folder); the task ids.
+    """Generate and verify a set, then write its task files and :data:`MANIFEST` into ``out`` (an
+    empty or new folder); the task ids.
 
     Raises:
         ValueError: A bad filter, or a task that never verified (nothing is written then).
