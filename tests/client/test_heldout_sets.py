@@ -383,3 +383,21 @@ def test_the_thief_finds_the_set_without_the_sandbox(held_out: HeldOut, tmp_path
     stolen = [p for p in report["readable"] if p.get("secret")]
     assert {Path(p["path"]).name for p in stolen} >= {f"{t}.yaml" for t in held_out.tasks}
     assert any(p["path"].endswith("task.json") for p in stolen)  # the copy handed to the daemon
+
+
+def test_a_launch_carries_its_task_only_when_it_is_not_packaged(held_out: HeldOut) -> None:
+    from srez_client.backends.base import LaunchSpec
+    from srez_client.task_sets import packaged_set
+    from srez_env.errors import TaskError
+
+    packaged = packaged_set()
+    (sre007,) = packaged.select(["sre-007"])
+    assert packaged.task_file(sre007) is None and packaged.digest == packaged_set_digest()
+    held = folder_set(held_out.folder)
+    file = held.task_file(held_out.first)
+    assert file is not None and (file.set_digest, file.set_folder) == (held.digest, held.folder)
+    spec = LaunchSpec(task_id=held_out.first.id, agent_spec="scripted", results_root=Path("r"))
+    assert spec.model_copy(update={"task_file": file}).task() == held_out.first
+    with pytest.raises(TaskError, match=f"holds task {held_out.first.id}"):
+        spec.model_copy(update={"task_id": "sre-007", "task_file": file}).task()
+    assert spec.model_copy(update={"task_id": "sre-007"}).task() == sre007
