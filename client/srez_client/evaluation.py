@@ -32,6 +32,7 @@ from srez_client.errors import ClientError
 from srez_client.lifecycle.launch import RunLauncher
 from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.results.tally import run_row
+from srez_client.task_sets import TaskSet
 from srez_client.transfer.fs import read_small_file
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
@@ -66,11 +67,14 @@ def eval_on_backend(
     model: str = "none",
     *,
     environ: Mapping[str, str] | None = None,
+    task_set: TaskSet | None = None,
 ) -> EvalResult:
     """Run ``jobs`` on a backend; returns the grades and one row per run.
 
     ``model`` is the slug of the jobs whose agent is an LLM (the baselines run with ``none``);
-    the backend is configured from ``environ`` (default: this process's environment).
+    the backend is configured from ``environ`` (default: this process's environment). The jobs'
+    tasks are of ``task_set`` (default: the packaged set); a task of another set travels with
+    its launch (:meth:`~srez_client.task_sets.TaskSet.task_file`).
 
     Raises:
         ClientError: If every run failed (the first failure), unless interrupted.
@@ -80,7 +84,15 @@ def eval_on_backend(
     backend = make_backend(config)
     try:
         return asyncio.run(
-            _eval(backend, jobs, results_root, parallel, scratch_dir(config.state_dir), model)
+            _eval(
+                backend,
+                jobs,
+                results_root,
+                parallel,
+                scratch_dir(config.state_dir),
+                model,
+                task_set,
+            )
         )
     finally:
         backend.close()
@@ -93,6 +105,7 @@ async def _eval(
     parallel: int,
     scratch: Path,
     model: str = "none",
+    task_set: TaskSet | None = None,
 ) -> EvalResult:
     gate = asyncio.Semaphore(parallel)
     launcher = RunLauncher(backend)
@@ -123,6 +136,7 @@ async def _eval(
                 model=model if spec in LLM_SPECS else "none",
                 run_seed=seed,
                 results_root=results_root,
+                task_file=task_set.task_file(task) if task_set is not None else None,
             )
             handle = await launcher.launch(launch)
             in_flight[handle.run_id] = handle

@@ -54,6 +54,11 @@ def check_run_folder(settings: DaemonSettings) -> None:
         msg = f"{path} is not JSON: {e}"
         raise RunSetupError(msg) from e
     task_id = manifest.get("task_id") if isinstance(manifest, dict) else None
+    if settings.task_file is not None:  # a task handed over by the host (checked as it loads)
+        if not settings.task_file.is_file():
+            msg = f"SREZ_TASK_FILE {settings.task_file} is not a file"
+            raise RunSetupError(msg)
+        return
     spec = importlib.util.find_spec("srez_env")
     folders = list(spec.submodule_search_locations or []) if spec else []
     if not isinstance(task_id, str) or not any(

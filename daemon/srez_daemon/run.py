@@ -49,19 +49,23 @@ from srez_daemon.agent_clock import AgentClock, time_left
 from srez_daemon.agent_socket import create_agent_app
 from srez_daemon.agent_start import EarlyAgent, bind_agent_socket
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
-from srez_daemon.errors import RecordError, RunSetupError
+from srez_daemon.errors import RecordError
 from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
 from srez_daemon.record.episode import Episode, ErrorKind, ForcedReason, Outcome, run_summary
 from srez_daemon.record.folder import NoteLimits
 from srez_daemon.record.storage import DialogWriter, SpaceReserve
 from srez_daemon.run_agent import AgentRequests, Publish
 from srez_daemon.run_files import RunFiles
-from srez_daemon.run_setup import agent_command, agent_env, agent_sandbox, load_manifest
+from srez_daemon.run_setup import (
+    agent_command,
+    agent_env,
+    agent_sandbox,
+    load_manifest,
+    load_task,
+)
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import AgentProcess, AgentUser
-from srez_env.errors import TaskError
 from srez_env.grade import Grade
-from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -101,10 +105,7 @@ class RunController(AgentRequests):
             run_cap_s=settings.provider_wait_run_cap_s,
         )
         """Provider waits excluded from the agent's time limit."""
-        try:
-            self.task = load_tasks([self.manifest.task_id])[0]
-        except TaskError as e:
-            raise RunSetupError(str(e)) from e
+        self.task = load_task(self.manifest, settings)
         self._publish = publish
         self._environ = environ or {}
         self._clock_started = clock()

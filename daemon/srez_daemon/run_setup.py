@@ -1,5 +1,5 @@
-"""What a run is launched with: ``run.json``, the agent's command line, its environment and its
-sandbox, read from the run folder and the daemon's settings before anything starts.
+"""What a run is launched with: ``run.json``, its task, the agent's command line, its environment
+and its sandbox, read from the run folder and the daemon's settings before anything starts.
 
 The agent process is the daemon's own ``srez-agent`` unless ``SREZ_AGENT_CMD`` names another, or
 ``run.json`` names a custom agent (``agent_spec`` ``cmd:NAME`` or ``mcp:NAME``, its command in
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydantic import ValidationError
 
@@ -19,6 +19,9 @@ from srez_daemon.protocol import RunManifest
 from srez_daemon.sandbox import Sandbox, build_sandbox
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import agent_environment
+
+if TYPE_CHECKING:
+    from srez_env.task import Task
 
 CUSTOM_PREFIXES: Final = ("cmd:", "mcp:")
 """Agent specs of custom agent commands: ``cmd:NAME``, and ``mcp:NAME`` (one that speaks MCP,
@@ -36,6 +39,32 @@ def load_manifest(path: Path) -> RunManifest:
         first = e.errors()[0]
         msg = f"{path}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}"
         raise RunSetupError(msg) from e
+
+
+def load_task(manifest: RunManifest, settings: DaemonSettings) -> Task:
+    """The run's task: the file the host handed over (``SREZ_TASK_FILE``), held to the id
+    ``run.json`` names, or else the packaged task of its id.
+
+    Raises:
+        RunSetupError: If the task cannot be read, is not valid, or is not the one recorded.
+    """
+    from srez_env.errors import TaskError
+    from srez_env.tasks import load_tasks, parse_task_json
+
+    path = settings.task_file
+    try:
+        if path is None:
+            return load_tasks([manifest.task_id])[0]
+        task = parse_task_json(path.read_bytes(), f"SREZ_TASK_FILE {path}")
+    except OSError as e:
+        msg = f"cannot read SREZ_TASK_FILE {path}: {e.strerror or e}"
+        raise RunSetupError(msg) from e
+    except TaskError as e:
+        raise RunSetupError(str(e)) from e
+    if task.id != manifest.task_id:
+        msg = f"SREZ_TASK_FILE {path} holds task {task.id}, but run.json names {manifest.task_id}"
+        raise RunSetupError(msg)
+    return task
 
 
 def agent_command(manifest: RunManifest, settings: DaemonSettings) -> tuple[tuple[str, ...], bool]:
@@ -90,5 +119,10 @@ def agent_sandbox(
         agent_spec=manifest.agent_spec,
         model=manifest.model,
         environ=environ,
-        hide=(settings.paths.root, settings.token_file, *settings.sandbox_hide),
+        hide=(
+            settings.paths.root,
+            settings.token_file,
+            *([settings.task_file] if settings.task_file is not None else []),
+            *settings.sandbox_hide,
+        ),
     )

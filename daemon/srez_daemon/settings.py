@@ -40,8 +40,12 @@ Environment (docs/design.md §4-§7):
   unset does not. ``SREZ_BWRAP`` names the ``bwrap`` program (default: found on ``PATH``); with
   ``bubblewrap`` and no ``bwrap`` the daemon refuses to start rather than run the agent bare.
 * ``SREZ_SANDBOX_HIDE``: more host paths the sandboxed agent must not see (``os.pathsep``
-  separated; the ``local`` backend passes ``$SREZ_STATE``), besides the task files, the run folder
-  and the token file, which are always hidden.
+  separated; the ``local`` backend passes ``$SREZ_STATE`` and a held-out set's folder), besides
+  the task files, the run folder, the token file and ``SREZ_TASK_FILE``, which are always hidden.
+* ``SREZ_TASK_FILE``: the run's task, as its model's JSON, when it is not a packaged task (a
+  ``--tasks-dir`` or ``--task-seed`` set's, handed over by the host): loaded instead of the
+  packaged task ``run.json`` names, and held to that id. It is kept where the agent cannot read it
+  (beside the token), as the packaged task files are.
 """
 
 from __future__ import annotations
@@ -102,6 +106,8 @@ class DaemonSettings:
     """More host paths the sandboxed agent must not see (``SREZ_SANDBOX_HIDE``)."""
     exec_allow: tuple[str, ...] | None = None
     """The programs exec and the pty may run (None: any)."""
+    task_file: Path | None = None
+    """The run's task when it is not packaged (``SREZ_TASK_FILE``); None: the packaged task."""
 
     def may_run(self, program: str) -> bool:
         """Whether exec (or the pty) may run ``program`` (``SREZ_EXEC_ALLOW``)."""
@@ -205,6 +211,7 @@ class DaemonSettings:
                 min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256), NOTE_MAX_BYTES)
             ),
             exec_allow=_string_list(environ, "SREZ_EXEC_ALLOW"),
+            task_file=_absolute(environ, "SREZ_TASK_FILE"),
         )
 
 
@@ -231,6 +238,17 @@ def _bwrap(environ: Mapping[str, str]) -> Path | None:
         )
         raise SettingsError(msg)
     return found
+
+
+def _absolute(environ: Mapping[str, str], name: str) -> Path | None:
+    """An absolute path the variable ``name`` gives, None when it is unset."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    if not Path(raw).is_absolute():
+        msg = f"{name}={raw!r} must be an absolute path"
+        raise SettingsError(msg)
+    return Path(raw)
 
 
 def _string_list(environ: Mapping[str, str], name: str) -> tuple[str, ...] | None:

@@ -37,7 +37,7 @@ from srez_daemon.protocol import Provenance, RunManifest, RunSummary, SessionSta
 from srez_daemon.protocol.api import Health
 from srez_env.generator.sets import CANONICAL_SEED
 from srez_env.grade import GRADE_SCHEMA_VERSION
-from srez_env.provenance import task_digest
+from srez_env.provenance import packaged_set_digest, task_digest
 from srez_env.tasks import load_tasks
 
 Settings = Callable[[pytest.FixtureRequest], Mapping[str, object]]
@@ -201,6 +201,7 @@ async def check_copy_out(backend: Backend, handle: RunHandle, dest: Path) -> Non
         generator=manifest.world_generator,
         task_set_seed=CANONICAL_SEED,
         task_digest=task_digest(task),
+        task_set_digest=packaged_set_digest(),
         srez_version=manifest.srez_version,
         grade_version=GRADE_SCHEMA_VERSION,
     )

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -62,3 +63,26 @@ def play(
     monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
     assert main(["play", task_id]) == 0
     return capsys.readouterr().out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A generated task set in a folder of its own, as a held-out set is kept."""
+
+    folder: Path
+    tasks: dict[str, Task]
+    digest: str
+
+    @property
+    def first(self) -> Task:
+        return next(iter(self.tasks.values()))
+
+
+def held_out_set(folder: Path, seed: int, count: int) -> HeldOut:
+    """Generate the first ``count`` tasks of the set of ``seed`` into ``folder`` (made here)."""
+    from srez_client.task_sets import folder_set, write_generated_set
+
+    folder.mkdir(parents=True)
+    write_generated_set(folder, seed, count)
+    found = folder_set(folder)
+    return HeldOut(found.folder or folder, found.tasks, found.digest)

@@ -21,7 +21,13 @@ from srez_daemon.protocol import Provenance
 from srez_env.generator.sets import CANONICAL_SEED, generate
 from srez_env.generator.worlds import GENERATOR
 from srez_env.grade import GRADE_SCHEMA_VERSION
-from srez_env.provenance import task_digest, task_provenance, task_set_kind
+from srez_env.provenance import (
+    packaged_set_digest,
+    task_digest,
+    task_provenance,
+    task_set_digest,
+    task_set_kind,
+)
 from srez_env.tasks import load_tasks
 
 CANONICAL = Provenance(
@@ -29,6 +35,7 @@ CANONICAL = Provenance(
     generator=GENERATOR,
     task_set_seed=CANONICAL_SEED,
     task_digest="00aa",
+    task_set_digest="0123456789abcdef",
     srez_version="0.1.0",
     grade_version=2,
 )
@@ -48,6 +55,11 @@ def test_the_task_set_is_named_from_the_content_not_the_world_block() -> None:
     assert [task_set_kind(t) for t in fresh] == ["generated", "generated"]
     recorded = task_provenance(fresh[0])
     assert recorded["task_set_seed"] == 7 and recorded["task_digest"] == task_digest(fresh[0])
+    assert recorded["task_set_digest"] is None  # a task handed over alone: its set is not known
+    assert task_provenance(fresh[0], task_set_digest(fresh))["task_set_digest"] == (
+        task_set_digest(reversed(fresh))  # the set, whatever the order
+    )
+    assert task_provenance(task)["task_set_digest"] == packaged_set_digest()
     assert task_digest(edited) != task_digest(task)
 
 
@@ -57,11 +69,17 @@ def test_runs_of_one_release_grade_and_content_merge() -> None:
     assert release("0.1.7") == release("0.1.0") == "0.1"
     board = leaderboard_provenance(runs)
     assert board.describe() == (
-        f"provenance: canonical ({GENERATOR}, seed 20250314, 2 tasks) · srez 0.1.0, 0.1.7"
-        f" · grade v2 · tasks digest {board.tasks_digest}"
+        f"provenance: canonical ({GENERATOR}, seed 20250314, 2 tasks, set 0123456789abcdef)"
+        f" · srez 0.1.0, 0.1.7 · grade v2 · tasks digest {board.tasks_digest}"
     )
     assert board.as_json()["task_sets"] == [
-        {"task_set": "canonical", "generator": GENERATOR, "seed": CANONICAL_SEED, "tasks": 2}
+        {
+            "task_set": "canonical",
+            "generator": GENERATOR,
+            "seed": CANONICAL_SEED,
+            "tasks": 2,
+            "set_digest": "0123456789abcdef",
+        }
     ]
     other = leaderboard_provenance([scored(), scored("sre-002", task_digest="00cc")])
     assert other.tasks_digest != board.tasks_digest  # another content, another digest
@@ -73,6 +91,7 @@ def test_runs_of_one_release_grade_and_content_merge() -> None:
         (scored(grade_version=1), "scored by different versions"),
         (scored(srez_version="0.2.0"), "scored by different versions"),
         (scored(task_digest="ffff"), "ran different contents of task sre-001"),
+        (scored("sre-abcdef-001", task_set_digest="fedcba9876543210"), "different task sets"),
         (Scored("an old run", "sre-003", None), "has no provenance"),
     ],
 )
@@ -80,6 +99,15 @@ def test_runs_that_do_not_compare_are_refused(second: Scored, says: str) -> None
     with pytest.raises(IncompatibleResults, match=says) as refused:
         check_mergeable([scored(), second])
     assert "\n" not in str(refused.value) and "--results" in str(refused.value)
+
+
+def test_a_run_that_recorded_no_set_digest_is_held_to_its_task_digests_only() -> None:
+    old = scored("sre-002", task_set_digest=None)
+    check_mergeable([scored(), old])  # written before set digests were recorded
+    board = leaderboard_provenance([scored(), old])
+    assert sorted(str(t.digest) for t in board.task_sets) == ["0123456789abcdef", "None"]
+    with pytest.raises(IncompatibleResults, match="ran different contents of task sre-001"):
+        check_mergeable([scored(), scored(task_set_digest=None, task_digest="ffff")])
 
 
 def test_an_ungraded_run_is_not_held_to_a_grade_version() -> None:
@@ -98,13 +126,14 @@ def test_eval_records_and_prints_its_provenance(
     assert eval_(tmp_path, "--tasks", "sre-001,sre-002") == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("provenance:")]
-    assert f"canonical ({GENERATOR}, seed 20250314, 2 tasks)" in line
+    assert f"canonical ({GENERATOR}, seed 20250314, 2 tasks, set {packaged_set_digest()})" in line
     assert f"grade v{GRADE_SCHEMA_VERSION}" in line
     tasks = {t.id: t for t in load_tasks(["sre-001", "sre-002"])}
     for found in find_results(tmp_path):
         p = found.summary.provenance
         assert p is not None and p.task_set == "canonical"
         assert p.task_digest == task_digest(tasks[found.summary.task_id])
+        assert p.task_set_digest == packaged_set_digest() == task_set_digest(load_tasks())
         assert p.grade_version == GRADE_SCHEMA_VERSION
     assert eval_(tmp_path, "--tasks", "sre-001,sre-002", "--resume", "--json") == 0
     data = json.loads(capsys.readouterr().out)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from client_helpers import held_out_set
 
 from srez_client.backends.ray.actor import ACTOR_NAME
 from srez_client.backends.ray.connect import import_ray
@@ -149,6 +150,28 @@ def test_eval_on_ray_of_all_40_tasks_gives_the_inline_scores(
     cluster: RayCluster, tmp_path: Path
 ) -> None:
     check_eval_on_ray(cluster, tmp_path, "all")
+
+
+def test_a_held_out_set_on_ray_gives_the_inline_scores_and_names_the_set(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    held = held_out_set(tmp_path / "set", 6161, 2)
+    args = [*eval_args("all", tmp_path / "ray"), "--tasks-dir", str(held.folder)]
+    args += ["--backend", "ray", "--parallel", "2", "--ray-address", cluster.address]
+    done = srez(args, {**cluster.env, "SREZ_STATE": str(tmp_path / "ray-state")}, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"set {held.digest})" in done.stdout  # the leaderboard's provenance line
+    inline = tmp_path / "inline"
+    env = {**os.environ, "SREZ_STATE": str(tmp_path / "inline-state")}
+    baseline = srez([*eval_args("all", inline), "--tasks-dir", str(held.folder)], env, tmp_path)
+    assert baseline.returncode == 0, baseline.stderr
+    on_ray = grades(tmp_path / "ray")
+    assert on_ray == grades(inline) and len(on_ray) == 4
+    assert {k[0] for k in on_ray} == set(held.tasks)
+    for manifest in manifests(tmp_path / "ray"):
+        assert (manifest["backend"], manifest["task_set_digest"]) == ("ray", held.digest)
+        assert manifest["isolation"] in ("bubblewrap", "none")  # the node's local backend's
+    assert list((tmp_path / "ray").rglob("task.json")) == []
 
 
 def registry() -> Any:

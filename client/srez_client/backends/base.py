@@ -35,13 +35,16 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import ClassVar, Final, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from srez_client.backends.config import BackendConfig
 from srez_client.errors import AmbiguousRunError, NotOwnedError, RunNotFoundError, some_of
 from srez_core.field_docs import field_docstrings
+
+if TYPE_CHECKING:  # the task model is imported when a run's task is read
+    from srez_env.task import Task
 
 RunStatus = Literal["running", "exited", "removed"]
 """``running``: its process (daemon, container) is alive; ``exited``: it is not; ``removed``:
@@ -75,6 +78,24 @@ class RelayedRun(BaseModel):
     """That backend's name (``run.json``'s ``backend``)."""
     attempt: str
     """This attempt's id (``run.json``'s ``attempt``)."""
+
+
+class TaskFile(BaseModel):
+    """A task that is not packaged (one of a ``--tasks-dir`` or ``--task-seed`` set: a held-out
+    set's, say), handed to the run by the host. The run's daemon loads it instead of the packaged
+    task of its id, from a file the agent cannot read (``$SREZ_STATE`` on ``local``, hidden by the
+    sandbox; a root-only file in a container), so the agent meets it as it meets a packaged task."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=field_docstrings)
+
+    content: str
+    """The task, as its model's JSON (``Task.model_dump_json()``): what the daemon validates,
+    so its digest is the one the host recorded."""
+    set_digest: str
+    """The digest of the whole set it was chosen from (:func:`srez_env.provenance.task_set_digest`)."""
+    set_folder: Path | None = None
+    """Where that set's files are on the launching host: hidden from a sandboxed agent, as the
+    packaged task folders are (None: nowhere on this host, or not known)."""
 
 
 class LaunchSpec(BaseModel):
@@ -118,6 +139,27 @@ class LaunchSpec(BaseModel):
     provenance: dict[str, JsonValue] = {}
     """What ``run.json`` records of the task (its world's origin, its set and its digest), as the
     host read it from the task (:func:`srez_env.provenance.task_provenance`)."""
+    task_file: TaskFile | None = None
+    """The task itself when it is not the packaged task of :attr:`task_id` (None: the packaged
+    one)."""
+
+    def task(self) -> Task:
+        """The task the run plays: :attr:`task_file`'s, or the packaged task of its id.
+
+        Raises:
+            srez_env.errors.TaskError: If the id is unknown, or the task file is not a valid task
+                of that id.
+        """
+        from srez_env.errors import TaskError
+        from srez_env.tasks import load_tasks, parse_task_json
+
+        if self.task_file is None:
+            return load_tasks([self.task_id])[0]
+        task = parse_task_json(self.task_file.content, f"the task file of {self.task_id}")
+        if task.id != self.task_id:
+            msg = f"the task file handed over for {self.task_id} holds task {task.id}"
+            raise TaskError(msg)
+        return task
 
     @field_validator("agent_env")
     @classmethod

@@ -3,7 +3,14 @@ the report it ends with (runs, aggregates, leaderboard, then a short table of wh
 
 ``--resume`` skips each (agent, task, seed) that already has a complete run in the results folder
 (:func:`~srez_client.results.finder.is_complete`: graded, not ended by a provider or harness
-failure) and reports those runs with the new ones; ``--limit N`` then runs at most N of the rest.
+failure) on the same task set (its ``task_set_digest``: a run of another set, even of a task of
+the same id, is left alone, run again and not reported; a run that recorded no set digest is
+held to its provenance as before) and reports those runs with the new ones;
+``--limit N`` then runs at most N of the rest.
+
+The tasks come from a set (:mod:`srez_client.task_sets`): the packaged one, ``--tasks-dir DIR``
+or ``--task-seed N``, on every backend; on ``inline`` a Python agent is refused on a set that is
+not packaged (:func:`~srez_client.task_sets.check_isolated`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from srez_client.agent_command import absolute_replay
 from srez_client.backends import run_inline
 from srez_client.backends.registry import entry_for, names_where
 from srez_client.cli.options import comma_list, environment_of, model_for, say
-from srez_client.cli.tasks import select_tasks
+from srez_client.cli.tasks import task_ids
 from srez_client.errors import UsageError
 from srez_client.floors import FloorsAhead, missing_floors, played_pairs
 from srez_client.provider_keys import check_provider_keys
@@ -38,6 +45,7 @@ from srez_client.results.report import (
     runs_table,
 )
 from srez_client.results.tally import run_row, tally_runs, tally_table
+from srez_client.task_sets import TaskSet, check_isolated, load_task_set
 from srez_daemon.protocol import Provenance, srez_version
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.agents.llm import LLM_SPECS
@@ -63,6 +71,8 @@ class EvalPlan:
     resumed: list[FoundRun] = field(default_factory=list)
     left_out: int = 0
     """Runs ``--limit`` left for a later ``--resume``."""
+    other_sets: int = 0
+    """Jobs whose only complete run under ``--results`` is of another task set (run again)."""
 
 
 def job_keys(spec: str, model: str, task: Task, seed: int) -> set[RunKey]:
@@ -73,41 +83,59 @@ def job_keys(spec: str, model: str, task: Task, seed: int) -> set[RunKey]:
 
 
 def plan_eval(
-    jobs: list[Job], results: Path, model: str, *, resume: bool, limit: int | None
+    jobs: list[Job],
+    results: Path,
+    model: str,
+    *,
+    resume: bool,
+    limit: int | None,
+    set_digest: str | None = None,
 ) -> EvalPlan:
-    """Drop the jobs already complete under ``results`` (``resume``), then keep ``limit``."""
+    """Drop the jobs already complete under ``results`` on the task set of ``set_digest``
+    (``resume``), then keep ``limit``."""
     plan = EvalPlan(list(jobs))
     if resume:
-        from srez_client.results.finder import complete_runs
+        from srez_client.results.finder import complete_runs_by_set
 
-        complete = complete_runs(results)
+        by_set = complete_runs_by_set(results)
+        # a run that recorded no set digest predates them: it is held to the rules it was
+        # written under (check_resume), never taken for a run of another set
+        complete = {**by_set.get(None, {}), **by_set.get(set_digest, {})}
+        elsewhere = {
+            k for digest, runs in by_set.items() if digest not in (None, set_digest) for k in runs
+        }
         plan.todo = []
         for spec, task, seed in jobs:
-            found = [complete[k] for k in job_keys(spec, model, task, seed) if k in complete]
+            keys = job_keys(spec, model, task, seed)
+            found = [complete[k] for k in keys if k in complete]
             if found:
                 plan.resumed.append(found[0])
             else:
                 plan.todo.append((spec, task, seed))
+                plan.other_sets += bool(keys & elsewhere)
     if limit is not None and len(plan.todo) > limit:
         plan.left_out = len(plan.todo) - limit
         plan.todo = plan.todo[:limit]
     return plan
 
 
-def expected_provenance(task: Task) -> Provenance:
-    """The provenance a run of ``task`` made by this srez will have."""
+def expected_provenance(task: Task, set_digest: str | None) -> Provenance:
+    """The provenance a run of ``task`` (of the set ``set_digest``) made by this srez will have."""
     world = task.world
     return Provenance(
         task_set=task_set_kind(task),
         generator=world.generator if world else None,
         task_set_seed=world.set_seed if world else None,
         task_digest=task_digest(task),
+        task_set_digest=set_digest,
         srez_version=srez_version(),
         grade_version=GRADE_SCHEMA_VERSION,
     )
 
 
-def check_resume(plan: EvalPlan, jobs: list[Job], results: Path) -> None:
+def check_resume(
+    plan: EvalPlan, jobs: list[Job], results: Path, set_digest: str | None = None
+) -> None:
     """Refuse a ``--resume`` whose complete runs would not compare with the new ones.
 
     Raises:
@@ -125,7 +153,11 @@ def check_resume(plan: EvalPlan, jobs: list[Job], results: Path) -> None:
     ]
     tasks = {task.id: task for _spec, task, _seed in jobs}
     new = [
-        Scored(f"a new run of {t.id} by srez {srez_version()}", t.id, expected_provenance(t))
+        Scored(
+            f"a new run of {t.id} by srez {srez_version()}",
+            t.id,
+            expected_provenance(t, set_digest),
+        )
         for t in tasks.values()
     ]
     check_mergeable([*new, *kept])
@@ -175,7 +207,13 @@ def grade_seed(item: FoundRun) -> int | None:
     return None if key is None else key[3]
 
 
-def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Row]) -> None:
+def eval_inline(
+    jobs: list[Job],
+    results: Path,
+    grades: list[Row],
+    runs: list[Row],
+    set_digest: str | None = None,
+) -> None:
     """Run ``jobs`` inline, appending to ``grades`` and ``runs`` in job order.
 
     With a second core, every other task is played in a forked process meanwhile
@@ -191,7 +229,7 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
     mine, theirs = list(range(len(jobs))), list[int]()
     if len(jobs) >= 4 and inline_split.can_fork():  # before any thread (tqdm's, the queue's)
         mine, theirs = inline_split.split_by_task(jobs)
-    play = play_inline(results)
+    play = play_inline(results, set_digest)
     half = inline_split.ForkedHalf(jobs, theirs, play) if theirs else None
     done: dict[int, inline_split.Finished] = {}
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
@@ -227,12 +265,13 @@ def eval_inline(jobs: list[Job], results: Path, grades: list[Row], runs: list[Ro
         inline_split.check(half)
 
 
-def play_inline(results: Path) -> PlayOne:
-    """Plays one job inline under ``results``: its grade, report row and the agent's error."""
+def play_inline(results: Path, set_digest: str | None = None) -> PlayOne:
+    """Plays one job inline under ``results`` (its task of the set ``set_digest``): its grade,
+    report row and the agent's error."""
 
     def play(job: Job, commit: Callable[[RunFolder], None]) -> tuple[Row, Row, str | None]:
         spec, task, seed = job
-        run = run_inline(task, spec, seed, results, commit=commit)
+        run = run_inline(task, spec, seed, results, commit=commit, task_set_digest=set_digest)
         row = run_row(run.summary, task_id=task.id, agent=spec, seed=seed, run_dir=run.run_dir)
         return run.grade.model_dump(mode="json", by_alias=True), row, run.error
 
@@ -320,6 +359,10 @@ def _done_line(args: argparse.Namespace, runs: list[Row], plan: EvalPlan | None)
         line += f", {resumed} complete ones kept (--resume)"
     if plan is not None and plan.left_out:
         line += f"; {plan.left_out} left by --limit (--resume runs them)"
+    if plan is not None and plan.other_sets:
+        line += (
+            f"; {plan.other_sets} complete only on another task set there (run again, not merged)"
+        )
     if not args.detail:
         line += "; --detail: each run, and the breakdowns by fault kind"
     return line
@@ -339,15 +382,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # a backend that writes its results runs the episodes in this process, so eval drives them
     # directly (with task files from anywhere); the others are driven through their daemons
     in_process = entry_for(args.backend).writes_results
-    if not in_process and args.tasks_dir is not None:
-        hosts = " or ".join(names_where(lambda b: b.writes_results))
-        msg = f"--tasks-dir works with --backend {hosts} only (the {args.backend} daemon loads the packaged tasks)"
-        raise UsageError(msg)
     agents = list(dict.fromkeys(comma_list("--agent", args.agent)))
     if not agents:
         msg = "--agent needs at least one agent (scripted, heuristic, random, replay:FILE)"
         raise UsageError(msg)
-    tasks = select_tasks(args.tasks, args.tasks_dir)
+    if in_process:
+        check_isolated(
+            agents,
+            args.backend,
+            tasks_dir=args.tasks_dir,
+            task_seed=getattr(args, "task_seed", None),
+        )
+    task_set = task_set_of(args)
+    tasks = task_set.select(task_ids(args.tasks))
     if not tasks:
         msg = f"--tasks {args.tasks!r} selects no task ('all' or a comma list of ids)"
         raise UsageError(msg)
@@ -365,29 +412,48 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if any(spec in LLM_SPECS for spec in agents):
         check_provider_keys([model], os.environ)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
-    plan = plan_eval(jobs, args.results, model, resume=args.resume, limit=args.limit)
-    check_resume(plan, jobs, args.results)
+    plan = plan_eval(
+        jobs, args.results, model, resume=args.resume, limit=args.limit, set_digest=task_set.digest
+    )
+    check_resume(plan, jobs, args.results, task_set.digest)
     grades, runs = resumed_results(plan.resumed)
     if plan.resumed:
         say(f"{len(plan.resumed)} of {len(jobs)} runs already complete under {args.results}")
+    if plan.other_sets:
+        say(
+            f"{plan.other_sets} runs complete under {args.results} only on another task set (not"
+            f" {task_set.digest}): run again here, never merged with this set's"
+        )
     ahead = floors_ahead(args, agents, tasks, runs, plan.todo)
     try:
-        return run_and_report(args, plan, model, tasks, grades, runs, ahead)
+        return run_and_report(args, plan, model, task_set, tasks, grades, runs, ahead)
     finally:
         ahead.close()
+
+
+def task_set_of(args: argparse.Namespace) -> TaskSet:
+    """The task set ``--tasks-dir`` or ``--task-seed`` names (else the packaged one); a set
+    drawn from a seed is cached in the state folder (``$SREZ_STATE``)."""
+    from srez_client.backends.config import BackendSettings
+
+    seed = getattr(args, "task_seed", None)
+    state = BackendSettings.from_env(environment_of(args, os.environ)).state_dir
+    return load_task_set(args.tasks_dir, seed, state, progress=say)
 
 
 def run_and_report(
     args: argparse.Namespace,
     plan: EvalPlan,
     model: str,
+    task_set: TaskSet,
     tasks: list[Task],
     grades: list[Row],
     runs: list[Row],
     ahead: FloorsAhead,
 ) -> int:
-    """Plays ``plan.todo`` on ``args.backend`` (after the resumed ``grades`` and ``runs``), then
-    prints the report with the floors ``ahead`` plays; the exit status."""
+    """Plays ``plan.todo`` (tasks of ``task_set``) on ``args.backend`` (after the resumed
+    ``grades`` and ``runs``), then prints the report with the floors ``ahead`` plays; the exit
+    status."""
     if not entry_for(args.backend).writes_results:
         from srez_client.evaluation import eval_on_backend
 
@@ -399,6 +465,7 @@ def run_and_report(
                 args.parallel,
                 model,
                 environ=environment_of(args, os.environ),
+                task_set=task_set,
             )
         except KeyboardInterrupt:  # a second signal: the runs that ended are mirrored already
             say_interrupted(None, len(plan.todo), args.results)
@@ -412,7 +479,7 @@ def run_and_report(
         return 130 if done.interrupted else 0
     first = len(runs)
     try:
-        eval_inline(plan.todo, args.results, grades, runs)
+        eval_inline(plan.todo, args.results, grades, runs, task_set.digest)
     except KeyboardInterrupt:  # the run in flight left nothing behind (run_inline removes it)
         say_interrupted(len(runs) - first, len(plan.todo), args.results)
         print_eval(args, grades, runs, plan=plan)

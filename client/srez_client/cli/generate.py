@@ -4,13 +4,13 @@ Every task is a row of the matrix placed in its own drawn world and held to the 
 contract (oracle 1.000, T0 fires exactly its injection, the reference clears it, the calibrators
 behave as declared); a task that cannot be made to pass is refused and nothing is written. The
 set is reproducible from (generator version, seed); a held-out set is one whose seed is kept
-private. ``srez eval --tasks-dir DIR`` runs it.
+private. ``srez eval --tasks-dir DIR`` runs it (or ``--task-seed N``, which draws the set of 40
+into a private cache itself: :mod:`srez_client.task_sets`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,6 @@ from typing import Any
 from srez_client.cli.parser import command
 from srez_env.vocab import FAULT_KINDS
 
-MANIFEST = "taskset.json"
 MAX_SEED = 2**53 - 1
 """``srez_env.generator.sets.MAX_SEED``, kept here so that parsing needs no generator (a test
 holds them equal)."""
@@ -84,14 +83,16 @@ def _list(text: str | None) -> list[str] | None:
 def cmd_tasks_generate(args: argparse.Namespace) -> int:
     """Generates, verifies and writes the set; exit 2 (nothing written) on any refusal."""
     # Imported here: the generator is not needed by any other command's start-up.
-    from srez_env.generator import sets, taskfiles
+    from srez_client.task_sets import write_generated_set
+    from srez_env.generator import sets
     from srez_env.generator.worlds import GENERATOR
 
     out: Path = args.out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         return _fail(f"{out} exists and is not an empty folder (a set is written to a new one)")
     try:
-        tasks = sets.generate(args.seed, args.count, _list(args.kinds), _list(args.difficulty))
+        kinds, difficulty = _list(args.kinds), _list(args.difficulty)
+        ids = write_generated_set(out, args.seed, args.count, kinds, difficulty)
     except sets.GenerationError as e:  # a task that never verified (docs/environment.md §6.15)
         return _fail(
             f"could not generate task {e}; nothing written "
@@ -99,20 +100,7 @@ def cmd_tasks_generate(args: argparse.Namespace) -> int:
         )
     except ValueError as e:  # a bad filter
         return _fail(f"{e}; nothing written")
-    files = taskfiles.render_all(tasks)
-    taskfiles.write(files, out, prune=False)
-    manifest = {
-        "generator": GENERATOR,
-        "seed": args.seed,
-        "count": len(tasks),
-        "kinds": _list(args.kinds),
-        "difficulty": _list(args.difficulty),
-        "tasks": [t.id for t in tasks],
-    }
-    tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out / MANIFEST)
-    print(f"wrote {len(tasks)} verified tasks ({GENERATOR}, seed {args.seed}) to {out}")
+    print(f"wrote {len(ids)} verified tasks ({GENERATOR}, seed {args.seed}) to {out}")
     return 0
 
 

@@ -31,6 +31,7 @@ from srez_client.cli.parser import (
     add_mcp_command,
     add_mirror_commands,
     add_runs_commands,
+    add_task_seed,
     add_tui_commands,
     add_view_command,
     command,
@@ -120,12 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         required=True,
         help="comma list of scripted, heuristic, random, replay:FILE, llm, llm-json, cmd:NAME,"
-        " or a Python agent class package.module:AgentClass (inline and local backends)",
+        " or a Python agent class package.module:AgentClass (local backend; inline on the"
+        " packaged tasks only)",
     )
     ev.add_argument("--model", metavar="SLUG", help="litellm model slug of the llm agents")
     ev.add_argument(
         "--tasks", default="all", help="'all' (the default) or a comma list of task ids"
     )
+    add_task_seed(ev)
     ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
     add_backend_settings(ev)

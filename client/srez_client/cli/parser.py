@@ -89,10 +89,40 @@ def _port_number(text: str) -> int:
 # ---------------------------------------------------------------------- run, runs, attach
 
 
+def task_seed(text: str) -> int:
+    """An argparse type: the seed of a task set (an integer >= 0)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"{text!r} is not a seed (an integer >= 0)"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def add_task_seed(parser: argparse.ArgumentParser) -> None:
+    """``--task-seed N``: the tasks of the set generated from seed N (instead of ``--tasks-dir``)."""
+    parser.add_argument(
+        "--task-seed",
+        type=task_seed,
+        metavar="N",
+        help="the tasks of the set of 40 generated from seed N (a held-out set: keep N private),"
+        " cached privately in $SREZ_STATE/task-sets on first use; instead of --tasks-dir",
+    )
+
+
 def add_run_command(sub: Any, where: argparse.ArgumentParser) -> None:
     """Add ``run`` to the subcommands ``sub`` of ``srez`` (``where``: the backend options)."""
     run = sub.add_parser("run", parents=[where], help="launch one run, wait, mirror, grade")
     run.add_argument("--task", required=True, metavar="ID", help="task id, e.g. sre-001")
+    run.add_argument(
+        "--tasks-dir",
+        type=Path,
+        metavar="DIR",
+        help="read the task from the *.yaml files of DIR instead of the packaged ones",
+    )
+    add_task_seed(run)
     run.add_argument(
         "--agent",
         required=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from srez_client.agent_command import agent_command, parse_option
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
-from srez_client.backends.registry import make_backend, names_where
+from srez_client.backends.registry import entry_for, make_backend, names_where
 from srez_client.cli.options import config_of, model_for, run_async, say
 from srez_client.daemon_client.api import DaemonClient
 from srez_client.errors import ClientError, UsageError
@@ -30,6 +30,7 @@ from srez_client.lifecycle.run import (
 )
 from srez_client.provider_keys import check_provider_keys
 from srez_client.sanitize import sanitize, sanitize_line
+from srez_client.task_sets import check_isolated, load_task_set
 from srez_daemon.protocol import ToolCall
 from srez_daemon.protocol.api import DialogFrame, PhaseFrame
 from srez_env.agents.llm import LLM_SPECS
@@ -40,13 +41,20 @@ logger = logging.getLogger(__name__)
 def cmd_run(args: argparse.Namespace) -> int:
     """``srez run``: launch, wait (progress on stderr), mirror, print the grade summary."""
     config = config_of(args)
+    if entry_for(config.kind).writes_results:
+        check_isolated(
+            [args.agent], config.kind, tasks_dir=args.tasks_dir, task_seed=args.task_seed
+        )
+    task_set = load_task_set(args.tasks_dir, args.task_seed, config.state_dir, progress=say)
+    (task,) = task_set.select([args.task])
     backend = make_backend(config)
     option = None if args.agent_cmd is None else parse_option(args.agent_cmd)
     agent_cmd = agent_command(
         args.agent, option, os.environ
     )  # refuses SREZ_AGENT_CMD for baselines
     spec = LaunchSpec(
-        task_id=args.task,
+        task_id=task.id,
+        task_file=task_set.task_file(task),
         agent_spec=args.agent,
         agent_cmd=agent_cmd,
         model=model_for([args.agent], args.model),

@@ -32,7 +32,7 @@ def select_tasks(spec: str | None, tasks_dir: Path | None) -> list[Task]:
     """
     from srez_env.tasks import load_task, load_tasks
 
-    ids = _ids(spec)
+    ids = task_ids(spec)
     if tasks_dir is None:
         return load_tasks(ids)
     files = sorted(tasks_dir.glob("*.yaml"))
@@ -59,7 +59,12 @@ def one_task(task_id: str, tasks_dir: Path | None) -> Task:
     return select_tasks(_one_id(task_id), tasks_dir)[0]
 
 
-def _ids(spec: str | None) -> list[str] | None:
+def task_ids(spec: str | None) -> list[str] | None:
+    """The ids ``--tasks`` names: None for ``all`` (or nothing), else its comma list.
+
+    Raises:
+        UsageError: If the list has an empty item.
+    """
     return None if spec in (None, "all") else comma_list("--tasks", spec or "")
 
 
@@ -74,7 +79,7 @@ def summaries(spec: str | None, tasks_dir: Path | None) -> list[TaskSummary]:
     """What a listing shows of the tasks ``spec`` names: read lightly from the packaged files,
     validated whole from ``tasks_dir``."""
     if tasks_dir is None:
-        return packaged_summaries(_ids(spec))
+        return packaged_summaries(task_ids(spec))
     return [TaskSummary.of(task) for task in select_tasks(spec, tasks_dir)]
 
 

@@ -6,7 +6,9 @@ itself. :class:`RunLauncher` completes the spec on the host, then launches it:
 * the agent: ``replay:PATH`` made absolute, and a custom agent's command resolved (from
   ``--agent-cmd`` or ``SREZ_AGENT_CMD``, its file arguments absolute;
   :func:`~srez_client.agent_command.agent_command`), so the backend starts what was named here;
-* the task's provenance, as ``run.json`` records it (:func:`~srez_env.provenance.task_provenance`);
+* the task's provenance, as ``run.json`` records it (:func:`~srez_env.provenance.task_provenance`),
+  the digest of its set included (a task that is not packaged travels in ``LaunchSpec.task_file``,
+  with its set's digest);
 * for a built-in LLM agent with a model, the model relay (docs/security.md A12): one
   :class:`~srez_client.relay.runs.RunModels` per launcher, in this process, started with the first
   such run on the address the backend's runs reach this host by
@@ -34,7 +36,6 @@ from srez_client.relay.runs import RunModels
 from srez_client.relay.server import ModelRelay
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.provenance import task_provenance
-from srez_env.tasks import load_tasks
 
 
 class RunLauncher:
@@ -77,14 +78,15 @@ class RunLauncher:
 
         Raises:
             UsageError: If the agent's command is missing, refused or names a missing file.
-            srez_env.errors.EnvError: If the task is unknown.
+            srez_env.errors.EnvError: If the task is unknown, or its task file is not valid.
             BackendError: If the model relay cannot be served for the backend's runs.
         """
         environ = os.environ if self._environ is None else self._environ
         agent_spec = absolute_replay(spec.agent_spec)
         agent_cmd = agent_command(agent_spec, spec.agent_cmd, environ, cwd=self._cwd)
-        (task,) = await asyncio.to_thread(load_tasks, [spec.task_id])
-        provenance = await asyncio.to_thread(task_provenance, task)
+        task = await asyncio.to_thread(spec.task)
+        set_digest = spec.task_file.set_digest if spec.task_file is not None else None
+        provenance = await asyncio.to_thread(task_provenance, task, set_digest)
         spec = spec.model_copy(
             update={"agent_spec": agent_spec, "agent_cmd": agent_cmd, "provenance": provenance}
         )

@@ -30,6 +30,7 @@ from srez_client.results.finder import read_summary
 from srez_client.results.regrade import regrade_copy
 from srez_client.transfer.fs import read_small_model
 from srez_daemon.protocol import RunManifest, RunSummary
+from srez_env.task import Task
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,12 @@ def manifest_for(handle: RunHandle, copied: Path | None) -> RunManifest:
 
 
 async def collect(
-    backend: Backend, handle: RunHandle, scratch: Path, *, copy: CopyOut | None = None
+    backend: Backend,
+    handle: RunHandle,
+    scratch: Path,
+    *,
+    copy: CopyOut | None = None,
+    task: Task | None = None,
 ) -> Path:
     """Mirror a run into its results root (label ``srez.results``); returns the results folder.
 
@@ -98,6 +104,7 @@ async def collect(
         handle: The run.
         scratch: A private folder for the copy before the mirror.
         copy: How the run's folder is copied out (default :meth:`Backend.copy_out`).
+        task: The task the host handed the run, if it is not packaged (for a host grade).
 
     Raises:
         BackendError: If the run cannot be copied out.
@@ -110,7 +117,7 @@ async def collect(
     copied = scratch / f".copy-{handle.run_id}-{secrets.token_hex(4)}"
     try:
         await (copy or backend.copy_out)(handle, copied)
-        await asyncio.to_thread(regrade_copy, copied, handle.run_id)
+        await asyncio.to_thread(regrade_copy, copied, handle.run_id, task)
         manifest = manifest_for(handle, copied)
         return await asyncio.to_thread(mirror_run, copied, root, manifest)
     finally:
@@ -175,7 +182,8 @@ async def _follow(
         launcher.revoke(handle.run_id)  # the agent phase is over: its model is no longer its
     if not handle.finished:
         logger.warning("run %s ended without summary.json", handle.run_id)
-    results = await collect(backend, handle, scratch)
+    task = await asyncio.to_thread(spec.task) if spec.task_file is not None else None
+    results = await collect(backend, handle, scratch, task=task)
     say(f"run {handle.run_id}: results in {results}")
     return RunOutcome(handle, results, read_summary(results), timed_out)
 

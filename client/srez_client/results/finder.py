@@ -5,7 +5,8 @@ A finished run is a folder ``<root>/<task>/<model>/<agent>/<run-id>/`` with a va
 ``managed/`` are skipped, and two folders with one run id show as one: the one finished last.
 
 A run is *complete* for ``srez eval --resume`` when it was graded and did not end on a provider
-or harness failure (an agent's own failure is its result, so it counts).
+or harness failure (an agent's own failure is its result, so it counts); ``--resume`` keeps only
+the complete runs of the task set it evaluates (:func:`complete_runs_by_set`).
 """
 
 from __future__ import annotations
@@ -181,11 +182,23 @@ def complete_runs(root: Path) -> dict[RunKey, FoundRun]:
     """The complete runs under ``root`` by (agent spec, model, task, seed); the latest of each."""
     out: dict[RunKey, FoundRun] = {}
     for item in find_results(root):  # oldest first: a later run of one key replaces it
+        key = run_key(item) if is_complete(item.summary) else None
+        if key is not None:
+            out[key] = item
+    return out
+
+
+def complete_runs_by_set(root: Path) -> dict[str | None, dict[RunKey, FoundRun]]:
+    """The complete runs under ``root`` by the digest of the task set they ran on (None: not
+    recorded), then by (agent spec, model, task, seed); the latest of each."""
+    out: dict[str | None, dict[RunKey, FoundRun]] = {}
+    for item in find_results(root):  # oldest first: a later run of one key replaces it
         if not is_complete(item.summary):
             continue
         key = run_key(item)
         if key is not None:
-            out[key] = item
+            p = item.summary.provenance
+            out.setdefault(p.task_set_digest if p is not None else None, {})[key] = item
     return out
 
 

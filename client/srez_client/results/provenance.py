@@ -7,7 +7,11 @@ runs only when they agree on:
   move any run's checks or reward);
 * the release of ``srez`` that ran them (major.minor: a patch release never changes a score,
   and one that could is a new minor release, since the simulator is part of what is measured);
-* each task's content: one task id run on two contents (``task_digest``) is two tasks.
+* each task's content: one task id run on two contents (``task_digest``) is two tasks;
+* the task set the tasks were chosen from (``task_set_digest``): runs of two sets (a held-out set
+  and the canonical one, or two generated sets, whose task ids never meet) are two evaluations,
+  not one. A run that recorded no set digest (written before it was recorded) is held to the
+  rules above only.
 
 A run whose ``summary.json`` predates provenance (None) merges with nothing that has one: what
 ran it is unknown. Runs that were not graded carry no grade version and are not checked for it.
@@ -50,11 +54,14 @@ class TaskSetRef:
     generator: str | None
     seed: int | None
     tasks: int
+    digest: str | None = None
+    """The set's digest (``task_set_digest``), None when its runs did not record it."""
 
     def describe(self) -> str:
-        """``canonical (srez-worlds/1, seed 20250314, 40 tasks)``."""
+        """``canonical (srez-worlds/1, seed 20250314, 40 tasks, set 0123456789abcdef)``."""
         origin = [f"{self.generator}, seed {self.seed}"] if self.generator else []
-        return f"{self.task_set} ({', '.join([*origin, f'{self.tasks} tasks'])})"
+        named = [f"set {self.digest}"] if self.digest else []
+        return f"{self.task_set} ({', '.join([*origin, f'{self.tasks} tasks', *named])})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +90,13 @@ class LeaderboardProvenance:
         return {
             "recorded": self.recorded,
             "task_sets": [
-                {"task_set": t.task_set, "generator": t.generator, "seed": t.seed, "tasks": t.tasks}
+                {
+                    "task_set": t.task_set,
+                    "generator": t.generator,
+                    "seed": t.seed,
+                    "tasks": t.tasks,
+                    "set_digest": t.digest,
+                }
                 for t in self.task_sets
             ],
             "srez_versions": list(self.srez_versions),
@@ -124,6 +137,13 @@ def check_mergeable(runs: Sequence[Scored]) -> None:
         if (release(p.srez_version), p.grade_version) != (release(q.srez_version), q.grade_version):
             msg = f"{run.where} ({_lineage(p)}) and {first.where} ({_lineage(q)}) were scored by different versions: their scores do not compare; {advice}"
             raise IncompatibleResults(msg)
+    sets = [(r, r.provenance.task_set_digest) for r in known if r.provenance is not None]
+    recorded = [(run, digest) for run, digest in sets if digest is not None]
+    for run, digest in recorded[1:]:
+        first, theirs = recorded[0]
+        if digest != theirs:
+            msg = f"{run.where} and {first.where} ran on different task sets (set digests {digest} and {theirs}): their scores do not compare; {advice}"
+            raise IncompatibleResults(msg)
     digests: dict[str, Scored] = {}
     for run in known:
         assert run.provenance is not None
@@ -143,11 +163,14 @@ def leaderboard_provenance(runs: Iterable[Scored]) -> LeaderboardProvenance:
     for run in runs:
         if run.provenance is not None:
             tasks.setdefault(run.task_id, run.provenance)
-    sets: dict[tuple[str, str | None, int | None], int] = {}
+    sets: dict[tuple[str, str | None, int | None, str | None], int] = {}
     for p in tasks.values():
-        key = (p.task_set or "unrecorded", p.generator, p.task_set_seed)
+        key = (p.task_set or "unrecorded", p.generator, p.task_set_seed, p.task_set_digest)
         sets[key] = sets.get(key, 0) + 1
-    refs = tuple(TaskSetRef(s, g, seed, n) for (s, g, seed), n in sorted(sets.items(), key=str))
+    refs = tuple(
+        TaskSetRef(s, g, seed, n, digest)
+        for (s, g, seed, digest), n in sorted(sets.items(), key=str)
+    )
     versions = tuple(sorted({r.provenance.srez_version for r in runs if r.provenance is not None}))
     grades = {
         r.provenance.grade_version

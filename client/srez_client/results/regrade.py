@@ -5,10 +5,11 @@ dialog and ``archive/transcript.jsonl`` but no ``result.json``. The simulator is
 the same task and the same actions give the same transcript and the same grade. So the host can
 compute the grade the daemon would have written, and it does, on mirror and with ``srez regrade``:
 
-1. **The task** is the one ``run.json`` names, loaded from the packaged tasks (the daemon loads
-   only those: ``srez eval`` refuses ``--tasks-dir`` on daemon backends), or from ``--tasks-dir``
-   when given. The task's world provenance (generator, world seed, task set seed) must equal what
-   ``run.json`` recorded, or the task file is not the one the run used and nothing is graded.
+1. **The task** is the one ``run.json`` names: the task the host handed the run (a
+   ``--tasks-dir`` or ``--task-seed`` set's, on mirror right after the run), or loaded from the
+   packaged tasks, or from ``--tasks-dir`` when given. The task's world provenance (generator,
+   world seed, task set seed) and, when recorded, its content digest must equal what ``run.json``
+   recorded, or the task is not the one the run used and nothing is graded.
 2. **Trust.** Every transcript line's action is replayed through a fresh ``SREEnv`` of that task
    (the run's seed, agent and model), and the line the simulator writes must equal the recorded
    line byte for byte; the first line that differs (an edited or an extra line, a line after the
@@ -63,6 +64,7 @@ from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, RunSummary, iter_dialog
 from srez_daemon.protocol.api import RunState
 from srez_env.grade import Grade, grade_episode
+from srez_env.task import Task
 
 logger = logging.getLogger(__name__)
 
@@ -93,13 +95,16 @@ def needs_regrade(folder: Path) -> bool:
     )
 
 
-def regrade_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
+def regrade_folder(
+    folder: Path, *, tasks_dir: Path | None = None, task: Task | None = None
+) -> Regraded:
     """Grade the run in ``folder`` from its transcript and write its grade files.
 
     Args:
         folder: A run folder (a copy before its mirror, a results folder, or a local run's
             ``run/`` once its daemon is gone).
         tasks_dir: Read the task from the ``*.yaml`` files of this folder (default: packaged).
+        task: The task itself, when the host has it (the one it handed the run).
 
     Returns:
         The grade and the new summary.
@@ -112,7 +117,7 @@ def regrade_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
         msg = f"{folder} has a result.json already: it was graded where it ran"
         raise RegradeError(msg)
     try:
-        regraded = replay_folder(folder, tasks_dir=tasks_dir)
+        regraded = replay_folder(folder, tasks_dir=tasks_dir, task=task)
     except RegradeError as e:
         _log(folder, f"host regrade refused: {e}")
         raise
@@ -134,27 +139,30 @@ def regrade_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
     return regraded
 
 
-def regrade_copy(folder: Path, run_id: str) -> Regraded | None:
-    """Grade a copied run folder before its mirror if it needs it (:func:`needs_regrade`); a
-    refused replay is logged (and written to ``logs/evaluator.log``) and the run is mirrored
-    ungraded. Never raises :class:`RegradeError`."""
+def regrade_copy(folder: Path, run_id: str, task: Task | None = None) -> Regraded | None:
+    """Grade a copied run folder before its mirror if it needs it (:func:`needs_regrade`), with
+    ``task`` when the host handed it to the run (else the packaged one); a refused replay is
+    logged (and written to ``logs/evaluator.log``) and the run is mirrored ungraded. Never raises
+    :class:`RegradeError`."""
     if not needs_regrade(folder):
         return None
     try:
-        return regrade_folder(folder)
+        return regrade_folder(folder, task=task)
     except RegradeError as e:
         logger.warning("run %s has no grade and the host cannot grade it: %s", run_id, e)
         return None
 
 
-def replay_folder(folder: Path, *, tasks_dir: Path | None = None) -> Regraded:
+def replay_folder(
+    folder: Path, *, tasks_dir: Path | None = None, task: Task | None = None
+) -> Regraded:
     """The grade and summary of the run in ``folder``, computed and checked, nothing written.
 
     Raises:
         RegradeError: See :func:`regrade_folder`.
     """
     manifest = _manifest(folder)
-    task = task_for(manifest, tasks_dir)
+    task = task_for(manifest, tasks_dir, task)
     lines = _transcript_lines(folder)
     dialog = list(iter_dialog(_read(folder, DIALOG, "the dialog")))
     closing = closing_entry(dialog)

@@ -17,18 +17,25 @@ from srez_client.errors import RegradeError
 from srez_daemon.protocol import DialogEntry, RunManifest, ToolResult
 from srez_env.env import SREEnv
 from srez_env.errors import EnvError
+from srez_env.provenance import task_digest
 from srez_env.task import Task
 from srez_env.tasks import load_task, load_tasks
 
 
-def task_for(manifest: RunManifest, tasks_dir: Path | None) -> Task:
-    """The task a run used: by id, packaged or from ``tasks_dir``, with the recorded provenance.
+def task_for(manifest: RunManifest, tasks_dir: Path | None, given: Task | None = None) -> Task:
+    """The task a run used: ``given`` (the task the host handed the run), or by id, packaged or
+    from ``tasks_dir``, with the recorded provenance (and content digest, when recorded).
 
     Raises:
         RegradeError: If the task is unknown or is not the one the run recorded.
     """
     try:
-        if tasks_dir is None:
+        if given is not None:
+            if given.id != manifest.task_id:
+                msg = f"run {manifest.run_id} ran task {manifest.task_id}, not {given.id}"
+                raise RegradeError(msg)
+            task = given
+        elif tasks_dir is None:
             (task,) = load_tasks([manifest.task_id])
         else:
             found = list(map(load_task, sorted(tasks_dir.glob("*.yaml"))))
@@ -51,6 +58,13 @@ def task_for(manifest: RunManifest, tasks_dir: Path | None) -> Task:
             f"task {task.id} in {where} has provenance {task.provenance()}, but run "
             f"{manifest.run_id} recorded {recorded}: not the task it ran (give --tasks-dir DIR "
             "with the task set it used)"
+        )
+        raise RegradeError(msg)
+    if manifest.task_digest is not None and task_digest(task) != manifest.task_digest:
+        msg = (
+            f"task {task.id} has digest {task_digest(task)}, but run {manifest.run_id} recorded"
+            f" {manifest.task_digest}: not the content it ran (give --tasks-dir DIR with the task"
+            " set it used)"
         )
         raise RegradeError(msg)
     return task

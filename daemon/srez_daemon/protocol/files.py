@@ -92,6 +92,10 @@ class RunManifest(_RunFile):
     ``custom``; None in a ``run.json`` written before this was recorded."""
     task_digest: str | None = None
     """16 hex digits of the SHA-256 of the task's content; None before it was recorded."""
+    task_set_digest: str | None = None
+    """16 hex digits naming the whole task set the task was chosen from (the packaged 40, or
+    every task file of a ``--tasks-dir`` or ``--task-seed`` set; ``srez_env.provenance``); None
+    before it was recorded, or for a task handed over alone."""
 
 
 class Provenance(BaseModel):
@@ -110,6 +114,9 @@ class Provenance(BaseModel):
     """The seed of the generated set (the canonical set's, for the canonical tasks)."""
     task_digest: str | None
     """16 hex digits naming the task's content."""
+    task_set_digest: str | None = None
+    """As in ``run.json``: the set the task was chosen from (runs of two sets never share a
+    leaderboard); None in a summary written before this was recorded."""
     srez_version: str
     """Version of the ``srez`` distribution that ran and graded the run."""
     grade_version: int | None
@@ -123,6 +130,7 @@ class Provenance(BaseModel):
             generator=manifest.world_generator,
             task_set_seed=manifest.task_set_seed,
             task_digest=manifest.task_digest,
+            task_set_digest=manifest.task_set_digest,
             srez_version=manifest.srez_version,
             grade_version=grade_version,
         )

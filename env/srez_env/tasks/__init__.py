@@ -87,6 +87,24 @@ def parse_task(text: str, source: str = "<task>") -> Task:
     return _validated(_yaml_mapping(text, source), source)
 
 
+def parse_task_json(data: str | bytes, source: str = "<task>") -> Task:
+    """Parses and validates one task given as its model's JSON (``Task.model_dump_json()``): how
+    a task that is not packaged travels from the host to a run's daemon, exactly, so that its
+    digest is the host's.
+
+    Raises:
+        TaskError: The text is not a valid task; one line, ``<source>: <field path>: <what>``.
+    """
+    from pydantic import ValidationError
+
+    from srez_env.task import Task
+
+    try:
+        return Task.model_validate_json(data)
+    except ValidationError as e:
+        raise TaskError(_one_line(source, e)) from e
+
+
 def _yaml_mapping(text: str, source: str) -> dict[str, Any]:
     """The YAML text of a task as a mapping (one-line :class:`TaskError` otherwise)."""
     import yaml  # 15 ms: a listing served from the index never parses YAML

@@ -6,8 +6,11 @@ anonymous volume, and the daemon's port 4263 published on **127.0.0.1 only** on 
 picks. Before it starts, ``/srez/run.json`` and the token (``/run/srez/token``, 0400, root) are put
 into it as files: the token never goes through a label, the environment or the command line, and
 the client never reads it back from the container (its own copy is ``$SREZ_STATE/docker/<run-id>/
-token``). The only environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit is set, and,
-for an LLM run, what its agent needs to reach its model:
+token``). A task that is not packaged (``LaunchSpec.task_file``: a ``--tasks-dir`` or
+``--task-seed`` set's) goes in the same way, as ``/run/srez/task.json`` (0400, root, in root's
+0700 folder: the agent user cannot read it, as it cannot read the packaged task files), named by
+``SREZ_TASK_FILE``. The only other environment given is ``SREZ_AGENT_TIME_LIMIT_S``, when a limit
+is set, and, for an LLM run, what its agent needs to reach its model:
 
 LLM runs (``llm``, ``llm-json``; docs/security.md A12) reach their model through the host's model
 relay, which listens on :meth:`DockerBackend.host_address`: provider keys never enter a container;
@@ -187,7 +190,8 @@ class DockerBackend(ContainerRuns):
         record = plan.record.model_copy(update={"container_id": container_id})
         await asyncio.to_thread(save_record, self.folder / run_id, record)
         try:
-            inputs = inputs_tar(plan.manifest, plan.token, replay)
+            task_file = spec.task_file.content if spec.task_file is not None else None
+            inputs = inputs_tar(plan.manifest, plan.token, replay, task_file)
             await self._call(engine.start, container_id, inputs)
         except BackendError:
             await self._call(engine.remove, container_id, 1.0)

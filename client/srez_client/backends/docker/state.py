@@ -34,12 +34,14 @@ from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest
 from srez_env.agents import make_agent
 from srez_env.agents.python_agent import import_path
-from srez_env.tasks import load_tasks
 
 RUN_DIR: Final = "/srez"
 """The run folder inside the container (``SREZ_RUN_DIR`` of the image)."""
 TOKEN_PATH: Final = "run/srez/token"
 """The token file inside the container (``SREZ_TOKEN_FILE``), relative to ``/``."""
+TASK_PATH: Final = "run/srez/task.json"
+"""A task that is not packaged (``LaunchSpec.task_file``), relative to ``/``: beside the token,
+in root's own folder (0700), root-only itself (0400), so the agent user cannot read it."""
 REPLAY_PATH: Final = "run/srez-input/replay.jsonl"
 """Where a ``replay:FILE`` agent's file is put (readable by the agent user; no secret in it)."""
 MAX_REPLAY_BYTES: Final = 64 << 20
@@ -131,6 +133,8 @@ def plan_launch(
     environment = {}
     if spec.time_limit_s is not None:
         environment["SREZ_AGENT_TIME_LIMIT_S"] = f"{spec.time_limit_s:g}"
+    if spec.task_file is not None:
+        environment["SREZ_TASK_FILE"] = f"/{TASK_PATH}"
     return LaunchPlan(run_id, manifest, labels, record, owned, new_token(), environment)
 
 
@@ -159,7 +163,7 @@ def choose_agent(spec: LaunchSpec) -> AgentChoice:
     if import_path(spec.agent_spec) is not None:
         msg = f"--agent {spec.agent_spec}: a Python agent by import path runs on --backend inline or local (the image cannot import a module of this machine)"
         raise UsageError(msg)
-    (task,) = load_tasks([spec.task_id])
+    task = spec.task()
     host_spec, agent_spec, replay_file = agent_specs(spec.agent_spec)
     agent = make_agent(host_spec, task, spec.run_seed)
     return AgentChoice(task.id, agent.name, agent_spec, replay_file)
@@ -232,18 +236,23 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes | None, mode: int) -> None
     tar.addfile(info, io.BytesIO(data))
 
 
-def inputs_tar(manifest: RunManifest, token: str, replay: bytes | None = None) -> bytes:
+def inputs_tar(
+    manifest: RunManifest, token: str, replay: bytes | None = None, task_file: str | None = None
+) -> bytes:
     """The tar put at ``/`` before the container starts.
 
-    ``/srez/run.json`` (0644), ``/run/srez/`` (0700) holding ``token`` (0400), all owned by root,
-    and, for a replay agent, ``/run/srez-input/replay.jsonl`` (0444). The run folder's own mode is
-    left as the image made it (no entry for ``srez/`` itself).
+    ``/srez/run.json`` (0644), ``/run/srez/`` (0700) holding ``token`` (0400) and, for a task
+    that is not packaged, ``task.json`` (0400), all owned by root, and, for a replay agent,
+    ``/run/srez-input/replay.jsonl`` (0444). The run folder's own mode is left as the image made
+    it (no entry for ``srez/`` itself).
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         _add(tar, "srez/run.json", manifest.model_dump_json(indent=2).encode() + b"\n", 0o644)
         _add(tar, "run/srez", None, 0o700)
         _add(tar, TOKEN_PATH, token.encode(), 0o400)
+        if task_file is not None:
+            _add(tar, TASK_PATH, task_file.encode(), 0o400)
         if replay is not None:
             _add(tar, os.path.dirname(REPLAY_PATH), None, 0o755)  # noqa: PTH120
             _add(tar, REPLAY_PATH, replay, 0o444)

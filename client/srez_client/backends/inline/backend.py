@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,11 +28,11 @@ from srez_client.backends.config import BackendConfig
 from srez_client.backends.inline.config import InlineConfig
 from srez_client.backends.inline.host import BACKEND, run_inline
 from srez_client.backends.state import Ledger, is_owned, private_dir
-from srez_client.errors import NoDaemonError, NotOwnedError
+from srez_client.errors import NoDaemonError, NotOwnedError, UsageError
 from srez_client.layout import RUN_ID_RE
 from srez_client.transfer.tree import copy_tree
 from srez_core.atomic import atomic_write_json
-from srez_env.tasks import load_tasks
+from srez_env.agents.python_agent import import_path
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,26 @@ class InlineBackend(Backend):
         return cls(config.state_dir, **InlineConfig.of(config).options())
 
     async def launch(self, spec: LaunchSpec) -> RunHandle:
-        """Run the whole episode now (in a worker thread) and write its results folder."""
-        (task,) = load_tasks([spec.task_id])
+        """Run the whole episode now (in a worker thread) and write its results folder.
+
+        Raises:
+            UsageError: For a Python agent (``package.module:Class``) on a task that is not
+                packaged: in this process it could read the task's ground truth.
+        """
+        task = spec.task()
+        held = spec.task_file
+        if held is not None and import_path(spec.agent_spec) is not None:
+            msg = f"--agent {spec.agent_spec}: a Python agent on --backend inline runs in this process, where it could read the ground truth of a task that is not packaged; run it with --backend local (its own sandboxed process)"
+            raise UsageError(msg)
         run = await asyncio.to_thread(
-            run_inline, task, spec.agent_spec, spec.run_seed, spec.results_root
+            functools.partial(
+                run_inline,
+                task,
+                spec.agent_spec,
+                spec.run_seed,
+                spec.results_root,
+                task_set_digest=held.set_digest if held is not None else None,
+            )
         )
         labels = self.ledger.claim(
             run.summary,

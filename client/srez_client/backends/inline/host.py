@@ -88,6 +88,7 @@ def run_inline(
     timer: Timer = time.perf_counter,
     random_bytes: RandomBytes = os.urandom,
     commit: Commit | None = None,
+    task_set_digest: str | None = None,
 ) -> InlineRun:
     """Run one episode of ``task`` with the agent ``agent_spec`` and write its run folder.
 
@@ -102,6 +103,8 @@ def run_inline(
         commit: Completes the finished folder (a
             :meth:`~srez_client.commit_queue.CommitQueue.submit`: the folder is final a flush
             later); None completes it before returning.
+        task_set_digest: The digest of the set ``task`` was chosen from, as ``run.json``
+            records it (None: the packaged set's for a packaged task, else unrecorded).
 
     Returns:
         The run, with its grade and its final folder.
@@ -125,6 +128,7 @@ def run_inline(
         timer=timer,
         random_bytes=random_bytes,
         start=start,
+        task_set_digest=task_set_digest,
     )
     try:
         return hosted.end(_play(hosted.episode, agent), commit=commit)
@@ -184,6 +188,7 @@ class HostedRun:
         timer: Timer = time.perf_counter,
         random_bytes: RandomBytes = os.urandom,
         start: float | None = None,
+        task_set_digest: str | None = None,
     ) -> HostedRun:
         """Creates the run folder, writes ``run.json``, opens the dialog and starts the episode
         (its opening entries and world files written; the prompt is ``episode.prompt``).
@@ -209,7 +214,7 @@ class HostedRun:
                 run_seed=who.run_seed,
                 srez_version=srez_version(),
                 started_at=utc_timestamp(started),
-            ).model_copy(update=task_provenance(task))
+            ).model_copy(update=task_provenance(task, task_set_digest))
             folder.write_json("run.json", manifest)
             paths = RunPaths(folder.partial_dir)
             dialog = closing.enter_context(folder.open_dialog(clock=clock))

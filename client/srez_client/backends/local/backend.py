@@ -4,13 +4,18 @@ State of a run, in ``$SREZ_STATE/live/<run-id>/`` (folders 0700):
 
 * ``run/``: the run folder (``SREZ_RUN_DIR``), holding ``run.json`` before the daemon starts;
 * ``token``: the run's token (0600), outside ``run/`` so no mirror ever copies it;
+* ``task.json``: the run's task when it is not packaged (``LaunchSpec.task_file``: a
+  ``--tasks-dir`` or ``--task-seed`` set's), 0600 and outside ``run/`` like the token; the daemon
+  loads it (``SREZ_TASK_FILE``) and the sandbox hides it with the rest of ``$SREZ_STATE``, and the
+  set's own folder too;
 * ``record.json``: the labels of docs/design.md §8 (here fields of a state file), the daemon's pid
   and start time, and the manifest, written atomically;
 * ``endpoint.json``: ``{"host", "port", "pid"}``, written by the daemon once it listens;
 * ``daemon.out``: the daemon's stdout and stderr (``logs/container.log`` in the mirror).
 
 The agent runs in a bubblewrap sandbox when ``bwrap`` works here (:mod:`.sandbox`,
-:mod:`srez_daemon.sandbox`): it sees no task file, no token and nothing of ``$SREZ_STATE``, and
+:mod:`srez_daemon.sandbox`): it sees no task file (packaged, or of the run's set), no token and
+nothing of ``$SREZ_STATE``, and
 nothing it started outlives its phase. Without one, every launch says so on stderr and
 ``run.json`` records ``isolation: "none"``. A relative file in ``SREZ_AGENT_CMD`` is made absolute
 against the launcher's working folder.
@@ -189,7 +194,8 @@ class LocalBackend(Backend):
             keep=spec.keep,
             created_at=manifest.started_at,
         )
-        await asyncio.to_thread(prepare_folder, folder, record)
+        task_file = spec.task_file.content if spec.task_file is not None else None
+        await asyncio.to_thread(prepare_folder, folder, record, task_file)
         return await self._start(folder, spec, record, isolation)
 
     async def _start(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.backends.base import LaunchSpec
-from srez_client.backends.local.files import agent_socket_path
+from srez_client.backends.local.files import agent_socket_path, task_file_path
 from srez_client.backends.local.sandbox import NO_ISOLATION, Isolation, absolute_command
 from srez_daemon.protocol.agent import model_variables
 from srez_env.agents.llm import LLM_SPECS
@@ -69,18 +69,25 @@ def daemon_environment(
     from this one, where its files are, its sandbox (which hides ``state_dir``) and its model:
     ``spec.model_env``, the host's model relay grant, for a built-in LLM agent (never a provider
     key: without a grant it gets nothing of its model); a custom command gets the provider's
-    variables instead."""
+    variables instead. A task that is not packaged is named by ``SREZ_TASK_FILE`` (the live
+    folder's ``task.json``), and its set's folder is hidden from the sandbox too."""
     env = passed_environment(os.environ)
     if "SREZ_AGENT_CMD" in env:
         env["SREZ_AGENT_CMD"] = absolute_command(env["SREZ_AGENT_CMD"], Path.cwd())
     if isolation.bwrap is not None:
+        hide = [str(state_dir.resolve())]
+        held = spec.task_file
+        if held is not None and held.set_folder is not None:  # hidden as srez_env/tasks is
+            hide.append(str(held.set_folder.resolve()))
         env.update(
             SREZ_SANDBOX="bubblewrap",
             SREZ_BWRAP=str(isolation.bwrap),
-            SREZ_SANDBOX_HIDE=str(state_dir.resolve()),
+            SREZ_SANDBOX_HIDE=os.pathsep.join(hide),
         )
     else:
         env["SREZ_SANDBOX"] = "none"
+    if spec.task_file is not None:
+        env["SREZ_TASK_FILE"] = str(task_file_path(folder).resolve())
     env.update(
         SREZ_RUN_DIR=str((folder / "run").resolve()),
         SREZ_TOKEN_FILE=str((folder / "token").resolve()),

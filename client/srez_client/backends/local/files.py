@@ -1,7 +1,8 @@
 """The files of a ``local`` run's state folder, ``$SREZ_STATE/live/<run-id>/``.
 
-``record.json`` (:class:`LocalRecord`), ``token``, ``run/run.json``, ``endpoint.json``
-(:class:`RunEndpoint`, written by the daemon) and ``daemon.out``. Blocking helpers; the backend
+``record.json`` (:class:`LocalRecord`), ``token``, ``task.json`` (a task that is not packaged),
+``run/run.json``, ``endpoint.json`` (:class:`RunEndpoint`, written by the daemon) and
+``daemon.out``. Blocking helpers; the backend
 calls them through ``asyncio.to_thread`` where they may take time.
 """
 
@@ -28,7 +29,6 @@ from srez_core.atomic import atomic_write_json
 from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_env.agents import custom_agent_name, make_agent
-from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -76,11 +76,12 @@ def plan_manifest(spec: LaunchSpec, now: datetime, *, backend: str, isolation: s
     gave it.
 
     Raises:
-        srez_env.errors.EnvError: If the task or the agent is unknown.
+        srez_env.errors.EnvError: If the task or the agent is unknown (or the task file handed
+            over is not a valid task).
         UsageError: If an LLM agent has no model.
         ResultsError: If the task, model or agent cannot name a results folder.
     """
-    (task,) = load_tasks([spec.task_id])
+    task = spec.task()
     name = (
         custom_agent_name(spec.agent_spec) or make_agent(spec.agent_spec, task, spec.run_seed).name
     )
@@ -108,14 +109,32 @@ def plan_manifest(spec: LaunchSpec, now: datetime, *, backend: str, isolation: s
     ).model_copy(update=spec.provenance)
 
 
-def prepare_folder(folder: Path, record: LocalRecord) -> None:
-    """Write the token (0600, new file), ``run/run.json`` and ``record.json`` of a new run."""
+TASK_FILE: Final = "task.json"
+"""A run's task when it is not packaged (``LaunchSpec.task_file``), beside the token: outside
+``run/``, so no mirror copies it, and under ``$SREZ_STATE``, which the sandbox hides."""
+
+
+def task_file_path(folder: Path) -> Path:
+    """Where the task of the run whose live folder is ``folder`` is kept, if it is not packaged."""
+    return folder / TASK_FILE
+
+
+def _write_private(path: Path, data: str) -> None:
+    """A new file of this user alone (0600), flushed to disk."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(folder / "token", flags, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_urlsafe(32))
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+def prepare_folder(folder: Path, record: LocalRecord, task_file: str | None = None) -> None:
+    """Write the token (0600, new file), the task when it is not packaged (``task_file``, the
+    task's JSON: ``task.json``, 0600), ``run/run.json`` and ``record.json`` of a new run."""
+    _write_private(folder / "token", secrets.token_urlsafe(32))
+    if task_file is not None:
+        _write_private(task_file_path(folder), task_file)
     (folder / "run").mkdir(mode=0o700)
     atomic_write_json(folder / "run" / "run.json", record.manifest)
     atomic_write_json(folder / "record.json", record)

@@ -8,6 +8,10 @@ keeps it in ``$SREZ_STATE/ray/<run-id>/`` (``run.tar``, ``daemon.log``, ``record
 mirror then writes it into ``results/`` as for any backend (``copy_out`` extracts it with the
 tar planner of :mod:`srez_client.transfer.tar`, the mirror renames ``.partial`` into place).
 
+A task that is not packaged (``LaunchSpec.task_file``: a ``--tasks-dir`` or ``--task-seed``
+set's) travels in the request with the spec; the node's backend keeps it from the agent as it
+keeps any run's (``local``: in its state folder, hidden by the sandbox; ``docker``: root-only).
+
 A worker or node lost mid-run: Ray runs the task again elsewhere under a new attempt id; only the
 attempt that returns is written, and its ``run.json`` lists every attempt that started.
 
@@ -55,7 +59,6 @@ from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_env.agents import custom_agent_name, make_agent
 from srez_env.provenance import task_provenance
-from srez_env.tasks import load_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +165,7 @@ class RayBackend(Backend):
     async def launch(self, spec: LaunchSpec) -> RunHandle:
         """Name the run, register it and submit its task (it is ``running`` until it comes
         back)."""
-        (task,) = load_tasks([spec.task_id])
+        task = spec.task()
         agent_spec = spec.agent_spec
         if custom_agent_name(agent_spec):
             msg = f"the ray backend does not send custom agent commands to its nodes ({agent_spec!r}); use --backend local or docker"
@@ -187,7 +190,10 @@ class RayBackend(Backend):
             run_seed=spec.run_seed,
             srez_version=srez_version(),
             started_at=utc_timestamp(now),
-        ).model_copy(update=task_provenance(task))
+        ).model_copy(
+            update=spec.provenance
+            or task_provenance(task, spec.task_file.set_digest if spec.task_file else None)
+        )
         ray, actor = self._cluster()
         labels = self.ledger.claim(
             manifest,
