@@ -4,7 +4,9 @@ with a bystander's batch job when it brings no load of its own."""
 
 from __future__ import annotations
 
-from srez_env.generator import matrix, space
+import pytest
+
+from srez_env.generator import matrix, sets, space
 
 ROWS = matrix.load().rows
 SLOT = next(r for r in ROWS if r.tier == "H" and r.kind != "K00")
@@ -43,3 +45,25 @@ def test_a_variant_with_load_of_its_own_gets_no_job() -> None:
     donor = next(r for r in ROWS if r.decoy_effects)
     made = space.variant(donor, SLOT)
     assert made.decoy_effects == donor.decoy_effects and made.decoy_events == donor.decoy_events
+
+
+@pytest.mark.slow
+def test_every_donor_on_a_hard_slot_gives_a_task_or_a_refusal() -> None:
+    """A drawn incident either verifies or is refused with the generator's own errors, which
+    realise_slot passes over; nothing else escapes (a loudest calibrator that blames no one once
+    raised a KeyError here)."""
+    slot = next(r for r in ROWS if r.id == "sre-002")
+    made = 0
+    for donor in ROWS:
+        if donor.kind == "K00" or donor.id == slot.id:
+            continue
+        try:
+            task = sets.realise(
+                space.variant(donor, slot), 999, "sre-abcdef-002", 2, exposed_ok=False
+            )
+        except (sets.GenerationError, ValueError):
+            continue
+        made += 1
+        assert task.difficulty == "hard" and task.noise.fault_lines == "generic"
+        assert task.ground_truth.root_cause.service == donor.root
+    assert made >= 3

@@ -115,7 +115,10 @@ def problems(task: Task, *, calibration: bool = True, ranges: Sequence[Ranges] =
             f"{task.calibration.loudest_expected}"
         )
     if task.difficulty == "hard" and task.fault_kind != "none":
-        worst, robust = margin(task, verdict.blame)
+        if verdict.blame == "none":  # nothing loud at all: no victim to point away from the root
+            worst, robust = 0.0, False
+        else:
+            worst, robust = margin(task, verdict.blame)
         if verdict.blame == task.ground_truth.root_cause.service or worst <= 1.0 or not robust:
             out.append(f"the loudest anomaly is not robustly a victim (margin {worst:.2f})")
     if not out and task.difficulty == "hard" and task.fault_kind != "none":
