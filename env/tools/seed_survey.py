@@ -31,6 +31,7 @@ class SeedReport:
 def survey(seed: int) -> SeedReport:
     """Realises every member of the set of ``seed`` alone, counting the worlds each drew."""
     from srez_env.generator import matrix, sets
+    from srez_env.sim.scenario import clear_templates
 
     drawn = Counter[str]()
     world_seed = sets._world_seed
@@ -53,6 +54,7 @@ def survey(seed: int) -> SeedReport:
             failures.append((f"{task_id} ({row.id})", str(e)))
         draws.append((row.id, drawn[task_id]))
     sets._world_seed = world_seed  # type: ignore[assignment]
+    clear_templates()  # a worker surveys many sets: keep its memory flat
     return SeedReport(seed, time.perf_counter() - started, tuple(failures), tuple(draws))
 
 

@@ -68,7 +68,10 @@ def test_an_llm_evaluates_a_held_out_set_on_docker(
     assert (manifest["task_id"], manifest["task_set_digest"]) == (task.id, held_out.digest)
     assert task.incident.brief.split("\n")[0][:60] in json.dumps(fake_openai.requests[0].messages)
     assert list(results.rglob("task.json")) == []  # the task went in, and no further
-    assert engine.ours() == []  # the container is gone with the run
+    gone = engine.client.containers.list(
+        all=True, filters={"name": container_name(manifest["run_id"])}
+    )
+    assert gone == []  # and the container that held it went with the run
 
 
 def probe(container: Any, task_id: str, user: str) -> dict[str, Any]:

@@ -94,10 +94,11 @@ def _generate_and_verify(seed: int) -> tuple[int, int, list[str], float]:
     started = time.perf_counter()
     try:
         tasks = sets.generate(seed, 40)
+        found = [f"{t.id}: {p}" for t in tasks for p in problems(t)]
     except sets.GenerationError as e:
         return seed, 0, [str(e)], time.perf_counter() - started
-    found = [f"{t.id}: {p}" for t in tasks for p in problems(t)]
-    clear_templates()  # a worker generates a hundred sets: keep its memory flat
+    finally:
+        clear_templates()  # a worker generates a hundred sets: keep its memory flat
     return seed, len({t.id for t in tasks}), found, time.perf_counter() - started
 
 

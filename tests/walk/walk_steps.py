@@ -241,6 +241,15 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
             ),
         ),
     ),
+    (
+        "srez eval --agent heuristic --task-seed 8675309",
+        (
+            Step(
+                "srez eval --agent heuristic --task-seed 8675309",
+                r"^provenance: generated \(srez-worlds/\d+, seed 8675309, 40 tasks, set [0-9a-f]{16}\)",
+            ),
+        ),
+    ),
     ("srez runs results", (Step("srez runs results", RESULTS_RUN),)),
     (
         "srez runs results --agent random --status resolved --json",
@@ -664,6 +673,13 @@ NOT_WALKED = {
     " --tasks all": "tests/client/test_ray_cluster.py runs it against its own three-node cluster "
     "(its address instead of 6379), compared with srez eval --backend inline; all 40 tasks behind "
     "the slow marker",
+    "srez eval --agent llm --model openai/gpt-4o-mini --tasks-dir sets/s1234 --backend local": "tests"
+    "/client/test_heldout_sets.py::test_an_llm_evaluates_a_held_out_set_on_local runs it on one task"
+    " of a generated set against the scripted OpenAI-compatible server (a whole set of LLM runs is"
+    " minutes here)",
+    "srez eval --agent llm --model openai/gpt-4o-mini --tasks-dir sets/s1234 --backend docker": "tests"
+    "/client/test_heldout_docker.py::test_an_llm_evaluates_a_held_out_set_on_docker runs it on one"
+    " task of a generated set against the scripted OpenAI-compatible server (docker marker)",
     "make run": "it is `make setup` and the inline baseline sweep, which the walk runs as written "
     "(test_make_run_is_the_walked_sweep holds the Makefile to it)",
     "make test": "the walk runs inside it",

@@ -26,7 +26,7 @@ from srez_env.env import SREEnv
 from srez_env.grade import grade_episode
 from srez_env.play import play_episode
 from srez_env.sim.rules import RuleHit
-from srez_env.sim.scenario import world_at_t0
+from srez_env.sim.scenario import build_world, world_at_t0
 from srez_env.task import Task
 from srez_env.telemetry.status import gateway_slo, slo_holds, status_of
 from srez_env.world import topology as topo
@@ -64,8 +64,10 @@ def bare(task: Task) -> Task:
 
 def fault_spares_slo(task: Task) -> bool:
     """A fault task whose gateway SLO still holds at T0 (:func:`problems` refuses it). Cheap: the
-    generator asks it of every placed task before playing the dearer checks."""
-    return task.fault_kind != "none" and gateway_slo(world_at_t0(task).snapshot(0))
+    generator asks it of every placed task before playing the dearer checks. The world is built
+    afresh rather than kept as a per-task template (``world_at_t0``): most tasks asked are
+    refused and never played, and a template per refused world is memory a long run keeps."""
+    return task.fault_kind != "none" and gateway_slo(build_world(task).at(0).snapshot())
 
 
 def problems(task: Task, *, calibration: bool = True, ranges: Sequence[Ranges] = ()) -> list[str]:

@@ -14,6 +14,7 @@ from srez_client.managed.render import KIND_COLOURS, chart, draw_png
 from srez_client.managed.summary import CombinedSummary, DifficultyScore, TargetSummary
 from srez_env.generator.worlds import GENERATOR
 from srez_env.grade import GRADE_SCHEMA_VERSION
+from srez_env.provenance import packaged_set_digest
 
 
 def _target(
@@ -207,7 +208,13 @@ def test_managed_summaries_name_their_provenance_and_flag_scores_that_do_not_com
     folder = root / "managed" / "p"
     combined = json.loads((folder / "summary.json").read_text())
     assert combined["provenance"]["task_sets"] == [
-        {"task_set": "canonical", "generator": GENERATOR, "seed": 20250314, "tasks": 2}
+        {
+            "task_set": "canonical",
+            "generator": GENERATOR,
+            "seed": 20250314,
+            "tasks": 2,
+            "set_digest": packaged_set_digest(),  # the 40 packaged tasks, though 2 ran
+        }
     ]
     assert combined["provenance"]["grade_version"] == GRADE_SCHEMA_VERSION
     assert combined["provenance_note"].startswith(f"provenance: canonical ({GENERATOR}")
