@@ -9,7 +9,7 @@ floor no command can go under), so a busy machine moves both sides together:
   ``tasks list``, ``tasks show sre-007``;
 * ``eval_scripted``: ``srez eval --agent scripted --tasks all --backend inline`` (40 runs written,
   the floors played beside them, the report);
-* ``make_run``: ``make run``'s sweep, five agents on the 40 tasks (200 runs);
+* ``make_run``: ``make run``'s sweep, six agents on the 40 tasks (240 runs);
 * ``inline_runs_per_s``: runs of the inline host per second in one process (``run_inline`` of the
   scripted agent on the 40 tasks, warm: the tasks' histories already computed), and the time of
   one run against ``python -c pass``.
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 SREZ: Final = Path(sys.executable).parent / "srez"
-FIVE_AGENTS: Final = "scripted,heuristic,random,noop,restart-all"
+MAIN_JOB_AGENTS: Final = "scripted,diagnostician,heuristic,random,noop,restart-all"
 QUICK: Final = {
     "version": ["--version"],
     "help": ["--help"],
@@ -101,7 +101,7 @@ def startup_figures(repeats: int = 5, sweeps: int = 3) -> dict[str, Any]:
         for name, args in QUICK.items():
             figures[name] = _figure(_median([str(SREZ), *args], repeats, work), floor)
         figures["eval_scripted"] = _figure(_sweep("scripted", sweeps, work), floor)
-        figures["make_run"] = _figure(_sweep(FIVE_AGENTS, sweeps, work), floor)
+        figures["make_run"] = _figure(_sweep(MAIN_JOB_AGENTS, sweeps, work), floor)
         per_s, runs = _inline_runs_per_s(work)
         figures["inline_runs_per_s"] = {
             "runs": runs,

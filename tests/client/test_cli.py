@@ -100,7 +100,7 @@ def test_tasks_show_is_public_only(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert " ".join(task.incident.brief.split()) in " ".join(captured.out.split())
     assert "sre-007" in captured.out
-    assert "max steps:  20" in captured.out
+    assert "max steps:  40" in captured.out
     assert "conn_pool_exhaustion" not in captured.out
     assert "pool_max" not in captured.out
     assert captured.err == ""
@@ -327,7 +327,7 @@ def test_play_bad_lines_are_not_sent_and_quit_grades(
     moves = 'get_logs payments 5m x 3 extra\n{"tool": \nget_alerts\nquit\nget_alerts\n'
     out = play(monkeypatch, capsys, "sre-007", moves)
     assert out.count("not sent:") == 2
-    assert "[step 1, 19 left" in out
+    assert "[step 1, 39 left" in out
     assert "[step 2," not in out
     assert "rca    FAIL" in out
 

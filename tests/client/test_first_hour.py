@@ -391,4 +391,4 @@ def test_play_takes_values_in_the_order_help_shows_and_prints_json_indented(
     assert "not sent" not in out
     assert "-- showing 2 of" in out  # limit=2 by name after two values in order
     assert '{\n  "metrics": [\n    "rps",' in out  # JSON output, indented
-    assert "[step 2, 18 left" in out
+    assert "[step 2, 38 left" in out

@@ -35,6 +35,8 @@ from mcp_kit import (
 )
 from tests.daemon.daemonkit import SLEEPER, live_daemon
 
+from srez_env.tasks import load_tasks
+
 pytest.importorskip("mcp")
 
 from httpx2 import AsyncClient, Response  # noqa: E402
@@ -77,7 +79,9 @@ async def assert_served_as_the_task(client: Client) -> None:
     prompt = await client.get_prompt("incident")
     (message,) = prompt.messages
     assert message.content.type == "text" and message.content.text == client.instructions
-    assert f"Incident ({TASK})" in message.content.text
+    # the task's own page, and never its id (an id is a key to look the answer up by)
+    title = next(t for t in load_tasks() if t.id == TASK).title
+    assert f"Incident: {title}" in message.content.text and TASK not in message.content.text
 
 
 @pytest.mark.parametrize("trajectory", sorted(TRAJECTORIES))

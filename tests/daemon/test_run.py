@@ -124,7 +124,7 @@ async def test_agent_socket_executes_records_and_refuses_after_the_phase(tmp_pat
     async with await _socket_session(run) as http:
         async with http.get("http://agent/task") as resp:
             task = await resp.json()
-        assert task["oracle"] is None and task["max_steps"] == 20 and "text" in task["prompt"]
+        assert task["oracle"] is None and task["max_steps"] == 40 and "text" in task["prompt"]
         async with http.post("http://agent/tools/kubectl", json={}) as resp:
             bad = await resp.json()
         assert bad["ok"] is False and bad["error"]["code"] == "UNKNOWN_TOOL"

@@ -58,11 +58,10 @@ def generated() -> list[Task]:
     kinds in two worlds, the same tasks tests/env/test_generated_sets.py plays), realised alone."""
     rows = sets.select_rows()
     kinds = set(LIMIT_KINDS)
-    return [
-        sets.member(rows, SEED, n)
-        for n in range(2 * len(rows))
-        if BY_ID[f"sre-{n % len(rows) + 1:03d}"].fault_kind in kinds
-    ]
+    # a set's order is shuffled and its hard slots drawn from the space (§6.17, §6.20): the
+    # tasks say their kind, their position does not
+    members = (sets.member(rows, SEED, n) for n in range(2 * len(rows)))
+    return [task for task in members if task.fault_kind in kinds]
 
 
 # ------------------------------------------------------------------ which tasks it applies to

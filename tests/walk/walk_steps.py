@@ -158,14 +158,14 @@ COMMANDS: list[tuple[str, tuple[Step, ...]]] = [
         (Step("srez tasks show sre-007 --private", r"(?i)root.cause"),),
     ),
     (
-        "srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1"
+        "srez eval --agent scripted,diagnostician,heuristic,random,noop,restart-all --tasks all --seeds 1"
         " --backend inline",
         (
             Step(
-                "srez eval --agent scripted,heuristic,random,noop,restart-all --tasks all --seeds 1"
+                "srez eval --agent scripted,diagnostician,heuristic,random,noop,restart-all --tasks all --seeds 1"
                 " --backend inline",
                 r"(?s)^ +1 +scripted +> +40 +1\.000 \[1\.00, 1\.00\] .*^ +\d +noop \(floor\) .*"
-                r"^200 runs written under results",
+                r"^240 runs written under results",
             ),
         ),
     ),

@@ -35,7 +35,9 @@ MARKDOWN_TAGS: Final = frozenset(
 )  # fmt: skip
 """What rendered Markdown may hold; images are left out (a page of results loads nothing the
 agent named)."""
-_INCIDENT_RE: Final = re.compile(r"^Incident \([^)]*\): .*$", re.MULTILINE)
+_INCIDENT_RE: Final = re.compile(r"^Incident(?: \([^)]*\))?: .*$", re.MULTILINE)
+"""The prompt's title line: ``Incident: <title>`` (runs recorded before the prompt stopped
+naming its task wrote ``Incident (<id>): <title>``)."""
 
 
 @functools.cache

@@ -146,7 +146,7 @@ def test_browse_filter_and_read_a_run(
     assert browser.find_element(By.ID, "footer-state").text.startswith("Session complete")
     assert browser.find_element(By.ID, "task").text == "sre-011 (hard)"
     browser.find_element(By.ID, "more-details").click()
-    assert "Alert: HighErrorRate on gateway" in browser.find_element(By.ID, "details").text
+    assert "the gateway SLO has been breached" in browser.find_element(By.ID, "details").text
     assert [c.get_attribute("data-path") for c in _wait(browser, "#changes .card")] == [
         "db/db.conf"
     ]

@@ -20,6 +20,7 @@ from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, SLOW_AGENT, hostile_run, real_
 from srez_client.web.app import make_app
 from srez_client.web.security import COOKIE, CSP, allowed_hosts
 from srez_client.web.state import ViewServer
+from srez_env.tasks import load_tasks
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ async def test_a_run_shows_its_dialog_diff_truth_and_grade(
         "scripted",
         "inline",
     )
-    assert meta["brief"].startswith("Alert: HighErrorRate on gateway")
+    assert meta["brief"] == next(t for t in load_tasks() if t.id == "sre-011").incident.brief
     assert "results" not in meta["settings"]  # a hosted page does not publish the server's paths
     kinds = [item["kind"] for item in dialog["items"]]
     assert kinds[:2] == ["session_started", "task_prompt"] and kinds[-1] == "session_end"
