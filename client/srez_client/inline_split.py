@@ -27,6 +27,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from srez_client.errors import ResultsError
@@ -36,9 +37,9 @@ from srez_env.task import Task
 Job = tuple[str, Task, int]
 Finished = tuple[int, dict[str, object], dict[str, object], str | None]
 """(job index, grade, report row, the agent's error) of one finished run."""
-PlayOne = Callable[
-    [Job, Callable[[RunFolder], None]], tuple[dict[str, object], dict[str, object], str | None]
-]
+Played = tuple[dict[str, object], dict[str, object], str | None]
+"""What one run gave: its grade, report row and the agent's error."""
+PlayOne = Callable[[Job, Callable[[RunFolder], None]], Played]
 """Plays one job, completing its folder with the given commit: its grade, report row and the
 agent's error."""
 
@@ -121,6 +122,26 @@ class ForkedHalf:
                 yield finished
 
 
+def play_recorded(
+    play: PlayOne,
+    job: Job,
+    submit: Callable[[RunFolder], None],
+    record: Callable[[Played], None],
+) -> None:
+    """Plays ``job`` and records what it gave; from the handover of its folder (to ``submit``)
+    until ``record`` returns, a SIGINT waits. A folder handed over always ends final, so a run
+    interrupted in between would be kept on disk and missing from the count and the report."""
+
+    def hand_over(folder: RunFolder) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        submit(folder)
+
+    try:
+        record(play(job, hand_over))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> None:
     from srez_client.commit_queue import CommitQueue
 
@@ -135,7 +156,7 @@ def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> No
     try:
         with CommitQueue() as commits:
             for index in indices:
-                _send(write, (index, *play(jobs[index], commits.submit)))
+                play_recorded(play, jobs[index], commits.submit, partial(_send_run, write, index))
     except KeyboardInterrupt:
         pass  # asked to stop: what finished was sent and is final, the run in flight left nothing
     except BaseException as e:  # sent to the parent, which raises it as the loop's error
@@ -144,6 +165,10 @@ def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> No
         status = 1
     finally:
         os._exit(status)
+
+
+def _send_run(fd: int, index: int, got: Played) -> None:
+    _send(fd, (index, *got))
 
 
 def _die_with(parent: int) -> None:

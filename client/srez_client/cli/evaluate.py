@@ -21,6 +21,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -234,6 +235,9 @@ def eval_inline(
     done: dict[int, inline_split.Finished] = {}
     bar = tqdm(total=len(jobs), file=sys.stderr, disable=not sys.stderr.isatty(), unit="run")
 
+    def record(index: int, got: inline_split.Played) -> None:
+        finished((index, *got))
+
     def finished(run: inline_split.Finished) -> None:
         index, _grade, _row, error = done[run[0]] = run
         if error:
@@ -246,7 +250,9 @@ def eval_inline(
             for index in mine:
                 spec, task, seed = jobs[index]
                 bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
-                finished((index, *play(jobs[index], commits.submit)))
+                inline_split.play_recorded(
+                    play, jobs[index], commits.submit, partial(record, index)
+                )
                 for run in half.ready() if half else ():
                     finished(run)
     except BaseException:
