@@ -38,7 +38,8 @@ def test_it_passes_at_least_90_percent_of_every_canonical_tier() -> None:
 
 def test_it_reads_observations_only() -> None:
     """The agent is made from nothing (no task, no oracle), and its module imports only the
-    policy helpers and the configuration parser: no task, engine, grade or world model."""
+    policy helpers, the configuration parser and the topology's public constants (the minimum
+    replicas, the db's reserved connections): no task, engine, grade or world state."""
     assert make_agent("diagnostician", TASKS[0]).__class__ is DiagnosticianAgent
     tree = ast.parse(Path(diagnostician.__file__).read_text())
     imported = {
@@ -46,7 +47,11 @@ def test_it_reads_observations_only() -> None:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("srez_env")
     }
-    assert imported == {"srez_env.baselines.policy", "srez_env.world.conffile"}
+    assert imported == {
+        "srez_env.baselines.policy",
+        "srez_env.world.conffile",
+        "srez_env.world.topology",
+    }
 
 
 @pytest.mark.parametrize("resolver", ["10.9.9.9", "10.0.0.54"])

@@ -36,6 +36,7 @@ from srez_env.baselines.policy import (
     json_object,
 )
 from srez_env.world.conffile import Value
+from srez_env.world.topology import DB_CONNECTION_RESERVE, MIN_REPLICAS
 
 SERVICES: Final = ("gateway", "auth", "payments", "cache", "db")
 CALLERS: Final = {
@@ -48,8 +49,6 @@ RISKY_FLAGS: Final = {  # the runbook's flags known to hurt when on
     "auth": "flags.strict_audience",
     "payments": "flags.new_fraud_check",
 }
-MIN_REPLICAS: Final = {"gateway": 2, "auth": 2, "payments": 2, "cache": 1, "db": 1}
-DB_RESERVE: Final = 10
 
 
 def port_key(caller: str, dependency: str) -> str:
@@ -201,7 +200,7 @@ def _pools(ev: Evidence) -> float:
 
 def check_max_connections(ev: Evidence) -> Verdict | None:
     limit = ev.num("db", "server.max_connections")
-    need = _pools(ev) + DB_RESERVE
+    need = _pools(ev) + DB_CONNECTION_RESERVE
     if limit is None or limit >= need:
         return None
     value = math.ceil(need / 50) * 50
@@ -392,7 +391,7 @@ def check_pools(ev: Evidence) -> Verdict | Need | None:
             # then too, and a limit too low for its world keeps 30 to 70 % of the need (§6.16),
             # so 3.5 times it covers the need without going far past it. Within the database.
             other = "auth" if s == "payments" else "payments"
-            spare = limit - DB_RESERVE
+            spare = limit - DB_CONNECTION_RESERVE
             spare -= (ev.num(other, "deploy.replicas") or 0) * (ev.num(other, "db.pool_max") or 0)
             want = 2 * series.baseline if series.baseline > pool else 3.5 * pool
             value = int(max(pool + 1, min(spare // replicas, math.ceil(want))))

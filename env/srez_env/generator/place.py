@@ -55,16 +55,9 @@ def port_kind(service: str, key: str) -> str | None:
 
 def _threshold(base: Baseline, service: str, key: str) -> float | None:
     """The value of ``key`` at which its rule stops firing, in ``base``'s world."""
-    if key == "db.pool_max":
-        return float(base.pool_needed[service])
-    if key == "ratelimit.requests_per_second":
-        return base.k10_min_rps
-    if key == "ratelimit.checkout_rps":
-        return base.k10_min_checkout_rps
-    if key == "ratelimit.login_per_minute":
-        return base.k10_min_login_per_minute
-    if key == "resources.cpu_limit_millicores":
-        return base.cpu_needed[service]
+    need = base.load_need(service, key)
+    if need is not None:
+        return need
     for edge in topo.EDGES:
         if edge.client == service and edge.timeout_key == key and not edge.soft:
             return 2 * base.p99[edge.server]

@@ -80,18 +80,11 @@ def _connections(values: Values) -> float:
 
 def sizing(base: Baseline, values: Values, service: str, key: str) -> float:
     """What a protective key follows in a world (1 for those that follow no load)."""
-    if key == "ratelimit.requests_per_second":
-        return base.k10_min_rps
-    if key == "ratelimit.checkout_rps":
-        return base.k10_min_checkout_rps
-    if key == "ratelimit.login_per_minute":
-        return base.k10_min_login_per_minute
-    if key == "db.pool_max":
-        return float(base.pool_needed[service])
+    need = base.load_need(service, key)
+    if need is not None:
+        return need
     if key == "server.max_connections":
         return _connections(values)
-    if key == "resources.cpu_limit_millicores":
-        return base.cpu_needed[service]
     for edge in topo.EDGES:
         if edge.client == service and edge.timeout_key == key:
             return base.p99[edge.server]

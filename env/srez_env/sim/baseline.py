@@ -35,6 +35,22 @@ class Baseline:
     k10_min_checkout_rps: float
     k10_min_login_per_minute: float
 
+    def load_need(self, service: str, key: str) -> float | None:
+        """What this world's load needs of a limit that follows it (a pool, a rate or login
+        limit, a CPU limit), the value its rule compares with; None for any other key."""
+        match key:
+            case "db.pool_max":
+                return float(self.pool_needed[service])
+            case "ratelimit.requests_per_second":
+                return self.k10_min_rps
+            case "ratelimit.checkout_rps":
+                return self.k10_min_checkout_rps
+            case "ratelimit.login_per_minute":
+                return self.k10_min_login_per_minute
+            case "resources.cpu_limit_millicores":
+                return self.cpu_needed[service]
+        return None
+
 
 def base_inputs(running: Mapping[str, Config], ingress_rps: float) -> MinuteInputs:
     """The fault-free minute: base configs and versions, valid certificates, no incidents."""
