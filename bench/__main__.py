@@ -133,6 +133,7 @@ SECTIONS: Final = (
     "daemon",
     "backends",
     "llm",
+    "real_model",
     "managed",
     "tui",
     "sandbox",
@@ -167,6 +168,10 @@ def section(name: str) -> Any:
         from bench.llm import llm_figures
 
         return llm_figures()
+    if name == "real_model":
+        from bench.real_model import real_model_figures
+
+        return real_model_figures()
     if name == "managed":
         from bench.managed import bench_managed
 

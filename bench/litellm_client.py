@@ -50,7 +50,12 @@ class LiteLLMClient:
             self._litellm = litellm
         return self._litellm
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Reply:
         """One attempt; raises litellm's exception on failure."""
         litellm = self._lib()
         s = self.settings
@@ -68,6 +73,8 @@ class LiteLLMClient:
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
+        if response_format is not None:
+            kwargs["response_format"] = response_format
         if s.temperature is not None:
             kwargs["temperature"] = s.temperature
         if s.max_tokens is not None:

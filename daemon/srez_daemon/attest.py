@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from srez_daemon.protocol.agent import EXIT_CONFIG, EXIT_PROVIDER
-from srez_daemon.record.episode import ErrorKind
+from srez_daemon.protocol.agent import EXIT_CONFIG, EXIT_MODEL_LIMIT, EXIT_PROVIDER
+from srez_env.agents.failures import ErrorKind
 from srez_env.agents.llm import LLM_SPECS
 
 
@@ -43,6 +43,9 @@ def judge_exit(code: int, *, builtin_agent: bool, agent_spec: str) -> ExitJudgem
       by the launcher's model relay, which passes the provider's status through and never
       invents one. The inline
       backend runs no LLM agent, so it never records ``provider``.
+    * ``model_limit`` (exit 76, the model's context window or content filter) under the same
+      rule. Counted either way (as ``agent`` when not attested), but only the attested kind
+      names the limit in every report.
     * ``harness`` (exit 2, a refused configuration) is attested only for the built-in agent,
       whose configuration the harness wrote.
     * Any other non-zero exit, and any claim by a bring-your-own agent (a custom command may
@@ -61,6 +64,8 @@ def judge_exit(code: int, *, builtin_agent: bool, agent_spec: str) -> ExitJudgem
     attested = True
     if code == EXIT_PROVIDER:
         claim, attested = "provider", builtin_agent and agent_spec in LLM_SPECS
+    elif code == EXIT_MODEL_LIMIT:
+        claim, attested = "model_limit", builtin_agent and agent_spec in LLM_SPECS
     elif code == EXIT_CONFIG:
         claim, attested = "harness", builtin_agent
     if attested:
@@ -92,6 +97,8 @@ def exit_error(code: int, judgement: ExitJudgement, provider_error: str) -> str 
         return None
     if judgement.error_kind == "provider":
         return f"the model provider failed: {provider_error or 'no detail'}"
+    if judgement.error_kind == "model_limit":
+        return f"the model reached its limit: {provider_error or 'no detail'}"
     if judgement.error_kind == "harness":
         return f"the agent refused its configuration (exit {code}; see logs/agent.log)"
     if judgement.claimed is not None:

@@ -51,7 +51,7 @@ from srez_daemon.agent_start import EarlyAgent, bind_agent_socket
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
 from srez_daemon.errors import RecordError
 from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
-from srez_daemon.record.episode import Episode, ErrorKind, ForcedReason, Outcome, run_summary
+from srez_daemon.record.episode import Episode, ForcedReason, Outcome, run_summary
 from srez_daemon.record.folder import NoteLimits
 from srez_daemon.record.storage import DialogWriter, SpaceReserve
 from srez_daemon.run_agent import AgentRequests, Publish
@@ -65,6 +65,7 @@ from srez_daemon.run_setup import (
 )
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import AgentProcess, AgentUser
+from srez_env.agents.failures import ErrorKind
 from srez_env.grade import Grade
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,8 @@ from srez_daemon.protocol.api import (
     RunState,
     TokenTotals,
 )
-from srez_daemon.record.episode import Episode, ErrorKind, Outcome
+from srez_daemon.record.episode import Episode, Outcome
+from srez_env.agents.failures import ErrorKind
 from srez_env.task import Task
 
 logger = logging.getLogger(__name__)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench.llama_server import MODEL, LlamaServer
 from client_helpers import held_out_set
 
 from srez_client.backends.ray.actor import ACTOR_NAME
@@ -358,3 +359,49 @@ async def test_stop_asks_the_node_to_stop_its_run_which_comes_back_graded(
         await backend.remove(after)
     finally:
         backend.close()
+
+
+# ---------------------------------------------------------------------- LLM runs on ray
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """llama.cpp's server with SmolLM2 (bench/llama_server.py), on this machine's loopback."""
+    with LlamaServer(n_ctx=8192, log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
+def test_an_llm_run_on_ray_reaches_the_launchers_relay_and_no_key_reaches_the_node(
+    cluster: RayCluster, llama: LlamaServer, tmp_path: Path
+) -> None:
+    """The node's run calls the launcher's model relay with its scoped token; a price and a cost
+    cap make the agent submit after a few calls, so the episode ends within a minute."""
+    results, state = tmp_path / "ray", tmp_path / "ray-state"
+    host_key = "sk-host-key-that-stays-on-the-launcher"
+    env = {
+        **ray_env(cluster, state),
+        "OPENAI_API_KEY": host_key,
+        "SREZ_LLM_API_BASE": llama.base_url,
+        "SREZ_LLM_API_KEY": "unused",
+        "SREZ_LLM_MAX_TOKENS": "256",
+        "SREZ_LLM_INPUT_COST_PER_TOKEN": "0.001",
+        "SREZ_LLM_COST_CAP_USD": "3",
+    }
+    args = ["eval", "--backend", "ray", "--agent", "llm-json", "--model", MODEL]
+    args += ["--tasks", "sre-001", "--no-floors", "--json", "--results", str(results)]
+    done = srez(args, env, tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (manifest,) = manifests(results)
+    assert (manifest["backend"], manifest["agent"]) == ("ray", "llm-json")
+    (summary_path,) = results.glob("*/*/*/*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert (summary["status"], summary["end_reason"]) == ("ok", "submit"), summary
+    dialog = (summary_path.parent / "archive" / "dialog.jsonl").read_text()
+    replies = [json.loads(line) for line in dialog.splitlines()]
+    assert (
+        sum(e["type"] == "assistant" and (e["tokens"] or {}).get("input", 0) > 0 for e in replies)
+        >= 2
+    )
+    for path in summary_path.parent.rglob("*"):
+        if path.is_file():
+            assert host_key.encode() not in path.read_bytes(), path

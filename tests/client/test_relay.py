@@ -308,3 +308,30 @@ def test_container_gets_settings_and_the_relay_never_a_host_key() -> None:
         "SREZ_LLM_API_KEY": "tok",
         "SREZ_LLM_CALL_MODEL": "openai/srez-R",
     }
+
+
+async def test_a_run_asking_again_what_it_was_answered_gets_the_reply_with_no_second_call(
+    relay: ModelRelay, fake_openai: FakeOpenAI
+) -> None:
+    """A new attempt of a run (a lost ray node) replays its deterministic episode: its requests
+    are those of the lost attempt, and the relay answers them from what it sent, calling the
+    provider only for what the lost attempt never asked. Failures are never kept."""
+    grant = relay.register("run-again", REAL_MODEL, fake_openai.base_url)
+    other = relay.register("run-other", REAL_MODEL, fake_openai.base_url)
+    later = {**CHAT, "messages": [*CHAT["messages"], {"role": "user", "content": "and then?"}]}
+    fake_openai.push(error(503, "busy"), text("first"), text("second"), text("other run"))
+    assert (await post(grant, CHAT))[0] == 503
+    status, reply, headers = await post(grant, CHAT)
+    assert (status, reply["choices"][0]["message"]["content"]) == (200, "first")
+    assert "X-Srez-Replayed" not in headers
+    assert (await post(grant, later))[1]["choices"][0]["message"]["content"] == "second"
+    calls = len(fake_openai.requests)
+    # the new attempt: the same two requests again, in the same order
+    for body, expected in ((CHAT, "first"), (later, "second")):
+        status, reply, headers = await post(grant, body)
+        assert (status, reply["choices"][0]["message"]["content"]) == (200, expected)
+        assert headers["X-Srez-Replayed"] == "1" and headers[MODEL_HEADER] == REAL_MODEL
+    assert len(fake_openai.requests) == calls
+    # another run's identical request is its own call
+    assert (await post(other, CHAT))[1]["choices"][0]["message"]["content"] == "other run"
+    assert len(fake_openai.requests) == calls + 1

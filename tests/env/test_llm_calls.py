@@ -220,7 +220,7 @@ def test_settings_refuse_a_missing_model_and_bad_numbers() -> None:
 
 def test_an_llm_spec_without_a_client_is_a_spec_check_only() -> None:
     agent = build_agent("llm-json", task_id="sre-007")
-    assert agent.name == "llm"
+    assert agent.name == "llm-json"  # each mode files its runs under its own name
     _, prompt = episode()
     with pytest.raises(LLMConfigError, match="srez-agent"):
         agent.act(prompt)

@@ -120,14 +120,21 @@ def text(content: str, *, reasoning: str = "", usage: tuple[int, int] = (100, 20
     return Scripted(body=_completion(message, "stop", usage))
 
 
-def error(status: int, message: str = "", *, retry_after: float | str | None = None) -> Scripted:
-    """An HTTP error with an OpenAI error body; ``Retry-After`` when given."""
+def error(
+    status: int,
+    message: str = "",
+    *,
+    retry_after: float | str | None = None,
+    code: str | None = None,
+) -> Scripted:
+    """An HTTP error with an OpenAI error body (``code`` as OpenAI names it, e.g.
+    ``context_length_exceeded``); ``Retry-After`` when given."""
     kinds = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
     body = {
         "error": {
             "message": message or f"fake error {status}",
             "type": "server_error" if status >= 500 else "invalid_request_error",
-            "code": kinds.get(status, str(status)),
+            "code": code or kinds.get(status, str(status)),
         }
     }
     headers = {"retry-after": str(retry_after)} if retry_after is not None else {}

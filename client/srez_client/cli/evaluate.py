@@ -343,6 +343,12 @@ def print_eval(
     errors = [f"{row.label} {row.errors}" for row in tally if row.errors]
     if errors:
         print(f"runs ended in an error: {', '.join(errors)} (--detail: which)")
+    if report.left_out:
+        counts = ", ".join(f"{label} {n}" for label, n in report.left_out.items())
+        print(
+            f"left out of the aggregates, an infrastructure failure (provider, harness): {counts};"
+            " --resume runs them again"
+        )
     if not args.detail:
         return 0
     if grades:

@@ -24,7 +24,7 @@ NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 BASELINES: Final = ("random", "heuristic", "scripted")
 """The agents that need no model (and cost nothing)."""
 
-AgentKind = Literal["random", "heuristic", "scripted", "llm"]
+AgentKind = Literal["random", "heuristic", "scripted", "llm", "llm-json"]
 TaskStatus = Literal["running", "completed", "interrupted", "provider_error", "failed"]
 """``running``: the attempt was started and not yet recorded as ended (after a crash, the resume
 decides what it was); ``completed``: graded, counted in the scores; ``interrupted``: stopped by
@@ -57,7 +57,8 @@ class Target(BaseModel):
     model_config = _FROZEN
 
     name: str
-    """``random``, ``heuristic``, ``scripted``, or ``llm-<model slug with / as __>``."""
+    """``random``, ``heuristic``, ``scripted``, ``llm-<model slug with / as __>`` or
+    ``llm-json-<slug>`` (each mode of a model is a target, a results folder and a row of its own)."""
     agent: AgentKind
     """The agent."""
     model: str = "none"
@@ -66,11 +67,11 @@ class Target(BaseModel):
     @property
     def is_llm(self) -> bool:
         """Whether the target calls a model (and so costs money)."""
-        return self.agent == "llm"
+        return self.agent in ("llm", "llm-json")
 
 
 def make_target(agent: str, model: str = "none") -> Target:
-    """The target of a baseline (``model`` none) or of ``llm`` with a model slug.
+    """The target of a baseline (``model`` none) or of ``llm``/``llm-json`` with a model slug.
 
     Raises:
         UsageError: Unknown agent, a baseline with a model, or llm without a usable slug.
@@ -80,20 +81,21 @@ def make_target(agent: str, model: str = "none") -> Target:
             msg = f"baseline {agent!r} takes no model (got {model!r})"
             raise UsageError(msg)
         return Target(name=agent, agent=agent, model="none")
-    if agent != "llm":
-        msg = f"unknown agent {agent!r} (known: {', '.join(BASELINES)}, llm)"
+    if agent not in ("llm", "llm-json"):
+        msg = f"unknown agent {agent!r} (known: {', '.join(BASELINES)}, llm, llm-json)"
         raise UsageError(msg)
     from srez_client.models_catalog import valid_slug
 
     if not valid_slug(model):
         msg = f"{model!r} is not a model slug (expected provider/model, e.g. openai/gpt-4o)"
         raise UsageError(msg)
-    name = check_name(f"llm-{model_slug(model)}"[:64], "target")
-    return Target(name=name, agent="llm", model=model)
+    name = check_name(f"{agent}-{model_slug(model)}"[:64], "target")
+    return Target(name=name, agent="llm-json" if agent == "llm-json" else "llm", model=model)
 
 
 def parse_target(spec: str) -> Target:
-    """A target from the command line: a baseline name, ``llm:SLUG`` or a bare model slug.
+    """A target from the command line: a baseline name, ``llm:SLUG``, ``llm-json:SLUG`` or a
+    bare model slug (``llm``).
 
     Raises:
         UsageError: If ``spec`` is none of these.
@@ -101,6 +103,8 @@ def parse_target(spec: str) -> Target:
     spec = spec.strip()
     if spec in BASELINES:
         return make_target(spec)
+    if spec.startswith("llm-json:"):
+        return make_target("llm-json", spec.removeprefix("llm-json:"))
     return make_target("llm", spec.removeprefix("llm:"))
 
 

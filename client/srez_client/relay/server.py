@@ -28,6 +28,11 @@ The contract, per run (:meth:`ModelRelay.register`):
   (:data:`~srez_daemon.protocol.agent.COST_HEADER`; absent for an unpriced model), because the
   agent has no litellm and no price list; the agent's ``SREZ_LLM_INPUT_COST_PER_TOKEN`` /
   ``..._OUTPUT_...`` still win over it.
+* A request the run made before and that was answered (the same forwarded parameters, to the
+  byte) gets the same answer again, with ``X-Srez-Replayed: 1`` and no provider call. An episode
+  is deterministic, so such a request comes only from a new attempt of the same run (the
+  ``ray`` backend runs a task again when its node is lost): it replays what the lost attempt had
+  without paying for it twice. Failures are not kept; a run keeps at most :data:`MAX_REPLIES`.
 * A provider failure is answered with the provider's HTTP status and its ``Retry-After`` /
   ``retry-after-ms`` headers, so the agent's own retry and cooldown policy
   (:mod:`srez_env.agents.llm_retry`) works unchanged. **The relay never retries.** Its own
@@ -54,6 +59,7 @@ Logs name the run, the model, the status and the time of each call; never a toke
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import logging
 import os
@@ -87,6 +93,10 @@ DEFAULT_TIMEOUT_S: Final = 600.0
 """Provider call timeout when a run registers none."""
 MODEL_HEADER: Final = "X-Srez-Model"
 """Response header naming the run's real model slug."""
+REPLAYED_HEADER: Final = "X-Srez-Replayed"
+"""Response header of a reply the run was sent before and is sent again without a call."""
+MAX_REPLIES: Final = 512
+"""Replies kept per run: an episode makes at most some tens of calls."""
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -108,6 +118,11 @@ class _Route:
     api_key: str | None = field(repr=False)
     timeout_s: float
     token: bytes = field(repr=False)
+    replies: dict[bytes, tuple[bytes, dict[str, str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """The run's answered requests (a digest of the forwarded parameters -> the body and headers
+    sent), for an attempt that asks them again (:meth:`ModelRelay._completions`)."""
 
 
 def _answer(answer: RelayAnswer) -> web.Response:
@@ -350,6 +365,16 @@ class ModelRelay:
                 max_size=self.max_body, actual_size=request.content_length or 0
             )
         params = forwarded_params(await request.read())
+        key = hashlib.sha256(orjson.dumps(params, option=orjson.OPT_SORT_KEYS)).digest()
+        kept = route.replies.get(key)
+        if kept is not None:
+            logger.info("relay: run %s: a reply replayed, no call", route.run_id)
+            body, headers = kept
+            return web.Response(
+                body=body,
+                content_type="application/json",
+                headers={**headers, REPLAYED_HEADER: "1"},
+            )
         litellm = await self._lib()
         started = time.monotonic()
         kwargs: dict[str, Any] = {
@@ -392,7 +417,10 @@ class ModelRelay:
             route.model,
             (time.monotonic() - started) * 1000,
         )
-        return web.Response(body=_dumps(body), content_type="application/json", headers=headers)
+        sent = _dumps(body)
+        if len(route.replies) < MAX_REPLIES:
+            route.replies[key] = (sent, headers)
+        return web.Response(body=sent, content_type="application/json", headers=headers)
 
     def _unmapped(
         self, error: Exception, hidden: frozenset[str], litellm: ModuleType

@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import orjson
 
+from srez_env.agents.failures import limit_code_of_exception
+
 FORWARDED_PARAMS: Final = frozenset(
     {
         "messages",
@@ -156,15 +158,19 @@ def provider_failure(error: BaseException, secrets: Iterable[str]) -> RelayAnswe
     provider failure: the caller treats it as the relay's own error).
 
     The message is the exception's text with host secrets redacted (providers echo a part of a
-    rejected key).
+    rejected key). A limit of the model itself (litellm's ``ContextWindowExceededError``,
+    ``ContentPolicyViolationError``) is named in the ``code``
+    (:data:`srez_env.agents.failures.LIMIT_CODES_BY_EXCEPTION`), so the agent ends its episode
+    instead of retrying.
     """
     status = _status_of(error)
     if status is None:
         return None
     message = redact(f"{type(error).__name__}: {error}", secrets)
+    limit = limit_code_of_exception(cls.__name__ for cls in type(error).__mro__)
     return error_response(
         status,
-        str(getattr(error, "code", None) or status),
+        limit or str(getattr(error, "code", None) or status),
         message,
         kind="provider_error",
         headers=_provider_headers(error),

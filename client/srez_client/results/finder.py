@@ -23,6 +23,7 @@ from srez_client.errors import AmbiguousRunError, RunNotFoundError, some_of
 from srez_client.layout import RUN_ID_RE
 from srez_client.transfer.fs import read_small_file, read_small_model
 from srez_daemon.protocol import RunSummary
+from srez_env.agents.failures import counted
 
 STATUS_FILTERS: Final = ("ok", "error", "resolved", "unresolved")
 """What ``srez runs results --status`` accepts: the summary's status, or whether it resolved."""
@@ -160,7 +161,7 @@ def results_json(found: list[FoundRun]) -> list[dict[str, object]]:
 
 def is_complete(summary: RunSummary) -> bool:
     """Whether a run counts as done for ``srez eval --resume`` (see the module docstring)."""
-    return summary.reward is not None and summary.error_kind not in ("provider", "harness")
+    return summary.reward is not None and counted(summary.error_kind)
 
 
 def run_key(item: FoundRun) -> RunKey | None:

@@ -29,11 +29,16 @@ difference excludes 0), ``≈`` when the difference is within noise (``~`` in AS
 the two share no task. ``Report.comparisons`` holds every such pair. The floor agents
 (:data:`FLOOR_AGENTS`: they do nothing, or restart everything) are marked ``(floor)``: the score
 an agent must clear to have done anything useful.
+
+A run that ended on an infrastructure failure (``error_kind`` ``provider`` or ``harness``,
+:mod:`srez_env.agents.failures`) is not the agent's result: it is in no aggregate, interval or
+pass^k, and ``Report.left_out`` counts it per agent. A ``model_limit`` or ``agent`` failure is
+the agent's result and counts like any run.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from math import comb
 from typing import Final
@@ -48,6 +53,7 @@ from srez_client.results.bootstrap import (
     paired_difference,
 )
 from srez_client.results.table import render_table
+from srez_env.agents.failures import counted
 
 CHECK_NAMES: Final = ("valid", "func", "safe", "intent", "rca")
 """The five checks, in table order."""
@@ -104,6 +110,9 @@ class GradeView(_View):
     passed: bool
     reward: RewardView
     metrics: MetricsView
+    error_kind: str | None = None
+    """Why the run failed (:mod:`srez_env.agents.failures`); an infrastructure failure is left
+    out of every aggregate."""
 
     @property
     def model_name(self) -> str:
@@ -182,6 +191,9 @@ class Report(BaseModel):
     """Each leaderboard entry against the next (none without intervals, or with one agent)."""
     floors: list[str] = []
     """The leaderboard labels of floor agents (:data:`FLOOR_AGENTS`)."""
+    left_out: dict[str, int] = {}
+    """Runs per label that ended on an infrastructure failure (``provider``, ``harness``): not
+    the agent's result, so in no aggregate; ``srez eval --resume`` runs them again."""
 
 
 def views(grades: Iterable[Mapping[str, object] | GradeView]) -> list[GradeView]:
@@ -337,8 +349,12 @@ def build_report(
     """Group runs by (agent, model) and aggregate each group; rank them by mean reward, and
     compare each with the next one down (unless ``bootstrap`` is None: no intervals)."""
     groups: dict[tuple[str, str], list[GradeView]] = defaultdict(list)
+    left_out: Counter[str] = Counter()
     for g in views(grades):
-        groups[(g.agent, g.model_name)].append(g)
+        if counted(g.error_kind):
+            groups[(g.agent, g.model_name)].append(g)
+        else:
+            left_out[agent_label(g.agent, g.model_name)] += 1
     reports = [agent_report(runs, bootstrap) for _, runs in sorted(groups.items())]
     ranked = sorted(reports, key=lambda a: (-a.overall.mean_reward, a.agent, a.model))
     comparisons: list[Comparison] = []
@@ -358,6 +374,7 @@ def build_report(
         leaderboard=[agent_label(a.agent, a.model) for a in ranked],
         comparisons=comparisons,
         floors=[agent_label(a.agent, a.model) for a in ranked if a.agent in FLOOR_AGENTS],
+        left_out=dict(sorted(left_out.items())),
     )
 
 

@@ -23,12 +23,12 @@ from srez_daemon.protocol import (
     Usage,
 )
 from srez_daemon.protocol.api import RunState
+from srez_env.agents.failures import ErrorKind
 from srez_env.grade import Grade
 
 DAEMON_DIED: Final = "the run's daemon died before grading; graded by the host from its transcript"
 """The start of a host-graded run's ``error``."""
 
-ErrorKind = Literal["provider", "agent", "harness"]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
 ClosingEntry = SessionCompleted | SessionFailed | SessionTimedOut
 """A dialog entry that closes the agent's session."""
@@ -67,6 +67,8 @@ def grade_error_kind(closing: ClosingEntry | None, state: RunState | None) -> Er
     error = closing.error or ""
     if error.startswith("the model provider failed"):
         return "provider"
+    if error.startswith("the model reached its limit"):
+        return "model_limit"
     if error.startswith("the agent refused its configuration"):
         return "harness"
     return "agent"

@@ -11,7 +11,9 @@ Exit codes: 0 the episode ended (submit, budget, or the agent phase closed); 2 b
 good (attempts exhausted, auth refused, a ``Retry-After`` too long). Before exiting 75 the agent
 has posted a ``provider_error`` entry with ``retry_in_s: null``; the daemon records the run with
 ``error_kind: "provider"``, so it is retried by a managed run, never counted as the model's
-failure.
+failure. 76 the model's own limit ended the episode (its context window is exhausted, its
+content filter refused): ``error_kind: "model_limit"``, graded on the state reached and counted,
+never retried (:mod:`srez_env.agents.failures`).
 
 The LLM agents call their model through :class:`~srez_daemon.agent.model_client.HTTPModelClient`
 (OpenAI-compatible HTTP with the standard library): this process never imports litellm. On
@@ -65,10 +67,16 @@ import time
 from typing import Any, Final
 
 from srez_daemon.agent.model_client import HTTPModelClient
-from srez_daemon.protocol.agent import EXIT_PROVIDER, SUBMIT_TOOL, parse_agent_task, tool_call
+from srez_daemon.protocol.agent import (
+    EXIT_MODEL_LIMIT,
+    EXIT_PROVIDER,
+    SUBMIT_TOOL,
+    parse_agent_task,
+    tool_call,
+)
 from srez_env.agents import build_agent
 from srez_env.agents.llm import LLM_SPECS, LLMSettings, Note
-from srez_env.agents.llm_retry import ProviderGaveUp
+from srez_env.agents.llm_retry import ModelLimitReached, ProviderGaveUp
 from srez_env.errors import EnvError
 
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(message)s"
@@ -219,6 +227,9 @@ def _play(agent_socket: AgentSocket, spec: str, run_seed: int, environ: Mapping[
         except ProviderGaveUp as e:
             say("ERROR", str(e))
             return EXIT_PROVIDER
+        except ModelLimitReached as e:
+            say("ERROR", str(e))
+            return EXIT_MODEL_LIMIT
         path, body = route(action)
         status, answer = agent_socket.call("POST", path, body)
         if status == 409:

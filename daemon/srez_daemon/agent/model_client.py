@@ -24,8 +24,12 @@ on every read. Failures are classified as litellm classified them (the ``kind`` 
 * 5xx and connection failures are ``server`` (with ``Retry-After`` when sent);
 * 401 and 403 are ``auth``, not retried; so is any failure whose message says no key was sent
   (litellm on the relay reports a missing OpenAI key as a 500 ``Missing credentials``);
-* 409 is ``other``, retried; every other 4xx (bad request, unknown model, context too long) is
-  ``other``, not retried: time will not change the answer.
+* a 4xx that says the model's context window is exhausted or its content filter refused
+  (:func:`srez_env.agents.failures.model_limit_reason`: the code or type the relay, OpenAI or
+  llama.cpp name, else the words of the message) is ``model_limit``, not retried: the episode
+  ends there and is graded as the agent's result;
+* 409 is ``other``, retried; every other 4xx (bad request, unknown model) is ``other``, not
+  retried: time will not change the answer.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from srez_daemon.protocol.agent import COST_HEADER
+from srez_env.agents.failures import model_limit_reason
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
 from srez_env.agents.llm_retry import Failure, names_missing_credentials
@@ -50,10 +55,18 @@ _MAX_MESSAGE: Final = 1000
 class ModelHTTPError(Exception):
     """The server answered a chat completion with an error status."""
 
-    def __init__(self, status: int, message: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str],
+        codes: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.headers = {k.lower(): v for k, v in headers.items()}
+        self.codes = codes
+        """The body's ``error.code`` and ``error.type``, when it named them."""
 
 
 class ModelTimeout(Exception):
@@ -118,7 +131,12 @@ class HTTPModelClient:
 
     # ------------------------------------------------------------------ the call
 
-    def body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> bytes:
+    def body(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> bytes:
         """The JSON request of one completion."""
         s = self.settings
         request: dict[str, Any] = {"model": self.endpoint.model, "messages": messages}
@@ -129,6 +147,8 @@ class HTTPModelClient:
             request["temperature"] = s.temperature
         if s.max_tokens is not None:
             request["max_tokens"] = s.max_tokens
+        if response_format is not None:
+            request["response_format"] = response_format
         return json.dumps(request).encode()
 
     def _connect(self) -> http.client.HTTPConnection:
@@ -144,7 +164,12 @@ class HTTPModelClient:
             )
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Reply:
         """One attempt.
 
         Raises:
@@ -155,7 +180,7 @@ class HTTPModelClient:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
-        payload = self.body(messages, tools)
+        payload = self.body(messages, tools, response_format)
         headers["Connection"] = "close"
         conn = self._connect()
         try:
@@ -172,7 +197,8 @@ class HTTPModelClient:
             conn.close()
         answer = dict(response.getheaders())
         if response.status >= 400:
-            raise ModelHTTPError(response.status, _error_message(raw), answer)
+            message, codes = _error_of(raw)
+            raise ModelHTTPError(response.status, message, answer, codes)
         try:
             data = json.loads(raw)
             return self._reply(data, answer)
@@ -238,6 +264,9 @@ class HTTPModelClient:
             return Failure("timeout", message, wait)
         if status >= 500:
             return Failure("server", message, wait)
+        limit = model_limit_reason(status, error.codes, message)
+        if limit is not None:
+            return Failure("model_limit", message, retryable=False, limit=limit)
         return Failure("other", message, wait, retryable=status == 409)
 
 
@@ -248,19 +277,23 @@ def _arguments(raw: Any) -> str:
     return raw if isinstance(raw, str) else json.dumps(raw)
 
 
-def _error_message(raw: bytes) -> str:
-    """The ``error.message`` of an OpenAI-shaped error body, else the body's start."""
+def _error_of(raw: bytes) -> tuple[str, tuple[str, ...]]:
+    """The ``error.message`` of an OpenAI-shaped error body (else the body's start), and its
+    ``error.code`` and ``error.type`` when it has them."""
     text = raw.decode("utf-8", "replace")
+    codes: tuple[str, ...] = ()
     try:
         data = json.loads(text)
         error = data.get("error") if isinstance(data, dict) else None
-        if isinstance(error, dict) and error.get("message"):
-            text = str(error["message"])
+        if isinstance(error, dict):
+            codes = tuple(str(error[k]) for k in ("code", "type") if error.get(k) is not None)
+            if error.get("message"):
+                text = str(error["message"])
         elif isinstance(error, str):
             text = error
     except ValueError:
         pass
-    return " ".join(text.split())[:_MAX_MESSAGE]
+    return " ".join(text.split())[:_MAX_MESSAGE], codes
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

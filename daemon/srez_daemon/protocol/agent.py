@@ -14,6 +14,10 @@ from typing import Any, Final, NamedTuple
 EXIT_PROVIDER: Final = 75
 """``srez-agent``'s exit code when the model provider failed for good (``EX_TEMPFAIL``); the run
 counts as a provider error only when the daemon attests it (``srez_daemon.attest``)."""
+EXIT_MODEL_LIMIT: Final = 76
+"""``srez-agent``'s exit code when the model's own limit ended the episode (its context window,
+its content filter): the run is graded and counted, as ``error_kind: "model_limit"`` when the
+daemon attests it (``srez_daemon.attest``)."""
 EXIT_CONFIG: Final = 2
 """``srez-agent``'s exit code when its configuration was refused."""
 RAW_REPLY_TOOL: Final = "_reply"

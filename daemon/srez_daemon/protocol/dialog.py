@@ -151,7 +151,7 @@ class ProviderError(_Entry):
     """A failed call to the model provider (the run goes on, retrying or cooling down)."""
 
     type: Literal["provider_error"] = "provider_error"
-    kind: Literal["rate_limit", "timeout", "server", "auth", "other"]
+    kind: Literal["rate_limit", "timeout", "server", "auth", "model_limit", "other"]
     """Class of the failure."""
     message: str
     """The provider's message, one line."""

@@ -159,13 +159,14 @@ class RunSummary(_RunFile):
     """When the run finished."""
     error: str | None = None
     """What went wrong, one line; None on ``ok``."""
-    error_kind: Literal["provider", "agent", "harness"] | None = None
-    """Whose failure ``error`` is: ``provider`` (the model provider failed for good; retry the
-    task, do not count it), ``agent`` (the agent crashed, exited non-zero or ran out of time),
+    error_kind: Literal["provider", "harness", "model_limit", "agent"] | None = None
+    """Whose failure ``error`` is (``srez_env.agents.failures``): ``provider`` (the model provider
+    failed for good; retry the task, do not count it), ``model_limit`` (the model's context window
+    or content filter ended the episode; graded and counted), ``agent`` (the agent crashed, exited non-zero or ran out of time),
     ``harness`` (the run could not start, grading failed, or it was stopped); None on ``ok``.
     ``provider`` and an agent's ``harness`` count only when attested: the built-in agent's exit
     (``srez_daemon.attest``); a custom agent's claim is ``claimed_error_kind``."""
-    claimed_error_kind: Literal["provider", "agent", "harness"] | None = None
+    claimed_error_kind: Literal["provider", "harness", "model_limit", "agent"] | None = None
     """What the agent's exit claimed when the harness did not attest it (a custom agent exiting 75
     after a ``provider_error`` note): kept for people to read; the run counts as ``error_kind``
     ``agent``, is scored and is not re-run. None when there was no such claim."""

@@ -49,6 +49,7 @@ from srez_daemon.record.notes import NoteGate
 from srez_daemon.record.storage import DialogWriter, JsonlFile
 from srez_daemon.record.world import WorldFiles
 from srez_env.actions import MUTATING
+from srez_env.agents.failures import ErrorKind
 from srez_env.env import SREEnv
 from srez_env.episode import EndReason
 from srez_env.grade import Grade, grade_episode, reference_patch
@@ -58,7 +59,6 @@ from srez_env.world import topology as topo
 Outcome = Literal["completed", "failed", "timed_out"]
 Timer = Callable[[], float]
 """A monotonic clock in seconds."""
-ErrorKind = Literal["provider", "agent", "harness"]
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
 # ``POST /tools/_reply {"text": ...}`` (RAW_REPLY_TOOL): a reply the agent could not turn into a
 # call. The text goes to the environment as it is, which rejects it with its closed codes

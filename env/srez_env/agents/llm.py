@@ -19,7 +19,10 @@ Configuration (environment variables, read once by :meth:`LLMSettings.from_env`)
 ``SREZ_LLM_API_KEY``            a key sent instead of the provider's variable (the relay's token)
 ``SREZ_LLM_TIMEOUT_S``          per-request timeout (default 120)
 ``SREZ_LLM_TEMPERATURE``        sampling temperature (default: the provider's)
-``SREZ_LLM_MAX_TOKENS``         completion token cap per reply (default: the provider's)
+``SREZ_LLM_MAX_TOKENS``         completion token cap per reply (default 4096; ``provider``: the
+                                provider's own, for a local server usually the whole context)
+``SREZ_LLM_RESPONSE_FORMAT``    ``llm-json`` sends the action schema as ``response_format``
+                                (default 1; 0 for a server that refuses it)
 ``SREZ_LLM_COST_CAP_USD``       per-task spend cap; reaching it submits the task cleanly
 ``SREZ_LLM_INPUT_COST_PER_TOKEN`` / ``SREZ_LLM_OUTPUT_COST_PER_TOKEN``
                                 prices for models litellm does not know (local, fine-tuned)
@@ -50,6 +53,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple, Protocol
 
+from srez_env.agents.failures import CONTEXT_WINDOW
 from srez_env.agents.llm_adapters import (
     Action,
     Mode,
@@ -58,11 +62,14 @@ from srez_env.agents.llm_adapters import (
     assistant_message,
     decide,
     observation_messages,
+    response_format,
     system_prompt,
 )
+from srez_env.agents.llm_context import ContextFit
 from srez_env.agents.llm_retry import (
     Decision,
     Failure,
+    ModelLimitReached,
     RetryPolicy,
     RetryState,
     call_with_retries,
@@ -71,9 +78,17 @@ from srez_env.env_vars import env_number
 from srez_env.errors import EnvError
 
 LLM_SPECS: Final = {"llm": "tools", "llm-json": "json"}
+DEFAULT_MAX_TOKENS: Final = 4096
+"""The completion cap per reply when ``SREZ_LLM_MAX_TOKENS`` is unset: room for a reasoning
+model's thinking and one call, while a local server's own default (the whole context) lets a
+small model ramble into the timeout on every request."""
 """Agent specs of the LLM agent and their adapter."""
 Note = dict[str, Any]
 """``{"type": ..., "fields": {...}}``: the body of ``POST /dialog`` on the agent socket."""
+
+
+_FINAL: Final = Decision(None)
+"""The decision reported for a model limit that ends the episode."""
 
 
 class LLMConfigError(EnvError, ValueError):
@@ -83,8 +98,14 @@ class LLMConfigError(EnvError, ValueError):
 class ModelClient(Protocol):
     """One chat completion, and how to read its failures."""
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
-        """One attempt; raises the provider's exception on failure."""
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Reply:
+        """One attempt; raises the provider's exception on failure. ``response_format`` is
+        OpenAI's (a JSON schema the reply must follow), sent when given."""
         ...
 
     def classify(self, error: Exception) -> Failure | None:
@@ -95,7 +116,12 @@ class ModelClient(Protocol):
 class UnboundClient:
     """The client of an LLM agent built outside ``srez-agent`` (a spec check): it cannot call."""
 
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Reply:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None = None,
+    ) -> Reply:
         msg = "the llm agents call their model from srez-agent: run them on the local or docker backend"
         raise LLMConfigError(msg)
 
@@ -117,7 +143,10 @@ class LLMSettings(NamedTuple):
     """A key to send instead of the provider's usual variable (the relay's per-run token)."""
     timeout_s: float = 120.0
     temperature: float | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
+    response_format: bool = True
+    """``llm-json`` sends the action schema as ``response_format`` (off: ``SREZ_LLM_RESPONSE_FORMAT=0``,
+    for a server that refuses the parameter)."""
     cost_cap_usd: float | None = None
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
@@ -132,7 +161,7 @@ class LLMSettings(NamedTuple):
             raise LLMConfigError(msg)
         num = functools.partial(env_number, environ, error=LLMConfigError)
         defaults = RetryPolicy()
-        max_tokens = num("SREZ_LLM_MAX_TOKENS", None, low=1)
+        max_tokens = _max_tokens(environ.get("SREZ_LLM_MAX_TOKENS", ""))
         return cls(
             model=model,
             mode="json" if LLM_SPECS.get(spec) == "json" else "tools",
@@ -141,7 +170,8 @@ class LLMSettings(NamedTuple):
             api_key=environ.get("SREZ_LLM_API_KEY", "").strip() or None,
             timeout_s=num("SREZ_LLM_TIMEOUT_S", 120.0, low=0.001),
             temperature=num("SREZ_LLM_TEMPERATURE", None),
-            max_tokens=int(max_tokens) if max_tokens is not None else None,
+            max_tokens=max_tokens,
+            response_format=_switch(environ, "SREZ_LLM_RESPONSE_FORMAT", default=True),
             cost_cap_usd=num("SREZ_LLM_COST_CAP_USD", None),
             input_cost_per_token=num("SREZ_LLM_INPUT_COST_PER_TOKEN", None),
             output_cost_per_token=num("SREZ_LLM_OUTPUT_COST_PER_TOKEN", None),
@@ -156,6 +186,32 @@ class LLMSettings(NamedTuple):
         )
 
 
+def _max_tokens(raw: str) -> int | None:
+    """``SREZ_LLM_MAX_TOKENS``: a positive count, ``provider`` for the provider's own default,
+    else :data:`DEFAULT_MAX_TOKENS`."""
+    raw = raw.strip()
+    if not raw:
+        return DEFAULT_MAX_TOKENS
+    if raw == "provider":
+        return None
+    if raw.isdigit() and int(raw) >= 1:
+        return int(raw)
+    msg = f"SREZ_LLM_MAX_TOKENS={raw!r}: expected a positive whole number or 'provider'"
+    raise LLMConfigError(msg)
+
+
+def _switch(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "on", "true", "yes"):
+        return True
+    if raw in ("0", "off", "false", "no"):
+        return False
+    msg = f"{name}={raw!r}: expected 1 or 0 (on, off)"
+    raise LLMConfigError(msg)
+
+
 class LLMAgent:
     """A chat model behind the agent contract (``act(observation) -> action``)."""
 
@@ -168,7 +224,8 @@ class LLMAgent:
         sleep: Callable[[float], None] = time.sleep,
         on_note: Callable[[Note], None] | None = None,
     ) -> None:
-        self.name = "llm"
+        self.name = "llm-json" if settings.mode == "json" else "llm"
+        """The agent's spec: each mode files its runs, and has its leaderboard row, apart."""
         self.settings = settings
         self.client = client
         self.messages: list[dict[str, Any]] = []
@@ -182,6 +239,8 @@ class LLMAgent:
         self._on_note = on_note
         self._queued: list[Note] = []
         self._tools: list[dict[str, Any]] | None = None
+        self._format: dict[str, Any] | None = None
+        self._context = ContextFit()
         self._turn: Turn | None = None
 
     # ------------------------------------------------------------------ notes
@@ -207,17 +266,38 @@ class LLMAgent:
         cap = self.settings.cost_cap_usd
         if cap is not None and self.cost_usd >= cap:
             return self._submit_at_cap(cap)
-        reply = call_with_retries(
-            lambda: self.client.complete(self.messages, self._tools),
-            self.client.classify,
-            self._retry,
-            sleep=self._sleep,
-            report=self._report,
-        )
+        reply = self._call()
         self._account(reply)
         self._turn = decide(self.settings.mode, reply)
         self.messages.append(assistant_message(reply))
         return self._turn.action
+
+    def _call(self) -> Reply:
+        """One model call through the retry policy, its history cut to the model's window
+        (:mod:`srez_env.agents.llm_context`) as often as the server refuses it as too long."""
+        self._context.fit(self.messages)
+        while True:
+            try:
+                return call_with_retries(
+                    lambda: self.client.complete(self.messages, self._tools, self._format),
+                    self.client.classify,
+                    self._retry,
+                    sleep=self._sleep,
+                    report=self._report,
+                )
+            except ModelLimitReached as e:
+                failure = e.failure
+                if failure.limit != CONTEXT_WINDOW or not self._context.refused(self.messages):
+                    self._report(failure, _FINAL)
+                    raise
+                self._note(
+                    "provider_error",
+                    kind="model_limit",
+                    message=f"the context window is full: {self._context.elided} older"
+                    " observation(s) elided so far; asking again",
+                    retry_in_s=0.0,
+                    cooldown=False,
+                )
 
     def _start(self, prompt: Mapping[str, Any]) -> None:
         mode = self.settings.mode
@@ -226,9 +306,14 @@ class LLMAgent:
             {"role": "user", "content": str(prompt.get("text", ""))},
         ]
         tools = prompt.get("tools")
-        self._tools = list(tools) if mode == "tools" and isinstance(tools, list) else None
+        listed = list(tools) if isinstance(tools, list) else None
+        self._tools = listed if mode == "tools" else None
+        if mode == "json" and listed and self.settings.response_format:
+            self._format = response_format(listed)
 
     def _report(self, failure: Failure, decision: Decision) -> None:
+        if failure.kind == "model_limit" and decision is not _FINAL:
+            return  # _call reports it once it knows whether the history can shrink
         self._note(
             "provider_error",
             kind=failure.kind,

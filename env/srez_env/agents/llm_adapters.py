@@ -67,6 +67,32 @@ class Turn(NamedTuple):
     """Tool-call ids of the reply: the first gets the observation, the rest ``NOT_EXECUTED``."""
 
 
+def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``response_format`` of ``llm-json``: a JSON schema that admits exactly the actions of
+    ``tools`` (the prompt's OpenAI tool list), one ``{"tool", "args"}`` object per tool.
+
+    Servers that enforce a schema by grammar (llama.cpp, vLLM, SGLang, Ollama) or natively
+    (OpenAI's structured outputs) then can only produce replies that parse, which a small model
+    without tool calling does not manage alone.
+    """
+    variants = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"const": tool["function"]["name"]},
+                "args": tool["function"].get("parameters") or {"type": "object"},
+            },
+            "required": ["tool", "args"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "action", "strict": True, "schema": {"anyOf": variants}},
+    }
+
+
 def system_prompt(mode: Mode) -> str:
     """The fixed system prompt of a mode."""
     return SYSTEM_PROMPT + (JSON_FORMAT if mode == "json" else "")

@@ -30,8 +30,11 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, TypeVar
 
-FailureKind = Literal["rate_limit", "timeout", "server", "auth", "other"]
-"""The classes of provider failure a ``provider_error`` dialog entry names."""
+FailureKind = Literal["rate_limit", "timeout", "server", "auth", "model_limit", "other"]
+"""The classes of provider failure a ``provider_error`` dialog entry names. ``model_limit`` (the
+model's context window or content filter refused the request) is never retried and is not the
+provider's failure: :func:`call_with_retries` raises :class:`ModelLimitReached` for it
+(:mod:`srez_env.agents.failures`)."""
 
 T = TypeVar("T")
 
@@ -95,6 +98,8 @@ class Failure(NamedTuple):
     """The provider's ``Retry-After``, in seconds, when it sent one."""
     retryable: bool = True
     """False when time will not help: a refused credential, a request the provider rejects."""
+    limit: str | None = None
+    """For ``model_limit``: which (``context_window_exceeded``, ``content_filter``)."""
 
 
 class Decision(NamedTuple):
@@ -111,6 +116,15 @@ class ProviderGaveUp(Exception):
         super().__init__(f"provider {failure.kind} after {attempts} attempt(s): {failure.message}")
         self.failure = failure
         self.attempts = attempts
+
+
+class ModelLimitReached(Exception):
+    """The model's own limit refused a call (its context window, its content filter): the
+    episode ends here and counts as the agent's result; carries the failure."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(f"the model reached its limit: {failure.message}")
+        self.failure = failure
 
 
 class RetryState:
@@ -163,7 +177,8 @@ def call_with_retries(
             reported (and excluded from the time limit) while it runs.
 
     Raises:
-        ProviderGaveUp: When the policy gives up.
+        ModelLimitReached: When the failure is a limit of the model (not retried).
+        ProviderGaveUp: When the policy gives up on any other failure.
     """
     attempt = 0
     while True:
@@ -177,6 +192,8 @@ def call_with_retries(
             decision = state.on_failure(attempt, failure)
             report(failure, decision)
             if decision.wait_s is None:
+                if failure.kind == "model_limit":
+                    raise ModelLimitReached(failure) from e
                 raise ProviderGaveUp(failure, attempt) from e
             sleep(decision.wait_s)
             continue

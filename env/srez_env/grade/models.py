@@ -88,9 +88,11 @@ class Grade(_Model):
     diff: str
     reference_patch: str
     ground_truth: GroundTruthView
-    error_kind: Literal["provider", "agent", "harness"] | None = None
-    """Why the run failed, when it did: ``provider`` (the model provider failed for good; not
-    the model's failure, a managed run retries it), ``agent`` (the agent crashed, exited non-zero
+    error_kind: Literal["provider", "harness", "model_limit", "agent"] | None = None
+    """Why the run failed, when it did (:mod:`srez_env.agents.failures`): ``provider`` (the model
+    provider failed for good; not the model's failure, a managed run retries it),
+    ``model_limit`` (the model's context window or content filter ended the episode; counted),
+    ``agent`` (the agent crashed, exited non-zero
     or ran out of time), ``harness`` (the run could not be set up or was stopped); None when the
     agent phase ended normally. Set by the host of the run, never by the grader."""
 

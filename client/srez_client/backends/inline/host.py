@@ -43,6 +43,7 @@ from srez_daemon.protocol.api import submit_args
 from srez_daemon.record.episode import Episode, run_summary
 from srez_daemon.record.folder import RunPaths
 from srez_env.agents import Agent, AgentSpecError, make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.grade import Grade
 from srez_env.provenance import task_provenance
 from srez_env.task import Task
@@ -116,7 +117,7 @@ def run_inline(
     """
     start = timer()
     agent = make_agent(agent_spec, task, run_seed)
-    if agent.name == "llm":
+    if agent.name in LLM_SPECS:
         msg = f"the inline backend runs the baselines only: run {agent_spec!r} with --backend local or docker"
         raise AgentSpecError(msg)
     # the baselines have no model; LLM agents run under a daemon

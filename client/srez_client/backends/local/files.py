@@ -29,6 +29,7 @@ from srez_core.atomic import atomic_write_json
 from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_env.agents import custom_agent_name, make_agent
+from srez_env.agents.llm import LLM_SPECS
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def plan_manifest(spec: LaunchSpec, now: datetime, *, backend: str, isolation: s
     name = (
         custom_agent_name(spec.agent_spec) or make_agent(spec.agent_spec, task, spec.run_seed).name
     )
-    if name == "llm" and spec.model in ("", "none"):
+    if name in LLM_SPECS and spec.model in ("", "none"):
         msg = (
             f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
         )

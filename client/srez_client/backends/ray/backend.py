@@ -18,8 +18,15 @@ attempt that returns is written, and its ``run.json`` lists every attempt that s
 What does not apply, and why: a run's daemon listens on its node's loopback only, so ``endpoint``
 and ``token`` raise :class:`~srez_client.errors.NoDaemonError`; ``srez attach`` follows the run
 through the registry instead (:meth:`RayBackend.relayed_dialog`). ``keep`` has no effect (the
-task returns once the run is finished), custom agent commands (``cmd:NAME``) and LLM agents (the
-host's model relay is not carried to the nodes) are not sent to nodes, and ``logs`` has the daemon's output once the run came back.
+task returns once the run is finished), custom agent commands (``cmd:NAME``) are not sent to
+nodes, and ``logs`` has the daemon's output once the run came back.
+
+LLM runs: the launcher's model relay listens on ``relay_host`` (``127.0.0.1`` for a cluster on
+this machine), and the spec a node gets carries the relay's URL and the run's scoped token
+(``LaunchSpec.model_env``), never a provider key. The relay keeps each run's replies: an attempt
+that starts again after a lost node asks the same questions of the same deterministic episode
+and gets the replies it had without a second provider call, up to the step where the lost
+attempt stopped (:mod:`srez_client.relay.server`).
 
 Without ``ray_address`` each command starts a Ray instance of its own on 127.0.0.1, which ends
 with it: runs are then in flight only while their launcher lives, and ``srez runs list`` of
@@ -58,6 +65,7 @@ from srez_core.atomic import atomic_write_bytes, atomic_write_json
 from srez_core.clock import utc_timestamp
 from srez_daemon.protocol import RunManifest, srez_version
 from srez_env.agents import custom_agent_name, make_agent
+from srez_env.agents.llm import LLM_SPECS
 from srez_env.provenance import task_provenance
 
 logger = logging.getLogger(__name__)
@@ -93,6 +101,7 @@ class RayBackend(Backend):
 
     name: ClassVar[str] = BACKEND
     relays_dialog: ClassVar[bool] = True
+    reaches_host: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -107,6 +116,7 @@ class RayBackend(Backend):
         max_retries: int = 3,
         namespace: str = "srez",
         poll_s: float = 0.2,
+        relay_host: str = "127.0.0.1",
     ) -> None:
         self.state_dir = state_dir
         self.folder = state_dir / "ray"
@@ -121,6 +131,7 @@ class RayBackend(Backend):
         self.max_retries = max_retries
         self.namespace = namespace
         self.poll_s = poll_s
+        self.relay_host = relay_host
         self._ray: Any = None
         self._connected_here = False
         self._actor: Any = None
@@ -132,6 +143,11 @@ class RayBackend(Backend):
     def from_config(cls, config: BackendConfig) -> Self:
         """The backend a :class:`~.config.RayConfig` describes."""
         return cls(config.state_dir, **RayConfig.of(config).options())
+
+    async def host_address(self) -> str:
+        """Where the nodes reach this host (``relay_host``): the launcher's model relay listens
+        there, and each LLM run's spec carries its URL and the run's scoped token to its node."""
+        return self.relay_host
 
     def close(self) -> None:
         """Disconnect from Ray if this backend connected (a local instance ends with it)."""
@@ -171,11 +187,8 @@ class RayBackend(Backend):
             msg = f"the ray backend does not send custom agent commands to its nodes ({agent_spec!r}); use --backend local or docker"
             raise UsageError(msg)
         name = make_agent(agent_spec, task, spec.run_seed).name  # fails fast on a bad agent
-        if name == "llm" and spec.model in ("", "none"):
+        if name in LLM_SPECS and spec.model in ("", "none"):
             msg = f"agent {spec.agent_spec!r} needs a model: give a litellm slug, e.g. openai/gpt-4o-mini"
-            raise UsageError(msg)
-        if name == "llm":
-            msg = f"the ray backend does not carry the host's model relay to its nodes yet ({agent_spec!r}); run LLM agents with --backend local or docker"
             raise UsageError(msg)
         now = datetime.now(UTC)
         run_id = spec.run_id or new_run_id(now)

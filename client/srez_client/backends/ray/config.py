@@ -31,6 +31,7 @@ class RayConfig(BackendConfig):
         "sandbox": "SREZ_SANDBOX",
         "run_template": "SREZ_RUN_TEMPLATE",
         "temp_dir": "SREZ_RAY_TEMP_DIR",
+        "relay_host": "SREZ_RAY_RELAY_HOST",
     }
     OPTIONS: ClassVar[Mapping[str, str]] = {"ray_address": "--ray-address"}
 
@@ -43,6 +44,11 @@ class RayConfig(BackendConfig):
     """Where a Ray instance this command starts keeps its files and sockets
     (``$SREZ_RAY_TEMP_DIR``; None: Ray's default, ``$RAY_TMPDIR`` or ``/tmp/ray``); keep it short:
     unix socket paths are limited to about 107 characters."""
+    relay_host: str = Field(default="127.0.0.1", pattern=r"^[A-Za-z0-9.:_-]+$")
+    """The address of this host that the cluster's nodes reach it by (``$SREZ_RAY_RELAY_HOST``):
+    the model relay of the launcher's LLM runs listens there. ``127.0.0.1`` (the default) serves
+    a cluster on this machine; a cluster of other machines needs this host's address on their
+    network (never ``0.0.0.0``: the relay listens on one address)."""
     node_backend: Literal["local", "docker"] = "local"
     """The backend that executes each run on its node (``$SREZ_RAY_NODE_BACKEND``)."""
     sandbox: SandboxMode = "auto"
@@ -56,6 +62,14 @@ class RayConfig(BackendConfig):
     """The Ray namespace of the run registry actor (one per namespace)."""
     poll_s: float = Field(default=0.2, gt=0)
     """How often a node reports its run's phase, steps and new dialog lines to the registry."""
+
+    @field_validator("relay_host")
+    @classmethod
+    def _relay_host(cls, value: str) -> str:
+        if value in ("0.0.0.0", "::", "[::]"):  # noqa: S104 - the address refused here
+            msg = "relay_host must be one address of this host that the nodes reach, not 0.0.0.0"
+            raise ValueError(msg)
+        return value
 
     @field_validator("ray_address")
     @classmethod

@@ -78,7 +78,7 @@ class ManagedApiSource:
 
     def add_target(self, name: str, target: Target) -> None:
         """Appends ``target`` to the queue."""
-        spec = f"llm:{target.model}" if target.is_llm else target.name
+        spec = f"{target.agent}:{target.model}" if target.is_llm else target.name
         api.add_target(self.results_root, name, spec)
 
     def remove_target(self, name: str, target: str) -> None:

@@ -1,0 +1,176 @@
+"""The LLM agents against a real model server that no one here wrote: llama.cpp's own server
+(``xllamacpp``) serving SmolLM2-135M-Instruct on loopback (``bench/llama_server.py``), reached the
+way docs/agents.md tells a user to (``SREZ_LLM_API_BASE=http://127.0.0.1:PORT/v1``), through the
+launcher's model relay and litellm, on the ``local`` backend and in a docker container.
+
+What only a real server shows: how it words a context that is too small (a model limit, never
+re-run), whether its grammar really holds a small model to the action schema of ``llm-json``
+(``response_format``), and that each mode of one model is filed under its own name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.llama_server import MODEL, LlamaServer
+
+from srez_client.managed.plan import classify
+from srez_client.results.finder import complete_runs, find_results
+from srez_client.results.report import build_report
+
+SREZ = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "srez"
+TASK = "sre-001"
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    """SmolLM2's whole trained window (8k): room for a few observations before it is full."""
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with LlamaServer(n_ctx=8192, log=log) as server:
+        yield server
+
+
+def srez(
+    state: Path, *args: str, timeout: float = 600, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SREZ), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SREZ_STATE": str(state), **env},
+        check=False,
+        timeout=timeout,
+    )
+
+
+def model_env(server: LlamaServer, **more: str) -> dict[str, str]:
+    """What docs/agents.md tells a user to set for a local server, plus a small completion cap
+    (SmolLM2 writes 23 tokens a second on this machine's two cores; a reply cut by the cap is
+    not one JSON object, so the cap must hold a whole call)."""
+    return {
+        "SREZ_LLM_API_BASE": server.base_url,
+        "SREZ_LLM_API_KEY": "unused",
+        "SREZ_LLM_MAX_TOKENS": "256",
+        **more,
+    }
+
+
+def one_run(results: Path, agent: str) -> Path:
+    (run,) = (results / TASK / "openai__smollm2" / agent).iterdir()
+    return run
+
+
+def dialog(run: Path) -> list[dict[str, Any]]:
+    lines = (run / "archive" / "dialog.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def parse_errors(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps the environment rejected because the reply was not one JSON call. (A call
+    whose arguments break a ``pattern`` is ``BAD_ARGS``: this llama.cpp build does not hold
+    string patterns to the schema, only the JSON's shape, types, enums and number ranges.)"""
+    return [
+        e
+        for e in entries
+        if e["type"] == "tool_result"
+        and e["status"] == "error"
+        and "PARSE_ERROR" in str(e.get("result"))
+    ]
+
+
+# ---------------------------------------------------------------------- a model limit
+
+
+def test_a_context_too_small_ends_the_run_as_a_model_limit_graded_and_never_rerun(
+    tmp_path: Path, bwrap: None
+) -> None:
+    state, results = tmp_path / "state", tmp_path / "results"
+    # the task's prompt and the system prompt alone are some 1,300 tokens of SmolLM2's
+    with LlamaServer(n_ctx=1024, log=tmp_path / "server.log") as small:
+        done = srez(
+            state, "run", "--task", TASK, "--agent", "llm", "--model", MODEL,
+            "--results", str(results), **model_env(small),
+        )  # fmt: skip
+    run = one_run(results, "llm")
+    summary = json.loads((run / "summary.json").read_text())
+    result = json.loads((run / "result.json").read_text())
+    assert summary["error_kind"] == result["error_kind"] == "model_limit", done.stderr[-2000:]
+    assert summary["error"].startswith("the model reached its limit")
+    assert "context" in summary["error"]
+    # one request, refused, and no retry: the prompt alone does not fit, on every retry
+    errors = [e for e in dialog(run) if e["type"] == "provider_error"]
+    assert [(e["kind"], e["retry_in_s"]) for e in errors] == [("model_limit", None)]
+    # graded on the state it reached, and the agent's result: complete for --resume and for a
+    # managed run, and in the leaderboard
+    assert result["reward"]["total"] == 0.0 and result["passed"] is False
+    assert set(complete_runs(results)) and len(find_results(results)) == 1
+    status = classify(
+        status=summary["status"], error_kind=summary["error_kind"], graded=True, has_result=True
+    )
+    assert status == "completed"
+    report = build_report([result])
+    assert report.leaderboard == ["llm (openai/smollm2)"] and report.left_out == {}
+
+
+# ---------------------------------------------------------------------- llm-json and llm
+
+
+def test_llm_json_with_the_action_schema_never_sends_a_reply_that_does_not_parse(
+    tmp_path: Path, llama: LlamaServer, bwrap: None
+) -> None:
+    """SmolLM2 answers in prose when asked for JSON (every reply a parse error without the
+    schema); held to ``response_format`` by the server's grammar, every reply is a call. The
+    run is cut by its time limit here (a whole task on two cores takes minutes; the slow test
+    below plays one)."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    done = srez(
+        state, "run", "--task", TASK, "--agent", "llm-json", "--model", MODEL, "--timeout", "40",
+        "--results", str(results), **model_env(llama),
+    )  # fmt: skip
+    run = one_run(results, "llm-json")
+    entries = dialog(run)
+    calls = [e for e in entries if e["type"] == "tool_call"]
+    assert len(calls) >= 2, done.stderr[-2000:]
+    assert parse_errors(entries) == []
+    assert all(e["name"] != "_reply" for e in calls)
+
+
+def test_without_the_schema_the_same_model_fails_to_parse_and_both_modes_get_their_own_row(
+    tmp_path: Path, llama: LlamaServer, bwrap: None
+) -> None:
+    state, results = tmp_path / "state", tmp_path / "results"
+    for agent, extra in (("llm-json", {"SREZ_LLM_RESPONSE_FORMAT": "0"}), ("llm", {})):
+        srez(
+            state, "run", "--task", TASK, "--agent", agent, "--model", MODEL, "--timeout", "25",
+            "--results", str(results), **model_env(llama, **extra),
+        )  # fmt: skip
+    unconstrained = dialog(one_run(results, "llm-json"))
+    steps = [e for e in unconstrained if e["type"] == "tool_result"]
+    assert steps and parse_errors(unconstrained), "SmolLM2 wrote valid JSON unaided"
+    grades = [json.loads((run.path / "result.json").read_text()) for run in find_results(results)]
+    assert sorted(g["agent"] for g in grades) == ["llm", "llm-json"]
+    report = build_report(grades, bootstrap=None)
+    assert sorted(report.leaderboard) == ["llm (openai/smollm2)", "llm-json (openai/smollm2)"]
+
+
+@pytest.mark.slow
+def test_llm_json_plays_a_whole_task_without_a_parse_error(
+    tmp_path: Path, llama: LlamaServer, bwrap: None
+) -> None:
+    """Every step of a whole episode (a submit or the 40-step budget; the history cut to the
+    window as it fills) is a call. Some 15 minutes on two cores: 29 steps took 10."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    done = srez(
+        state, "run", "--task", TASK, "--agent", "llm-json", "--model", MODEL,
+        "--results", str(results), timeout=2700, **model_env(llama),
+    )  # fmt: skip
+    run = one_run(results, "llm-json")
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["end_reason"] in ("submit", "step_budget"), (summary, done.stderr[-2000:])
+    assert parse_errors(dialog(run)) == []
