@@ -21,9 +21,13 @@ BUILTIN_AGENT_NAMES: Final = frozenset(
         "llm-json",
         "memorised",
         "policy",
+        "range",
+        "loudest",
+        "memorised-learn",
     }
 )
-"""Names the built-in agents file their runs under; no custom agent may take one."""
+"""Names the built-in agents and the calibrators file their runs under; no custom agent may
+take one (a test holds it equal to every ``name`` the baselines declare)."""
 CUSTOM_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 """What the name of an agent of one's own (a command, a Python class) may be."""
 
