@@ -121,6 +121,11 @@ def test_a_context_too_small_ends_the_run_as_a_model_limit_graded_and_never_reru
 # ---------------------------------------------------------------------- llm-json and llm
 
 
+@pytest.mark.xfail(
+    reason="open defect (issue 37): one reply in a full run did not parse despite the schema "
+    "(seq 5; likely cut by the completion cap); not yet diagnosed",
+    strict=False,
+)
 def test_llm_json_with_the_action_schema_never_sends_a_reply_that_does_not_parse(
     tmp_path: Path, llama: LlamaServer, bwrap: None
 ) -> None:

@@ -145,7 +145,8 @@ def test_through_the_relay_replies_are_priced_and_errors_keep_their_class(
     )
     client = HTTPModelClient(settings)
     fake_openai.push(tool_call("get_alerts", {}, usage=(1000, 100)))
-    reply = client.complete(HI, None)
+    # another prompt than failure_of's: the relay replays a run's reply to the same request
+    reply = client.complete([{"role": "user", "content": "first"}], None)
     assert reply.tool_calls[0].name == "get_alerts" and reply.input_tokens == 1000
     assert reply.cost_usd is not None and reply.cost_usd > 0  # the host's price list
     assert fake_openai.requests[0].headers["Authorization"] == "Bearer sk-host-secret-1234"
