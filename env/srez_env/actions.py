@@ -32,7 +32,17 @@ ErrorCode = Literal[
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
-Duration = Annotated[str, StringConstraints(pattern=r"^\d+[mhd]$")]
+Duration = Annotated[str, StringConstraints(pattern=r"^\d+[mhd]$", max_length=8)]
+
+
+# Every free string an action takes is bounded, and the bound is in the tools' JSON schema: a
+# server that holds a model to the schema by grammar (``llm-json``'s ``response_format``) then
+# cannot let it run on inside one string until the completion cap cuts the reply into JSON that
+# does not parse.
+Text32 = Annotated[str, StringConstraints(max_length=32)]
+Text64 = Annotated[str, StringConstraints(max_length=64)]
+Text128 = Annotated[str, StringConstraints(max_length=128)]
+Text500 = Annotated[str, StringConstraints(max_length=500)]
 
 FAULT_GLOSSARY: Final = {
     "wrong_upstream_port": "a client's port for a dependency differs from the port it listens on",
@@ -72,14 +82,14 @@ class ServiceArgs(Args):
 class LogsArgs(ServiceArgs):
     since: Duration = "15m"
     """How far back to read, e.g. 15m or 2h (at most 3h)."""
-    grep: Annotated[str, StringConstraints(max_length=64)] | None = None
+    grep: Text64 | None = None
     """Keep only lines containing this text (case-insensitive)."""
     limit: int = Field(default=40, ge=1, le=100)
     """How many of the most recent matching lines to return."""
 
 
 class MetricsArgs(ServiceArgs):
-    metric: str | None = None
+    metric: Text64 | None = None
     """A metric name; omit it to list the service's metrics."""
     window: Duration = "30m"
     """How far back to read, e.g. 30m or 3h (at most 3h); at most 30 points are returned."""
@@ -98,9 +108,9 @@ class WaitArgs(Args):
 
 
 class SetConfigArgs(ServiceArgs):
-    key: str
+    key: Text64
     """A key as section.key, e.g. db.pool_max or upstream.auth.timeout_ms."""
-    value: str
+    value: Text128
     """The new value as text, e.g. "20", "true", "/etc/certs/db-2025.pem"."""
 
     @field_validator("value", mode="before")
@@ -115,7 +125,7 @@ class SetConfigArgs(ServiceArgs):
 
 
 class RollbackArgs(ServiceArgs):
-    version: str
+    version: Text32
     """A version from the service's deploy history other than the running one."""
 
 
@@ -132,7 +142,7 @@ class DeclareArgs(Args):
 
 
 class SubmitArgs(Args):
-    summary: Annotated[str, StringConstraints(max_length=500)] = ""
+    summary: Text500 = ""
     """A short summary of what you found and did (logged, not graded)."""
 
 

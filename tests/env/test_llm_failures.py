@@ -25,7 +25,11 @@ from srez_env.agents.failures import (
     model_limit_reason,
 )
 from srez_env.agents.llm import DEFAULT_MAX_TOKENS, LLMAgent, LLMConfigError, LLMSettings
-from srez_env.agents.llm_adapters import response_format
+from srez_env.agents.llm_adapters import (
+    REPLY_OVERHEAD_TOKENS,
+    TOKENS_PER_CHARACTER,
+    response_format,
+)
 from srez_env.agents.llm_context import ELIDED, ContextFit, size
 from srez_env.agents.llm_retry import ModelLimitReached
 from srez_env.env import SREEnv
@@ -185,7 +189,7 @@ def test_llm_json_sends_a_schema_of_exactly_the_tools_actions(fake_openai: FakeO
     sent = fake_openai.requests[-1].body
     assert "tools" not in sent and sent["max_tokens"] == DEFAULT_MAX_TOKENS
     schema = sent["response_format"]["json_schema"]["schema"]
-    assert sent["response_format"] == response_format(prompt["tools"])
+    assert sent["response_format"] == response_format(prompt["tools"], DEFAULT_MAX_TOKENS)
     good = [
         {"tool": "get_logs", "args": {"service": "db", "since": "2h", "limit": 5}},
         {"tool": "submit", "args": {"summary": "done"}},
@@ -204,6 +208,73 @@ def test_llm_json_sends_a_schema_of_exactly_the_tools_actions(fake_openai: FakeO
             jsonschema.validate(action, schema)
     for variant, tool in zip(schema["anyOf"], prompt["tools"], strict=True):
         assert variant["properties"]["tool"] == {"const": tool["function"]["name"]}
+
+
+def test_under_a_small_cap_the_schema_bounds_every_free_string_so_a_reply_fits() -> None:
+    """The longest reply the schema admits fits the cap: each action's free strings together
+    cost at most what the cap leaves, two tokens a character (an escape), so the grammar ends a
+    string before the cap cuts the JSON. Enumerated and patterned strings keep their own bound;
+    with no cap, or a large one, the tools' own bounds stand."""
+    _, prompt = episode()
+    tools = prompt["tools"]
+    for cap in (128, 256, 1024):
+        schema = response_format(tools, cap)["json_schema"]["schema"]
+        for variant in schema["anyOf"]:
+            args = variant["properties"]["args"]
+            lengths = [_free_length(spec) for spec in (args.get("properties") or {}).values()]
+            free = sum(n for n in lengths if n is not None)
+            cost = free * TOKENS_PER_CHARACTER + REPLY_OVERHEAD_TOKENS
+            assert cost <= cap, (cap, variant["properties"]["tool"])
+    assert response_format(tools, None) == response_format(tools, 100_000)
+    unbounded = [
+        (tool["function"]["name"], name)
+        for tool in tools
+        for name, spec in (tool["function"]["parameters"].get("properties") or {}).items()
+        if _is_free_string(spec) and _free_length(spec) is None
+    ]
+    assert unbounded == [], "every free string of an action needs a maxLength"
+
+
+def _branches(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [spec, *spec.get("anyOf", [])]
+
+
+def _is_free_string(spec: dict[str, Any]) -> bool:
+    return any(
+        b.get("type") == "string" and "enum" not in b and "const" not in b for b in _branches(spec)
+    )
+
+
+def _free_length(spec: dict[str, Any]) -> int | None:
+    for b in _branches(spec):
+        if b.get("type") == "string" and "maxLength" in b and "enum" not in b:
+            return int(b["maxLength"])
+    return None
+
+
+def test_a_reply_cut_by_the_cap_says_so_in_the_dialog(fake_openai: FakeOpenAI) -> None:
+    _, prompt = episode()
+    agent = make(fake_openai, "llm-json")
+    fake_openai.push(
+        text('{"tool": "get_logs", "args": {"service": "db", "grep": "aaaa', finish="length")
+    )
+    fake_openai.push(text('{"tool": "get_alerts", "args": {}}'))
+    agent.act(prompt)
+    agent.act({"tool": "get_logs", "status": "error", "result": "PARSE_ERROR"})
+    notes = [n["fields"] for n in agent.drain_notes() if n["type"] == "assistant"]
+    assert [n.get("finish_reason") for n in notes] == ["length", None]
+
+
+def test_a_reply_withheld_by_the_content_filter_is_a_model_limit(fake_openai: FakeOpenAI) -> None:
+    """Some providers answer a filtered request 200 with ``finish_reason: content_filter`` and
+    nothing written: the same limit as the 400 they answer it with elsewhere, never retried."""
+    agent = make(fake_openai)
+    _, prompt = episode()
+    fake_openai.push(text("", finish="content_filter"))
+    with pytest.raises(ModelLimitReached, match="content filter"):
+        agent.act(prompt)
+    assert len(fake_openai.requests) == 1
+    assert provider_notes(agent) == [("model_limit", None)]
 
 
 def test_the_schema_and_the_cap_can_be_turned_off(fake_openai: FakeOpenAI) -> None:

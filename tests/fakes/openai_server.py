@@ -112,12 +112,19 @@ def tool_call(
     return Scripted(body=_completion(message, "tool_calls", usage))
 
 
-def text(content: str, *, reasoning: str = "", usage: tuple[int, int] = (100, 20)) -> Scripted:
-    """A plain assistant message."""
+def text(
+    content: str,
+    *,
+    reasoning: str = "",
+    usage: tuple[int, int] = (100, 20),
+    finish: str = "stop",
+) -> Scripted:
+    """A plain assistant message; ``finish`` is its ``finish_reason`` (``length``: cut by the
+    cap, ``content_filter``: withheld)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning:
         message["reasoning_content"] = reasoning
-    return Scripted(body=_completion(message, "stop", usage))
+    return Scripted(body=_completion(message, finish, usage))
 
 
 def error(

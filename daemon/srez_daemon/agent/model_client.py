@@ -43,7 +43,7 @@ from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from srez_daemon.protocol.agent import COST_HEADER
-from srez_env.agents.failures import model_limit_reason
+from srez_env.agents.failures import CONTENT_FILTER, model_limit_reason
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
 from srez_env.agents.llm_retry import Failure, names_missing_credentials
@@ -75,6 +75,12 @@ class ModelTimeout(Exception):
 
 class ModelConnectionError(Exception):
     """The server could not be reached, or answered something that is not a chat completion."""
+
+
+class ModelFiltered(Exception):
+    """The server answered 200, but its content filter withheld the reply
+    (``finish_reason: content_filter`` with nothing written): a model limit, like the same
+    refusal answered as an error status."""
 
 
 class Endpoint(NamedTuple):
@@ -201,10 +207,14 @@ class HTTPModelClient:
             raise ModelHTTPError(response.status, message, answer, codes)
         try:
             data = json.loads(raw)
-            return self._reply(data, answer)
+            reply = self._reply(data, answer)
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
             msg = f"{self.endpoint.base_url} answered something that is not a chat completion: {raw[:200]!r}"
             raise ModelConnectionError(msg) from e
+        if reply.finish_reason == CONTENT_FILTER and not (reply.text or reply.tool_calls):
+            msg = f"{self.endpoint.base_url}: the content filter withheld the reply"
+            raise ModelFiltered(msg)
+        return reply
 
     def _reply(self, data: dict[str, Any], headers: Mapping[str, str]) -> Reply:
         message = data["choices"][0]["message"]
@@ -227,6 +237,7 @@ class HTTPModelClient:
             input_tokens=tokens_in,
             output_tokens=tokens_out,
             cost_usd=self._cost(headers, tokens_in, tokens_out),
+            finish_reason=_text_or_none(data["choices"][0].get("finish_reason")),
         )
 
     def _cost(self, headers: Mapping[str, str], tokens_in: int, tokens_out: int) -> float | None:
@@ -249,6 +260,8 @@ class HTTPModelClient:
         message = f"{type(error).__name__}: {error}"
         if isinstance(error, ModelTimeout):
             return Failure("timeout", message)
+        if isinstance(error, ModelFiltered):
+            return Failure("model_limit", message, retryable=False, limit=CONTENT_FILTER)
         if isinstance(error, ModelConnectionError):
             if names_missing_credentials(message):
                 return Failure("auth", message, retryable=False)
@@ -268,6 +281,10 @@ class HTTPModelClient:
         if limit is not None:
             return Failure("model_limit", message, retryable=False, limit=limit)
         return Failure("other", message, wait, retryable=status == 409)
+
+
+def _text_or_none(raw: Any) -> str | None:
+    return raw if isinstance(raw, str) and raw else None
 
 
 def _arguments(raw: Any) -> str:

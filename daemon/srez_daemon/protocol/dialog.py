@@ -105,6 +105,9 @@ class Assistant(_Entry):
     """The reply, as Markdown."""
     tokens: TokenCount | None = None
     """Tokens of the call that produced this reply, when the provider reported them."""
+    finish_reason: str | None = Field(default=None, max_length=32)
+    """Set only when the model did not end the reply itself: ``length`` when the completion cap
+    (``SREZ_LLM_MAX_TOKENS``) cut it, which is why such a reply may not parse."""
 
 
 class Thinking(_Entry):

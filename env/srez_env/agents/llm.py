@@ -186,6 +186,10 @@ class LLMSettings(NamedTuple):
         )
 
 
+_OWN_ENDINGS: Final = frozenset({None, "stop", "tool_calls", "function_call", "eos"})
+"""Finish reasons that are the model's own end of a reply (None: the provider did not say)."""
+
+
 def _max_tokens(raw: str) -> int | None:
     """``SREZ_LLM_MAX_TOKENS``: a positive count, ``provider`` for the provider's own default,
     else :data:`DEFAULT_MAX_TOKENS`."""
@@ -309,7 +313,7 @@ class LLMAgent:
         listed = list(tools) if isinstance(tools, list) else None
         self._tools = listed if mode == "tools" else None
         if mode == "json" and listed and self.settings.response_format:
-            self._format = response_format(listed)
+            self._format = response_format(listed, self.settings.max_tokens)
 
     def _report(self, failure: Failure, decision: Decision) -> None:
         if failure.kind == "model_limit" and decision is not _FINAL:
@@ -331,11 +335,14 @@ class LLMAgent:
         if reply.reasoning:
             self._note("thinking", text=reply.reasoning)
         tokens = {"input": reply.input_tokens, "output": reply.output_tokens}
+        # a reply the model did not end itself (the completion cap cut it) says so in the dialog,
+        # so that what does not parse there is told apart from what the model chose to write
+        cut = {} if reply.finish_reason in _OWN_ENDINGS else {"finish_reason": reply.finish_reason}
         if reply.text or not reply.tool_calls:
-            self._note("assistant", text=reply.text, tokens=tokens)
+            self._note("assistant", text=reply.text, tokens=tokens, **cut)
         else:  # a bare tool call still shows its tokens in the dialog
             names = ", ".join(c.name for c in reply.tool_calls)
-            self._note("assistant", text=f"(calls {names})", tokens=tokens)
+            self._note("assistant", text=f"(calls {names})", tokens=tokens, **cut)
         self._note(
             "usage",
             tokens={"input": self.tokens_in, "output": self.tokens_out},

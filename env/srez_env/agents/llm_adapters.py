@@ -57,6 +57,9 @@ class Reply(NamedTuple):
     output_tokens: int = 0
     cost_usd: float | None = None
     """Cost of this call, when the model's price is known."""
+    finish_reason: str | None = None
+    """Why the model stopped, as the provider said: ``stop`` and ``tool_calls`` are its own
+    choice; ``length`` is the completion cap cutting the reply."""
 
 
 class Turn(NamedTuple):
@@ -67,20 +70,32 @@ class Turn(NamedTuple):
     """Tool-call ids of the reply: the first gets the observation, the rest ``NOT_EXECUTED``."""
 
 
-def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
+REPLY_OVERHEAD_TOKENS: Final = 48
+"""Tokens of a reply's JSON outside its strings: braces, keys, the tool's name, spacing."""
+TOKENS_PER_CHARACTER: Final = 2
+"""What one character of a string may cost: a model that writes escapes (``\\n``) spends two
+tokens on one character."""
+
+
+def response_format(tools: list[dict[str, Any]], max_tokens: int | None = None) -> dict[str, Any]:
     """The ``response_format`` of ``llm-json``: a JSON schema that admits exactly the actions of
     ``tools`` (the prompt's OpenAI tool list), one ``{"tool", "args"}`` object per tool.
 
     Servers that enforce a schema by grammar (llama.cpp, vLLM, SGLang, Ollama) or natively
     (OpenAI's structured outputs) then can only produce replies that parse, which a small model
-    without tool calling does not manage alone.
+    without tool calling does not manage alone. Only if the reply is whole: under a completion
+    cap of ``max_tokens``, each action's free strings are bounded so that the longest reply the
+    schema admits fits (:func:`_fit_strings`); a model that runs on inside a string is stopped by
+    the grammar, not cut by the cap into JSON that does not parse.
     """
     variants = [
         {
             "type": "object",
             "properties": {
                 "tool": {"const": tool["function"]["name"]},
-                "args": tool["function"].get("parameters") or {"type": "object"},
+                "args": _fit_strings(
+                    tool["function"].get("parameters") or {"type": "object"}, max_tokens
+                ),
             },
             "required": ["tool", "args"],
             "additionalProperties": False,
@@ -91,6 +106,53 @@ def response_format(tools: list[dict[str, Any]]) -> dict[str, Any]:
         "type": "json_schema",
         "json_schema": {"name": "action", "strict": True, "schema": {"anyOf": variants}},
     }
+
+
+def _fit_strings(parameters: dict[str, Any], max_tokens: int | None) -> dict[str, Any]:
+    """``parameters`` with the ``maxLength`` of its free strings scaled down so that all its
+    strings together cost at most what ``max_tokens`` leaves after
+    :data:`REPLY_OVERHEAD_TOKENS`; unchanged when they already fit or there is no cap. A
+    patterned string (a duration) keeps its own bound and counts against the budget."""
+    fields = parameters.get("properties") or {}
+    free: dict[str, int] = {}
+    fixed = 0
+    for name, spec in fields.items():
+        length, patterned = _string_bound(spec)
+        if length is not None and patterned:
+            fixed += length
+        elif length is not None:
+            free[name] = length
+    if max_tokens is None or not free:
+        return parameters
+    budget = max(len(free), (max_tokens - REPLY_OVERHEAD_TOKENS) // TOKENS_PER_CHARACTER - fixed)
+    total = sum(free.values())
+    if total <= budget:
+        return parameters
+    scaled = {name: max(1, n * budget // total) for name, n in free.items()}
+    properties = {
+        name: _with_max_length(spec, scaled[name]) if name in scaled else spec
+        for name, spec in fields.items()
+    }
+    return {**parameters, "properties": properties}
+
+
+def _string_bound(spec: dict[str, Any]) -> tuple[int | None, bool]:
+    """The ``maxLength`` of a string field (directly or as one branch of an ``anyOf``; None for
+    an enumeration, whose values bound it), and whether a ``pattern`` shapes it."""
+    for branch in (spec, *spec.get("anyOf", ())):
+        if branch.get("type") == "string" and "enum" not in branch:
+            length = branch.get("maxLength")
+            if isinstance(length, int):
+                return length, "pattern" in branch
+    return None, False
+
+
+def _with_max_length(spec: dict[str, Any], length: int) -> dict[str, Any]:
+    if "anyOf" in spec:
+        return {**spec, "anyOf": [_with_max_length(b, length) for b in spec["anyOf"]]}
+    if spec.get("type") == "string" and "maxLength" in spec:
+        return {**spec, "maxLength": min(length, int(spec["maxLength"]))}
+    return spec
 
 
 def system_prompt(mode: Mode) -> str:
