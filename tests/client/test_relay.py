@@ -24,6 +24,7 @@ from srez_client.errors import BackendError
 from srez_client.relay.server import MAX_BODY, MODEL_HEADER, ModelRelay, RelayGrant
 from srez_client.relay.settings import llm_settings, model_environment, relay_target
 from srez_client.relay.wire import forwarded_params, host_secret_values, redact
+from srez_daemon.protocol.agent import ATTEMPT_HEADER
 
 HOST_KEY = "sk-host-relay-test-0123456789"
 REAL_MODEL = "openai/real-model"
@@ -42,13 +43,19 @@ async def relay(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ModelRelay]:
 
 
 async def post(
-    grant: RelayGrant | str, body: dict[str, Any] | bytes, token: str | None = None
+    grant: RelayGrant | str,
+    body: dict[str, Any] | bytes,
+    token: str | None = None,
+    attempt: str | None = None,
 ) -> tuple[int, dict[str, Any], dict[str, str]]:
-    """POST a chat request to the relay as an agent would; (status, JSON body, headers)."""
+    """POST a chat request to the relay as an agent would (``attempt``: its attempt id);
+    (status, JSON body, headers)."""
     base = grant.base_url if isinstance(grant, RelayGrant) else grant
     bearer = token if token is not None else grant.token if isinstance(grant, RelayGrant) else ""
     data = io.BytesIO(body if isinstance(body, bytes) else orjson.dumps(body))
     headers = {"Authorization": f"Bearer {bearer}", "Content-Type": "application/json"}
+    if attempt is not None:
+        headers[ATTEMPT_HEADER] = attempt
     async with (
         aiohttp.ClientSession() as http,
         http.post(f"{base}/chat/completions", data=data, headers=headers) as resp,
@@ -56,6 +63,9 @@ async def post(
         raw = await resp.read()
         assert b"\n" not in raw.strip()  # one line, errors included
         return resp.status, orjson.loads(raw), dict(resp.headers)
+
+
+LOST, AGAIN = "0123456789abcdef", "fedcba9876543210"
 
 
 async def test_relay_forwards_to_the_real_model_with_the_host_key(
@@ -310,7 +320,7 @@ def test_container_gets_settings_and_the_relay_never_a_host_key() -> None:
     }
 
 
-async def test_a_run_asking_again_what_it_was_answered_gets_the_reply_with_no_second_call(
+async def test_another_attempt_of_a_run_is_answered_what_the_lost_one_was_with_no_call(
     relay: ModelRelay, fake_openai: FakeOpenAI
 ) -> None:
     """A new attempt of a run (a lost ray node) replays its deterministic episode: its requests
@@ -320,18 +330,62 @@ async def test_a_run_asking_again_what_it_was_answered_gets_the_reply_with_no_se
     other = relay.register("run-other", REAL_MODEL, fake_openai.base_url)
     later = {**CHAT, "messages": [*CHAT["messages"], {"role": "user", "content": "and then?"}]}
     fake_openai.push(error(503, "busy"), text("first"), text("second"), text("other run"))
-    assert (await post(grant, CHAT))[0] == 503
-    status, reply, headers = await post(grant, CHAT)
+    assert (await post(grant, CHAT, attempt=LOST))[0] == 503
+    status, reply, headers = await post(grant, CHAT, attempt=LOST)
     assert (status, reply["choices"][0]["message"]["content"]) == (200, "first")
     assert "X-Srez-Replayed" not in headers
-    assert (await post(grant, later))[1]["choices"][0]["message"]["content"] == "second"
+    assert (await post(grant, later, attempt=LOST))[1]["choices"][0]["message"][
+        "content"
+    ] == "second"
     calls = len(fake_openai.requests)
     # the new attempt: the same two requests again, in the same order
     for body, expected in ((CHAT, "first"), (later, "second")):
-        status, reply, headers = await post(grant, body)
+        status, reply, headers = await post(grant, body, attempt=AGAIN)
         assert (status, reply["choices"][0]["message"]["content"]) == (200, expected)
         assert headers["X-Srez-Replayed"] == "1" and headers[MODEL_HEADER] == REAL_MODEL
     assert len(fake_openai.requests) == calls
     # another run's identical request is its own call
-    assert (await post(other, CHAT))[1]["choices"][0]["message"]["content"] == "other run"
+    assert (await post(other, CHAT, attempt=AGAIN))[1]["choices"][0]["message"]["content"] == (
+        "other run"
+    )
     assert len(fake_openai.requests) == calls + 1
+
+
+async def test_an_attempt_asking_the_same_request_again_on_purpose_gets_a_new_call(
+    relay: ModelRelay, fake_openai: FakeOpenAI
+) -> None:
+    """An agent that samples one request three times (self-consistency) gets three replies, not
+    its first one back; with no attempt id at all the same holds. Another attempt then replays
+    the three in order, and a fourth asking is a call again."""
+    grant = relay.register("run-sampling", REAL_MODEL, fake_openai.base_url)
+    fake_openai.push(text("a"), text("b"), text("c"), text("d"), text("e"), text("f"))
+
+    async def content(attempt: str | None) -> tuple[str, bool]:
+        status, reply, headers = await post(grant, CHAT, attempt=attempt)
+        assert status == 200
+        return reply["choices"][0]["message"]["content"], "X-Srez-Replayed" in headers
+
+    assert [await content(LOST) for _ in range(3)] == [("a", False), ("b", False), ("c", False)]
+    assert [await content(None) for _ in range(2)] == [("a", True), ("b", True)]
+    assert [await content(AGAIN) for _ in range(4)] == [
+        ("a", True),
+        ("b", True),
+        ("c", True),
+        ("d", False),
+    ]
+    assert len(fake_openai.requests) == 4
+
+
+@pytest.mark.parametrize("attempt", ["", "XYZ", "12345", "a" * 65, "0123abcd-1"])
+async def test_a_malformed_attempt_id_is_refused_in_one_line(
+    relay: ModelRelay, fake_openai: FakeOpenAI, attempt: str
+) -> None:
+    grant = relay.register("run-bad-attempt", REAL_MODEL, fake_openai.base_url)
+    fake_openai.push(text("unused"))
+    status, body, _ = await post(grant, CHAT, attempt=attempt)
+    if attempt == "":
+        assert status == 200  # an empty header names no attempt
+        return
+    assert status == 400 and body["error"]["code"] == "bad_attempt"
+    assert "8 to 64 lowercase hex digits" in body["error"]["message"]
+    assert fake_openai.requests == []

@@ -3,6 +3,7 @@ through the host's model relay (which prices replies and passes provider errors 
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from srez_daemon.agent.model_client import (
     ModelTimeout,
     retry_after,
 )
+from srez_daemon.protocol.agent import ATTEMPT_HEADER, ATTEMPT_PATTERN
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_retry import Failure
 
@@ -54,6 +56,20 @@ def test_a_reply_is_read_with_tools_tokens_and_reasoning(fake_openai: FakeOpenAI
     fake_openai.push(text("done"))
     assert client.complete(HI, None).text == "done"
     assert "tools" not in fake_openai.requests[1].body
+
+
+def test_every_call_of_one_agent_names_its_attempt_and_another_agent_another(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """The relay replays kept replies only to another attempt of a run (docs in
+    srez_client.relay.server): one client is one attempt, the same id on all its calls."""
+    first, second = client_of(fake_openai.base_url), client_of(fake_openai.base_url)
+    fake_openai.push(text("1"), text("2"), text("3"))
+    for client in (first, first, second):
+        client.complete(HI, None)
+    ids = [r.headers[ATTEMPT_HEADER] for r in fake_openai.requests]
+    assert ids[0] == ids[1] != ids[2]
+    assert all(re.fullmatch(ATTEMPT_PATTERN, i) for i in ids)
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,16 @@ The contract, per run (:meth:`ModelRelay.register`):
   (:data:`~srez_daemon.protocol.agent.COST_HEADER`; absent for an unpriced model), because the
   agent has no litellm and no price list; the agent's ``SREZ_LLM_INPUT_COST_PER_TOKEN`` /
   ``..._OUTPUT_...`` still win over it.
-* A request the run made before and that was answered (the same forwarded parameters, to the
-  byte) gets the same answer again, with ``X-Srez-Replayed: 1`` and no provider call. An episode
-  is deterministic, so such a request comes only from a new attempt of the same run (the
-  ``ray`` backend runs a task again when its node is lost): it replays what the lost attempt had
-  without paying for it twice. Failures are not kept; a run keeps at most :data:`MAX_REPLIES`.
+* A new attempt of a run (the ``ray`` backend runs a task again when its node is lost) replays
+  its deterministic episode: its requests are the lost attempt's. The relay keeps each answered
+  request's replies, in order, under a digest of the forwarded parameters, and answers another
+  attempt's n-th asking of a request with the n-th reply kept for it, with ``X-Srez-Replayed: 1``
+  and no provider call; past what was kept it calls the provider. An attempt is named by the
+  agent's ``X-Srez-Attempt`` header (:data:`~srez_daemon.protocol.agent.ATTEMPT_HEADER`, random
+  per agent process; a request without it is an attempt of its own, the one without a name). So
+  an attempt is never answered from its own replies: an agent that asks the same request twice on
+  purpose (to sample it again) gets two calls. Failures are not kept; a run keeps at most
+  :data:`MAX_REPLIES`.
 * A provider failure is answered with the provider's HTTP status and its ``Retry-After`` /
   ``retry-after-ms`` headers, so the agent's own retry and cooldown policy
   (:mod:`srez_env.agents.llm_retry`) works unchanged. **The relay never retries.** Its own
@@ -63,9 +68,11 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -83,7 +90,7 @@ from srez_client.relay.wire import (
     provider_failure,
     redact,
 )
-from srez_daemon.protocol.agent import COST_HEADER
+from srez_daemon.protocol.agent import ATTEMPT_HEADER, ATTEMPT_PATTERN, COST_HEADER
 
 logger = logging.getLogger(__name__)
 
@@ -118,11 +125,26 @@ class _Route:
     api_key: str | None = field(repr=False)
     timeout_s: float
     token: bytes = field(repr=False)
-    replies: dict[bytes, tuple[bytes, dict[str, str]]] = field(
+    replies: dict[bytes, list[tuple[bytes, dict[str, str]]]] = field(
         default_factory=dict, repr=False, compare=False
     )
-    """The run's answered requests (a digest of the forwarded parameters -> the body and headers
-    sent), for an attempt that asks them again (:meth:`ModelRelay._completions`)."""
+    """The run's answered requests (a digest of the forwarded parameters -> the bodies and
+    headers sent, in order), for another attempt that asks them again
+    (:meth:`ModelRelay._completions`)."""
+    asked: Counter[tuple[str, bytes]] = field(default_factory=Counter, repr=False, compare=False)
+    """How often each attempt has been answered each request, replayed or called."""
+
+    def kept(self) -> int:
+        return sum(map(len, self.replies.values()))
+
+
+def _attempt(request: web.Request) -> str:
+    """The request's attempt id (:data:`ATTEMPT_HEADER`), "" when it names none."""
+    attempt = request.headers.get(ATTEMPT_HEADER, "")
+    if attempt and not re.fullmatch(ATTEMPT_PATTERN, attempt):
+        why = f"{ATTEMPT_HEADER} must be 8 to 64 lowercase hex digits"
+        raise RelayRequestError(400, "bad_attempt", why)
+    return attempt
 
 
 def _answer(answer: RelayAnswer) -> web.Response:
@@ -364,12 +386,17 @@ class ModelRelay:
             raise web.HTTPRequestEntityTooLarge(
                 max_size=self.max_body, actual_size=request.content_length or 0
             )
+        attempt = _attempt(request)
         params = forwarded_params(await request.read())
         key = hashlib.sha256(orjson.dumps(params, option=orjson.OPT_SORT_KEYS)).digest()
-        kept = route.replies.get(key)
-        if kept is not None:
+        kept = route.replies.get(key, [])
+        nth = route.asked[attempt, key]
+        # an attempt's own replies sit below its count (each was kept at the count it had then):
+        # it is only ever answered from another attempt's
+        if nth < len(kept):
+            route.asked[attempt, key] += 1
             logger.info("relay: run %s: a reply replayed, no call", route.run_id)
-            body, headers = kept
+            body, headers = kept[nth]
             return web.Response(
                 body=body,
                 content_type="application/json",
@@ -418,8 +445,9 @@ class ModelRelay:
             (time.monotonic() - started) * 1000,
         )
         sent = _dumps(body)
-        if len(route.replies) < MAX_REPLIES:
-            route.replies[key] = (sent, headers)
+        route.asked[attempt, key] += 1
+        if route.kept() < MAX_REPLIES:
+            route.replies.setdefault(key, []).append((sent, headers))
         return web.Response(body=sent, content_type="application/json", headers=headers)
 
     def _unmapped(

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
-from srez_daemon.protocol.agent import COST_HEADER
+from srez_daemon.protocol.agent import ATTEMPT_HEADER, COST_HEADER
 from srez_env.agents.failures import CONTENT_FILTER, model_limit_reason
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
@@ -130,6 +131,8 @@ class HTTPModelClient:
         if url.scheme not in ("http", "https") or not url.hostname:
             msg = f"SREZ_LLM_API_BASE={self.endpoint.base_url!r} is not an http(s) URL"
             raise LLMConfigError(msg)
+        self.attempt = secrets.token_hex(8)
+        """This process's attempt id (:data:`~srez_daemon.protocol.agent.ATTEMPT_HEADER`)."""
         self._https = url.scheme == "https"
         self._host = url.hostname
         self._port = url.port
@@ -188,6 +191,7 @@ class HTTPModelClient:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         payload = self.body(messages, tools, response_format)
         headers["Connection"] = "close"
+        headers[ATTEMPT_HEADER] = self.attempt
         conn = self._connect()
         try:
             conn.request("POST", self._path, body=payload, headers=headers)

@@ -24,6 +24,13 @@ RAW_REPLY_TOOL: Final = "_reply"
 """The tool an agent posts a reply to that is not a valid action (recorded as an invalid call)."""
 SUBMIT_TOOL: Final = "submit"
 """The tool that ends the episode; the agent socket serves it as ``POST /submit``."""
+ATTEMPT_HEADER: Final = "X-Srez-Attempt"
+"""Request header of the agent's thin client: a random id of this agent process, the same on all
+its calls. The model relay replays a run's kept replies only to *another* attempt of the run (a
+task run again after a lost node), never to the attempt that asked (which may ask the very same
+request again on purpose, to sample it), and only as often as they were asked before."""
+ATTEMPT_PATTERN: Final = r"^[0-9a-f]{8,64}$"
+"""What an attempt id may be; the relay refuses anything else."""
 COST_HEADER: Final = "X-Srez-Cost-Usd"
 """Header of a model relay's chat completion: the reply's cost in USD, priced by the host's
 litellm from the run's real slug (absent when the model is not priced). The agent's thin client
