@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.results.report import Report, build_report, leaderboard_table
+from srez_env import agent_registry
 from srez_env.agents import make_agent
 from srez_env.baselines import learners, memorised, ranges
 from srez_env.baselines.loudest import loudest
@@ -36,9 +37,9 @@ from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
 CARD: Final = Path(__file__).resolve().parent.parent / "docs" / "benchmark-card.md"
-AGENTS: Final = ("scripted", "diagnostician", "heuristic", "random", "noop", "restart-all")
+AGENTS: Final = agent_registry.OFFLINE
 """The baselines and the floors, as the card's tables list them."""
-FLOORS: Final = ("noop", "restart-all")
+FLOORS: Final = agent_registry.FLOORS
 GENERATED_SEED: Final = 4242
 """The generated set the card quotes beside the canonical one (a public seed)."""
 MARKER: Final = re.compile(

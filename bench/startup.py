@@ -33,8 +33,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from srez_env import agent_registry
+
 SREZ: Final = Path(sys.executable).parent / "srez"
-MAIN_JOB_AGENTS: Final = "scripted,diagnostician,heuristic,random,noop,restart-all"
+MAIN_JOB_AGENTS: Final = ",".join(agent_registry.OFFLINE)
 QUICK: Final = {
     "version": ["--version"],
     "help": ["--help"],

@@ -25,8 +25,10 @@ from srez_core.atomic import atomic_write_bytes
 from srez_core.clock import utc_timestamp
 from srez_core.wire_version import srez_version
 from srez_daemon.errors import RunSetupError
+from srez_env import agent_registry
 
-AGENTS = ("scripted", "heuristic", "random", "llm", "llm-json")
+AGENTS = agent_registry.LAUNCHABLE
+"""The built-in agents headless mode runs by name (``replay:FILE`` too)."""
 
 
 def check_agent(spec: str) -> None:

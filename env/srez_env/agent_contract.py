@@ -8,26 +8,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-BUILTIN_AGENT_NAMES: Final = frozenset(
-    {
-        "scripted",
-        "heuristic",
-        "diagnostician",
-        "random",
-        "noop",
-        "restart-all",
-        "replay",
-        "llm",
-        "llm-json",
-        "memorised",
-        "policy",
-        "range",
-        "loudest",
-        "memorised-learn",
-    }
-)
-"""Names the built-in agents and the calibrators file their runs under; no custom agent may
-take one (a test holds it equal to every ``name`` the baselines declare)."""
+from srez_env import agent_registry
+
+BUILTIN_AGENT_NAMES: Final = agent_registry.NAMES
+"""Names the built-in agents and the calibrators file their runs under
+(:mod:`srez_env.agent_registry`); no custom agent may take one (a test holds it equal to every
+``name`` the baselines declare)."""
 CUSTOM_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,39}")
 """What the name of an agent of one's own (a command, a Python class) may be."""
 

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND
 from srez_client.cli.options import backend_options, positive_float
+from srez_env import agent_registry
 
 Command = Callable[[argparse.Namespace], int]
 """What a command is: the parsed arguments in, the exit status out."""
@@ -26,9 +27,8 @@ Command = Callable[[argparse.Namespace], int]
 STATUS_FILTERS: Final = ("ok", "error", "resolved", "unresolved")
 """``srez runs results --status`` (those of :func:`srez_client.results.finder.filter_results`,
 kept here so that parsing needs no results module; a test holds them equal)."""
-BASELINE_NAMES: Final = ("random", "heuristic", "scripted")
-"""The baselines of ``srez managed create --baselines`` (``srez_client.managed.models.BASELINES``,
-kept here so that parsing needs no pydantic model; a test holds them equal)."""
+BASELINE_NAMES: Final = agent_registry.MANAGED_BASELINES
+"""The baselines of ``srez managed create --baselines`` (:mod:`srez_env.agent_registry`)."""
 MCP_DEFAULT_NAME: Final = "mcp"
 """The agent name an in-process MCP episode is filed under unless ``--name`` says another."""
 

@@ -16,15 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from srez_client.errors import UsageError
 from srez_client.layout import model_slug
 from srez_core.field_docs import field_docstrings
+from srez_env import agent_registry
 
 MANAGED_SCHEMA_VERSION: Final = 1
 """Version of the managed-run file formats."""
 NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 """What the name of a managed run or of a target looks like (a single, safe path component)."""
-BASELINES: Final = ("random", "heuristic", "scripted")
-"""The agents that need no model (and cost nothing)."""
+BASELINES: Final = agent_registry.MANAGED_BASELINES
+"""The agents that need no model (and cost nothing) a managed evaluation offers."""
 
 AgentKind = Literal["random", "heuristic", "scripted", "llm", "llm-json"]
+"""The registry's managed baselines and LLM agents, spelled out for the schema (a test holds
+them equal to :mod:`srez_env.agent_registry`)."""
 TaskStatus = Literal["running", "completed", "interrupted", "provider_error", "failed"]
 """``running``: the attempt was started and not yet recorded as ended (after a crash, the resume
 decides what it was); ``completed``: graded, counted in the scores; ``interrupted``: stopped by
@@ -82,7 +85,7 @@ def make_target(agent: str, model: str = "none") -> Target:
             raise UsageError(msg)
         return Target(name=agent, agent=agent, model="none")
     if agent not in ("llm", "llm-json"):
-        msg = f"unknown agent {agent!r} (known: {', '.join(BASELINES)}, llm, llm-json)"
+        msg = f"unknown agent {agent!r} (known: {', '.join((*BASELINES, *agent_registry.LLM))})"
         raise UsageError(msg)
     from srez_client.models_catalog import valid_slug
 

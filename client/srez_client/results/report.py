@@ -53,6 +53,7 @@ from srez_client.results.bootstrap import (
     paired_difference,
 )
 from srez_client.results.table import render_table
+from srez_env import agent_registry
 from srez_env.agents.failures import counted
 
 CHECK_NAMES: Final = ("valid", "func", "safe", "intent", "rca")
@@ -61,7 +62,7 @@ DIFFICULTIES: Final = ("easy", "medium", "hard")
 """The difficulty tiers, in table order."""
 PASS_HAT_K: Final = (1, 3, 5)
 """The k of pass^k that are reported (each only when every task has at least k runs)."""
-FLOOR_AGENTS: Final = ("noop", "restart-all")
+FLOOR_AGENTS: Final = agent_registry.FLOORS
 """Agents whose score is a floor (doing nothing; restarting everything): marked in leaderboards."""
 
 

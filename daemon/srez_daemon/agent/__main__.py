@@ -32,9 +32,9 @@ import os
 import sys
 from collections.abc import Mapping
 
-BUILT_IN_WITHOUT_NETWORK = frozenset(
-    {"scripted", "heuristic", "diagnostician", "random", "noop", "restart-all"}
-)
+from srez_env import agent_registry
+
+BUILT_IN_WITHOUT_NETWORK = agent_registry.WITHOUT_NETWORK
 """The built-in agents that speak to nothing but the agent socket."""
 TLS_FREE_BASES = ("http://",)
 
@@ -46,7 +46,7 @@ def tls_unused(environ: Mapping[str, str]) -> bool:
     spec = environ.get("SREZ_AGENT_SPEC", "heuristic")
     if spec in BUILT_IN_WITHOUT_NETWORK or spec.startswith("replay:"):
         return True
-    if spec not in ("llm", "llm-json"):
+    if spec not in agent_registry.LLM:
         return False
     names = ("SREZ_LLM_API_BASE", "OPENAI_API_BASE", "OPENAI_BASE_URL")
     base = next((v.strip() for n in names if (v := environ.get(n, "")).strip()), "")

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from srez_env import agent_registry
 from srez_env.agent_contract import BUILTIN_AGENT_NAMES as BUILTIN_AGENT_NAMES
 from srez_env.agent_contract import CUSTOM_NAME
 from srez_env.agent_contract import Agent as Agent
@@ -39,19 +40,13 @@ if TYPE_CHECKING:
     from srez_env.task import Task  # annotations only: the LLM agent process never loads tasks
 
 AGENT_KINDS = (
-    "scripted",
-    "heuristic",
-    "diagnostician",
-    "random",
-    "noop",
-    "restart-all",
-    "replay:FILE",
-    "llm",
-    "llm-json",
+    *(agent.spec for agent in agent_registry.AGENTS if agent.launchable),
     "cmd:NAME",
     "mcp:NAME",
     "module:Class",
 )
+"""Every form an agent spec takes: the built-in agents (:mod:`srez_env.agent_registry`), then
+the agents of one's own."""
 CUSTOM_PREFIX = "cmd:"
 """Spec prefix of a custom agent command: ``cmd:NAME``."""
 MCP_PREFIX = "mcp:"
@@ -105,10 +100,10 @@ def build_agent(
     task file only when it runs the oracle (docs/design.md §7). The LLM agents read their settings
     from ``environ`` and call the model through ``client`` (see the module docstring).
     """
-    if spec in ("llm", "llm-json"):  # first: its process loads no baseline and no task module
+    if spec in agent_registry.LLM:  # first: its process loads no baseline and no task module
         from srez_env.agents.llm import LLMAgent, LLMSettings, UnboundClient
 
-        if client is None or environ is None:
+        if client is None or environ is None:  # a spec check only: see the module docstring
             unbound = LLMSettings(model="none", mode="json" if spec == "llm-json" else "tools")
             return LLMAgent(unbound, UnboundClient())
         settings = LLMSettings.from_env(environ, spec=spec)

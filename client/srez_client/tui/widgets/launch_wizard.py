@@ -21,10 +21,13 @@ from srez_client.lifecycle.launch import RunLauncher
 from srez_client.lifecycle.run import run_to_results, scratch_dir
 from srez_client.models_catalog import valid_slug
 from srez_client.tui.shell import Shell
+from srez_env import agent_registry
 from srez_env.agents.llm import LLM_SPECS
 from srez_env.errors import EnvError
 
-AGENTS = ("heuristic", "scripted", "random", "llm", "llm-json")
+DEFAULT_AGENT = "heuristic"
+AGENTS = (DEFAULT_AGENT, *(name for name in agent_registry.LAUNCHABLE if name != DEFAULT_AGENT))
+"""The built-in agents offered, the default first (it starts selected)."""
 
 
 def parse_tasks(text: str, known: Sequence[str]) -> list[str]:
