@@ -25,6 +25,8 @@ from bench.llama_server import MODEL, LlamaServer
 from srez_client.managed.plan import classify
 from srez_client.results.finder import complete_runs, find_results
 from srez_client.results.report import build_report
+from srez_daemon.agent.model_client import HTTPModelClient
+from srez_env.agents.llm import LLMSettings
 from srez_env.agents.llm_adapters import response_format
 from srez_env.env import SREEnv
 from srez_env.tasks import load_tasks
@@ -144,6 +146,28 @@ def test_llm_json_with_the_action_schema_never_sends_a_reply_that_does_not_parse
     assert len(calls) >= 2, done.stderr[-2000:]
     assert parse_errors(entries) == []
     assert all(e["name"] != "_reply" for e in calls)
+    # streamed through the relay, the usage still arrives (the stream's last chunk)
+    replies = [e for e in entries if e["type"] == "assistant"]
+    assert replies and all(e["tokens"]["input"] > 1000 for e in replies)
+
+
+def test_a_streamed_reply_from_the_server_is_read_whole_and_says_it_was_cut(
+    llama: LlamaServer,
+) -> None:
+    """Headless, the agent's client reads llama.cpp's stream itself: the text, the usage of
+    the last chunk, and ``length`` when the cap cut the reply; unstreamed, the same request
+    gives the same reply (the server is deterministic at temperature 0)."""
+    asked = [{"role": "user", "content": "Count from one to twenty in words."}]
+    replies = []
+    for stream in (True, False):
+        settings = LLMSettings(
+            model=MODEL, api_base=llama.base_url, max_tokens=12, temperature=0.0, stream=stream
+        )
+        replies.append(HTTPModelClient(settings).complete(asked, None))
+    streamed, whole = replies
+    assert streamed.text and streamed.output_tokens == 12 and streamed.input_tokens > 5
+    assert streamed.finish_reason == "length"
+    assert (streamed.text, streamed.output_tokens) == (whole.text, whole.output_tokens)
 
 
 def test_under_the_cap_the_schema_stops_a_model_inside_a_string_where_the_tools_bounds_do_not(

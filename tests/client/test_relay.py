@@ -187,8 +187,9 @@ async def test_relay_refuses_an_oversized_or_malformed_body(
         for body, code in ((b"{", "bad_json"), (b"[]", "bad_request"), (b"{}", "bad_request")):
             status, reply, _ = await post(grant, body)
             assert (status, reply["error"]["code"]) == (400, code)
-        status, reply, _ = await post(grant, {**CHAT, "stream": True})
-        assert (status, reply["error"]["code"]) == (400, "no_stream")
+        status, reply, _ = await post(grant, {**CHAT, "stream": "yes"})
+        assert (status, reply["error"]["code"]) == (400, "bad_request")
+        assert "'stream' must be true or false" in reply["error"]["message"]
         async with aiohttp.ClientSession() as http, http.get(grant.base_url + "/nope") as r:
             assert r.status == 404 and (await r.json())["error"]["code"] == "http_error"
         async with (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -52,7 +53,8 @@ def test_a_reply_is_read_with_tools_tokens_and_reasoning(fake_openai: FakeOpenAI
     sent = fake_openai.requests[0]
     assert sent.model == "fake" and sent.headers["Authorization"] == "Bearer sk-x"
     assert sent.body["tool_choice"] == "auto" and sent.body["temperature"] == 0.2
-    assert sent.body["max_tokens"] == 50 and "stream" not in sent.body
+    assert sent.body["max_tokens"] == 50 and sent.body["stream"] is True
+    assert sent.body["stream_options"] == {"include_usage": True}
     fake_openai.push(text("done"))
     assert client.complete(HI, None).text == "done"
     assert "tools" not in fake_openai.requests[1].body
@@ -119,6 +121,42 @@ def test_a_stalled_server_is_a_timeout_and_a_closed_port_a_server_failure(
     assert issubclass(ModelConnectionError, Exception)
 
 
+def test_a_streamed_reply_is_the_same_reply_as_a_whole_one(fake_openai: FakeOpenAI) -> None:
+    scripted = tool_call("get_logs", {"service": "db", "grep": "x"}, reasoning="why", usage=(7, 3))
+    fake_openai.push(scripted, scripted)
+    streamed = client_of(fake_openai.base_url).complete(HI, None)
+    whole = client_of(fake_openai.base_url, stream=False).complete(HI, None)
+    assert streamed == whole and streamed.tool_calls and streamed.finish_reason == "tool_calls"
+    assert [r.body.get("stream") for r in fake_openai.requests] == [True, None]
+
+
+def test_the_timeout_is_an_idle_one_while_the_model_still_writes(fake_openai: FakeOpenAI) -> None:
+    """A slow model on a CPU: eight characters every 0.15 s for a second and a half, four times
+    the timeout, and the reply arrives whole; a server silent for longer than the timeout is
+    one. Unstreamed, the same slow reply is cut off by the timeout (a total then)."""
+    slow = text("x" * 80, usage=(5, 10)).streamed(gap_s=0.15)
+    fake_openai.push(slow)
+    started = time.monotonic()
+    reply = client_of(fake_openai.base_url, timeout_s=0.4).complete(HI, None)
+    assert reply.text == "x" * 80 and reply.output_tokens == 10
+    assert time.monotonic() - started > 1.2  # it took longer than any total of 0.4 s allows
+    fake_openai.push(text("late").streamed(gap_s=0.15).after(1.0))
+    with pytest.raises(ModelTimeout, match="for 0.4 s"):
+        client_of(fake_openai.base_url, timeout_s=0.4).complete(HI, None)
+    fake_openai.push(text("x" * 80).after(1.2))  # unstreamed, the time to the whole reply
+    with pytest.raises(ModelTimeout):
+        client_of(fake_openai.base_url, timeout_s=0.4, stream=False).complete(HI, None)
+
+
+def test_a_stream_cut_before_its_end_is_a_server_failure_and_retried(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.push(tool_call("get_alerts", {}).streamed(cut_after=3))
+    failure = failure_of(client_of(fake_openai.base_url))
+    assert (failure.kind, failure.retryable) == ("server", True)
+    assert "without [DONE]" in failure.message or "cannot reach" in failure.message
+
+
 def test_configured_prices_win_over_the_relay_header(fake_openai: FakeOpenAI) -> None:
     fake_openai.push(text("a", usage=(100, 10)))
     client = client_of(fake_openai.base_url, input_cost_per_token=0.001, output_cost_per_token=0.01)
@@ -169,5 +207,14 @@ def test_through_the_relay_replies_are_priced_and_errors_keep_their_class(
     fake_openai.push(error(429, "slow down", retry_after=3))
     failure = failure_of(client)
     assert (failure.kind, failure.retry_after_s) == ("rate_limit", 3.0)
+    # the relay streams too, its price the stream's last comment; a provider failing once the
+    # stream has begun is an error event, and the agent's server failure (retried)
+    fake_openai.push(text("slowly", usage=(1000, 100)).streamed(gap_s=0.05))
+    streamed = client.complete([{"role": "user", "content": "second"}], None)
+    assert streamed.text == "slowly" and streamed.cost_usd == reply.cost_usd
+    assert fake_openai.requests[-1].body["stream"] is True
+    fake_openai.push(text("never finished").streamed(cut_after=2))
+    broken = failure_of(client)
+    assert (broken.kind, broken.retryable) == ("server", True)
     relay.revoke("run-a")
     assert failure_of(client).kind == "auth"  # a revoked token is refused for good

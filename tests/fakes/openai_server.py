@@ -21,7 +21,10 @@ retry, so a test that under-scripts fails loudly rather than hanging). Replies:
 * :func:`text` — a plain assistant message (JSON-text agents reply this way), with optional
   ``reasoning`` (returned as ``reasoning_content``);
 * :func:`error` — an HTTP error status with an OpenAI error body, optionally ``Retry-After``;
-* any reply with ``delay_s`` — the server waits that long before answering (client timeouts).
+* any reply with ``delay_s`` — the server waits that long before answering (client timeouts);
+* a request that asks ``stream: true`` gets a 200 reply as server-sent chunks
+  (:func:`chunks_of`); ``.streamed(gap_s=..., cut_after=...)`` makes it a slow stream or one
+  cut before its end.
 
 Every reply carries ``usage`` (``prompt_tokens``/``completion_tokens``, default 100/20).
 """
@@ -49,10 +52,18 @@ class Scripted:
     body: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    gap_s: float = 0.0
+    """Streamed: the pause before each chunk after the first (a slow model writing tokens)."""
+    cut_after: int | None = None
+    """Streamed: the connection is closed after this many chunks, without ``[DONE]``."""
 
     def after(self, delay_s: float) -> Scripted:
         """The same answer, sent ``delay_s`` seconds after the request arrives."""
         return replace(self, delay_s=delay_s)
+
+    def streamed(self, *, gap_s: float = 0.0, cut_after: int | None = None) -> Scripted:
+        """The same answer, its chunks ``gap_s`` apart when streamed, cut after ``cut_after``."""
+        return replace(self, gap_s=gap_s, cut_after=cut_after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,42 @@ def _completion(message: dict[str, Any], finish: str, usage: tuple[int, int]) ->
             "total_tokens": usage[0] + usage[1],
         },
     }
+
+
+def chunks_of(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """The chunks a server streams ``completion`` in: the role, the reasoning, the text eight
+    characters at a time, each tool call's name then its arguments in two halves, the finish
+    reason, and the usage when asked for."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        one = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [one]}
+
+    out = [chunk({"role": "assistant"})]
+    if message.get("reasoning_content"):
+        out.append(chunk({"reasoning_content": message["reasoning_content"]}))
+    content = message.get("content") or ""
+    out += [chunk({"content": content[i : i + 8]}) for i in range(0, len(content), 8)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
+        head = {"index": index, "id": call["id"], "type": "function"}
+        out.append(chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]}))
+        half = len(arguments) // 2
+        for part in (arguments[:half], arguments[half:]):
+            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}))
+    out.append(chunk({}, choice.get("finish_reason") or "stop"))
+    if include_usage and completion.get("usage"):
+        out.append(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": completion["usage"],
+            }
+        )
+    return out
 
 
 def tool_call(
@@ -204,12 +251,33 @@ class FakeOpenAI:
             reply = self._queue.popleft() if self._queue else self.when_empty
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
+        if body.get("stream") and reply.status == 200 and "choices" in reply.body:
+            return await self._stream(request, reply, body)
         return web.Response(
             status=reply.status,
             body=orjson.dumps(reply.body),
             content_type="application/json",
             headers=reply.headers,
         )
+
+    async def _stream(
+        self, request: web.Request, reply: Scripted, asked: dict[str, Any]
+    ) -> web.StreamResponse:
+        """The scripted completion as OpenAI streams it: server-sent chunks, then ``[DONE]``."""
+        answer = web.StreamResponse(headers={"Content-Type": "text/event-stream", **reply.headers})
+        await answer.prepare(request)
+        include_usage = bool((asked.get("stream_options") or {}).get("include_usage"))
+        for n, chunk in enumerate(chunks_of(reply.body, include_usage)):
+            if reply.cut_after is not None and n >= reply.cut_after:
+                if request.transport is not None:
+                    request.transport.close()
+                return answer
+            if n and reply.gap_s:
+                await asyncio.sleep(reply.gap_s)
+            await answer.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        await answer.write(b"data: [DONE]\n\n")
+        await answer.write_eof()
+        return answer
 
     def start(self) -> FakeOpenAI:
         """Starts serving on a free port; returns once it listens."""

@@ -64,6 +64,7 @@ Logs name the run, the model, the status and the time of each call; never a toke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -91,6 +92,7 @@ from srez_client.relay.wire import (
     redact,
 )
 from srez_daemon.protocol.agent import ATTEMPT_HEADER, ATTEMPT_PATTERN, COST_HEADER
+from srez_daemon.protocol.stream import COST_COMMENT, DONE, assemble
 
 logger = logging.getLogger(__name__)
 
@@ -380,7 +382,7 @@ class ModelRelay:
             body=_dumps({"object": "list", "data": [entry]}), content_type="application/json"
         )
 
-    async def _completions(self, request: web.Request) -> web.Response:
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
         route = self._authorized(request)  # before the body is read: no token, no upload
         if (request.content_length or 0) > self.max_body:
             raise web.HTTPRequestEntityTooLarge(
@@ -397,6 +399,7 @@ class ModelRelay:
             route.asked[attempt, key] += 1
             logger.info("relay: run %s: a reply replayed, no call", route.run_id)
             body, headers = kept[nth]
+            # whole, even to a request that asked for a stream: the agent reads either
             return web.Response(
                 body=body,
                 content_type="application/json",
@@ -411,44 +414,112 @@ class ModelRelay:
             "max_retries": 0,
             "timeout": route.timeout_s,
         }
+        if params.get("stream"):
+            kwargs["stream_options"] = {"include_usage": True}  # the relay prices every reply
         if route.api_base:
             kwargs["api_base"] = route.api_base
         if route.api_key:
             kwargs["api_key"] = route.api_key
+        hidden = self._secrets | {route.api_key} if route.api_key else self._secrets
         try:
             response = await litellm.acompletion(**kwargs)
         except asyncio.CancelledError:
             logger.info("relay: run %s: the agent hung up; call cancelled", route.run_id)
             raise
         except Exception as e:
-            hidden = self._secrets | {route.api_key} if route.api_key else self._secrets
             answer = provider_failure(e, hidden) or self._unmapped(e, hidden, litellm)
-            logger.info(
-                "relay: run %s %s -> %d (%s) in %.0f ms",
-                route.run_id,
-                route.model,
-                answer.status,
-                type(e).__name__,
-                (time.monotonic() - started) * 1000,
-            )
+            self._log_call(route, answer.status, started, type(e).__name__)
             return _answer(answer)
+        if params.get("stream"):
+            return await self._stream(request, route, response, (attempt, key), started, hidden)
         body = response.model_dump()
         body["model"] = route.model
         headers = {MODEL_HEADER: route.model}
         cost = _price(litellm, route.model, body.get("usage"))
         if cost is not None:
             headers[COST_HEADER] = repr(cost)
-        logger.info(
-            "relay: run %s %s -> 200 in %.0f ms",
-            route.run_id,
-            route.model,
-            (time.monotonic() - started) * 1000,
-        )
+        self._log_call(route, 200, started)
         sent = _dumps(body)
+        self._keep(route, attempt, key, sent, headers)
+        return web.Response(body=sent, content_type="application/json", headers=headers)
+
+    async def _stream(
+        self,
+        request: web.Request,
+        route: _Route,
+        chunks: Any,
+        asked: tuple[str, bytes],
+        started: float,
+        hidden: frozenset[str],
+    ) -> web.StreamResponse:
+        """Passes a streamed reply on as it comes (server-sent events), so the agent's timeout
+        stays an idle one end to end; its price goes last, as the comment of
+        :data:`~srez_daemon.protocol.stream.COST_COMMENT` (headers leave before the price is
+        known). A provider failure once the stream has begun is an ``error`` event, and the
+        stream ends without ``[DONE]``. The whole reply is kept for another attempt."""
+        litellm = await self._lib()
+        answer = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                MODEL_HEADER: route.model,
+            }
+        )
+        await answer.prepare(request)
+        received: list[dict[str, Any]] = []
+        # the provider's HTTP response under litellm's wrapper, which drops it on a failure
+        provider = getattr(getattr(chunks, "completion_stream", None), "response", None)
+        try:
+            async for chunk in chunks:
+                event = chunk.model_dump()
+                event["model"] = route.model
+                received.append(event)
+                await answer.write(b"data: " + _dumps(event) + b"\n\n")
+        except asyncio.CancelledError:
+            logger.info("relay: run %s: the agent hung up; stream cancelled", route.run_id)
+            raise
+        except Exception as e:
+            failed = provider_failure(e, hidden) or self._unmapped(e, hidden, litellm)
+            self._log_call(route, failed.status, started, f"{type(e).__name__} mid-stream")
+            await answer.write(b"data: " + failed.body + b"\n\n")
+            await answer.write_eof()
+            return answer
+        finally:  # a stream left early (a failure, the agent gone) still frees its connection
+            for closable in (chunks, provider):
+                if closable is not None:
+                    with contextlib.suppress(Exception):
+                        await closable.aclose()
+        whole = assemble(received)
+        whole["model"] = route.model
+        headers = {MODEL_HEADER: route.model}
+        cost = _price(litellm, route.model, whole.get("usage"))
+        if cost is not None:
+            headers[COST_HEADER] = repr(cost)
+            await answer.write(f": {COST_COMMENT} {cost!r}\n\n".encode())
+        await answer.write(f"data: {DONE}\n\n".encode())
+        await answer.write_eof()
+        self._log_call(route, 200, started, "streamed")
+        self._keep(route, *asked, _dumps(whole), headers)
+        return answer
+
+    @staticmethod
+    def _keep(
+        route: _Route, attempt: str, key: bytes, sent: bytes, headers: dict[str, str]
+    ) -> None:
         route.asked[attempt, key] += 1
         if route.kept() < MAX_REPLIES:
             route.replies.setdefault(key, []).append((sent, headers))
-        return web.Response(body=sent, content_type="application/json", headers=headers)
+
+    @staticmethod
+    def _log_call(route: _Route, status: int, started: float, how: str = "") -> None:
+        logger.info(
+            "relay: run %s %s -> %d%s in %.0f ms",
+            route.run_id,
+            route.model,
+            status,
+            f" ({how})" if how else "",
+            (time.monotonic() - started) * 1000,
+        )
 
     def _unmapped(
         self, error: Exception, hidden: frozenset[str], litellm: ModuleType

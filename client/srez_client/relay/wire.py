@@ -36,6 +36,7 @@ FORWARDED_PARAMS: Final = frozenset(
         "stop",
         "seed",
         "response_format",
+        "stream",
         "reasoning_effort",
     }
 )
@@ -87,7 +88,7 @@ def forwarded_params(body: bytes) -> dict[str, Any]:
 
     Raises:
         RelayRequestError: 400 if the body is not a JSON object with a list of ``messages``, or
-            asks for streaming (the relay answers whole replies only).
+            its ``stream`` is not a boolean.
     """
     try:
         data = orjson.loads(body)
@@ -98,8 +99,8 @@ def forwarded_params(body: bytes) -> dict[str, Any]:
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RelayRequestError(400, "bad_request", "'messages' must be a non-empty list")
-    if data.get("stream"):
-        raise RelayRequestError(400, "no_stream", "the relay does not stream; send stream=false")
+    if not isinstance(data.get("stream", False), bool):
+        raise RelayRequestError(400, "bad_request", "'stream' must be true or false")
     return {k: v for k, v in data.items() if k in FORWARDED_PARAMS and v is not None}
 
 

@@ -43,7 +43,9 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
+from srez_daemon.protocol import stream
 from srez_daemon.protocol.agent import ATTEMPT_HEADER, COST_HEADER
+from srez_daemon.protocol.stream import StreamBroken
 from srez_env.agents.failures import CONTENT_FILTER, model_limit_reason
 from srez_env.agents.llm import LLMConfigError, LLMSettings
 from srez_env.agents.llm_adapters import Reply, ToolCallReply
@@ -158,6 +160,9 @@ class HTTPModelClient:
             request["max_tokens"] = s.max_tokens
         if response_format is not None:
             request["response_format"] = response_format
+        if s.stream:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
         return json.dumps(request).encode()
 
     def _connect(self) -> http.client.HTTPConnection:
@@ -186,39 +191,59 @@ class HTTPModelClient:
             ModelTimeout: No answer within the timeout.
             ModelConnectionError: The server was not reached, or its answer is not a completion.
         """
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         payload = self.body(messages, tools, response_format)
         headers["Connection"] = "close"
         headers[ATTEMPT_HEADER] = self.attempt
         conn = self._connect()
+        response: http.client.HTTPResponse | None = None
         try:
             conn.request("POST", self._path, body=payload, headers=headers)
             response = conn.getresponse()
-            raw = response.read()
-        except TimeoutError as e:  # socket.timeout is TimeoutError
-            msg = f"no answer from {self.endpoint.base_url} within {self.settings.timeout_s:g} s"
+            answer = dict(response.getheaders())
+            if response.status >= 400:
+                message, codes = _error_of(response.read())
+                raise ModelHTTPError(response.status, message, answer, codes)
+            data = self._read(response, answer)
+            reply = self._reply(data, answer)
+        except TimeoutError as e:  # socket.timeout is TimeoutError: no byte for timeout_s
+            msg = f"no answer from {self.endpoint.base_url} for {self.settings.timeout_s:g} s"
             raise ModelTimeout(msg) from e
         except (OSError, http.client.HTTPException) as e:
             msg = f"cannot reach {self.endpoint.base_url}: {type(e).__name__}: {e}"
             raise ModelConnectionError(msg) from e
-        finally:
-            conn.close()
-        answer = dict(response.getheaders())
-        if response.status >= 400:
-            message, codes = _error_of(raw)
-            raise ModelHTTPError(response.status, message, answer, codes)
-        try:
-            data = json.loads(raw)
-            reply = self._reply(data, answer)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-            msg = f"{self.endpoint.base_url} answered something that is not a chat completion: {raw[:200]!r}"
+        except StreamBroken as e:
+            msg = f"{self.endpoint.base_url}: {e}"
             raise ModelConnectionError(msg) from e
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            msg = f"{self.endpoint.base_url} answered something that is not a chat completion: {e}"
+            raise ModelConnectionError(msg) from e
+        finally:
+            if response is not None:  # a stream left before its end holds the socket's file
+                response.close()
+            conn.close()
         if reply.finish_reason == CONTENT_FILTER and not (reply.text or reply.tool_calls):
             msg = f"{self.endpoint.base_url}: the content filter withheld the reply"
             raise ModelFiltered(msg)
         return reply
+
+    @staticmethod
+    def _read(response: http.client.HTTPResponse, headers: dict[str, str]) -> dict[str, Any]:
+        """The completion of a 2xx answer, streamed or whole; a stream's price (the relay's
+        last comment) goes into ``headers`` as :data:`COST_HEADER`, where a whole answer has it."""
+        kind = response.getheader("Content-Type", "") or ""
+        if not kind.startswith("text/event-stream"):
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+        chunks, cost = stream.read(response)
+        if cost is not None:
+            headers[COST_HEADER] = repr(cost)
+        return stream.assemble(chunks)
 
     def _reply(self, data: dict[str, Any], headers: Mapping[str, str]) -> Reply:
         message = data["choices"][0]["message"]

@@ -17,7 +17,10 @@ Configuration (environment variables, read once by :meth:`LLMSettings.from_env`)
                                 set by the backend; headless: local models, tests)
 ``SREZ_LLM_CALL_MODEL``         the slug to call instead of ``SREZ_MODEL`` (behind the relay)
 ``SREZ_LLM_API_KEY``            a key sent instead of the provider's variable (the relay's token)
-``SREZ_LLM_TIMEOUT_S``          per-request timeout (default 120)
+``SREZ_LLM_TIMEOUT_S``          seconds the server may stay silent (default 120): streamed, the
+                                time to the first token and between two; not a total
+``SREZ_LLM_STREAM``             ask for streamed replies (default 1; 0 for a server that cannot
+                                stream, where the timeout then bounds the whole reply)
 ``SREZ_LLM_TEMPERATURE``        sampling temperature (default: the provider's)
 ``SREZ_LLM_MAX_TOKENS``         completion token cap per reply (default 4096; ``provider``: the
                                 provider's own, for a local server usually the whole context)
@@ -144,6 +147,9 @@ class LLMSettings(NamedTuple):
     timeout_s: float = 120.0
     temperature: float | None = None
     max_tokens: int | None = DEFAULT_MAX_TOKENS
+    stream: bool = True
+    """Replies are asked for streamed, so that :attr:`timeout_s` is an idle timeout (a slow model
+    still writing is never cut off); off: ``SREZ_LLM_STREAM=0``."""
     response_format: bool = True
     """``llm-json`` sends the action schema as ``response_format`` (off: ``SREZ_LLM_RESPONSE_FORMAT=0``,
     for a server that refuses the parameter)."""
@@ -172,6 +178,7 @@ class LLMSettings(NamedTuple):
             temperature=num("SREZ_LLM_TEMPERATURE", None),
             max_tokens=max_tokens,
             response_format=_switch(environ, "SREZ_LLM_RESPONSE_FORMAT", default=True),
+            stream=_switch(environ, "SREZ_LLM_STREAM", default=True),
             cost_cap_usd=num("SREZ_LLM_COST_CAP_USD", None),
             input_cost_per_token=num("SREZ_LLM_INPUT_COST_PER_TOKEN", None),
             output_cost_per_token=num("SREZ_LLM_OUTPUT_COST_PER_TOKEN", None),
