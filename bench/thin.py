@@ -189,7 +189,7 @@ class SlowProvider:
         if self._release is not None:
             self._loop.call_soon_threadsafe(self._release.set)
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         run = int(request.match_info["run"])
         body = await request.json()
         turn = sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
@@ -203,7 +203,25 @@ class SlowProvider:
                 await asyncio.wait_for(self._release.wait(), BARRIER_TIMEOUT_S)
         await asyncio.sleep(REPLY_DELAY_S)
         name = SCRIPT[min(turn, len(SCRIPT) - 1)]
-        return web.json_response(_completion(name))
+        if not body.get("stream"):
+            return web.json_response(_completion(name))
+        # streamed, as a provider answers the relay: the call in one chunk, then the usage
+        completion = _completion(name)
+        choice = completion["choices"][0]
+        calls = [{"index": 0, **c} for c in choice["message"]["tool_calls"]]
+        delta = {"role": "assistant", "tool_calls": calls}
+        chunk = {"id": completion["id"], "object": "chat.completion.chunk"}
+        events = [
+            {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}]},
+            {**chunk, "choices": [], "usage": completion["usage"]},
+        ]
+        answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await answer.prepare(request)
+        for event in events:
+            await answer.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+        await answer.write(b"data: [DONE]\n\n")
+        await answer.write_eof()
+        return answer
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
