@@ -28,6 +28,10 @@ The contract, per run (:meth:`ModelRelay.register`):
   (:data:`~srez_daemon.protocol.agent.COST_HEADER`; absent for an unpriced model), because the
   agent has no litellm and no price list; the agent's ``SREZ_LLM_INPUT_COST_PER_TOKEN`` /
   ``..._OUTPUT_...`` still win over it.
+* A request with ``"stream": true`` (the agent's default) is answered as a stream of
+  server-sent events as the provider writes it (:meth:`ModelRelay._stream`), so the agent's
+  timeout is an idle one end to end; its price comes as the stream's last comment instead of the
+  header, and a provider failing mid-stream as an ``error`` event.
 * A new attempt of a run (the ``ray`` backend runs a task again when its node is lost) replays
   its deterministic episode: its requests are the lost attempt's. The relay keeps each answered
   request's replies, in order, under a digest of the forwarded parameters, and answers another
