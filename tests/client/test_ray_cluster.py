@@ -405,3 +405,64 @@ def test_an_llm_run_on_ray_reaches_the_launchers_relay_and_no_key_reaches_the_no
     for path in summary_path.parent.rglob("*"):
         if path.is_file():
             assert host_key.encode() not in path.read_bytes(), path
+
+
+def completions(server: LlamaServer) -> int:
+    """Completions the server has finished: llama.cpp logs one ``total time`` line for each."""
+    assert server.log is not None
+    return sum("total time" in line for line in server.log.read_text().splitlines())
+
+
+def test_a_node_lost_mid_llm_run_loses_no_run_and_pays_no_answered_call_twice(
+    cluster: RayCluster, llama: LlamaServer, tmp_path: Path
+) -> None:
+    """The node of an LLM run is lost after its agent had two replies; the run starts again on
+    another node, and its new attempt asks the same requests, which the launcher's relay answers
+    from what it sent the lost one: the server does only the new work (and at most the one call
+    in flight at the loss, whose reply had nowhere to go)."""
+    results, state = tmp_path / "ray", tmp_path / "ray-state"
+    env = {
+        **ray_env(cluster, state),
+        "SREZ_LLM_API_BASE": llama.base_url,
+        "SREZ_LLM_API_KEY": "unused",
+        "SREZ_LLM_MAX_TOKENS": "64",
+        "SREZ_LLM_INPUT_COST_PER_TOKEN": "0.001",
+        "SREZ_LLM_COST_CAP_USD": "9",  # some six calls, then the agent submits
+    }
+    args = ["eval", "--backend", "ray", "--agent", "llm-json", "--model", MODEL]
+    args += ["--tasks", "sre-001", "--no-floors", "--json", "--results", str(results)]
+    before = completions(llama)
+    eval_proc = subprocess.Popen(
+        [sys.executable, "-m", "srez_client.cli", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        by_node = {w.node_id: w for w in cluster.workers}
+        wait_for("two answered calls", lambda: completions(llama) - before >= 2, timeout=300)
+        (run,) = [r for r in import_ray(None).get(registry().runs.remote()) if r["node"] in by_node]
+        lost = by_node[run["node"]]
+        answered_before_loss = completions(llama) - before
+        cluster.cluster.remove_node(lost, allow_graceful=False)
+        cluster.workers.remove(lost)
+        cluster.workers.append(cluster.cluster.add_node(**NODE))  # the cluster heals
+        out, err = eval_proc.communicate(timeout=900)
+    finally:
+        if eval_proc.poll() is None:
+            eval_proc.kill()
+            eval_proc.wait()
+    assert eval_proc.returncode == 0, err[-3000:]
+    (manifest,) = manifests(results)
+    assert [a["node"] == lost.node_id for a in manifest["attempts"]] == [True, False]
+    (summary_path,) = results.glob("*/*/*/*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert (summary["status"], summary["end_reason"]) == ("ok", "submit"), summary
+    lines = (summary_path.parent / "archive" / "dialog.jsonl").read_text().splitlines()
+    calls = sum(json.loads(line)["type"] == "usage" for line in lines)
+    spent = completions(llama) - before
+    assert calls >= answered_before_loss >= 2
+    # without the relay's replies the server would have done the lost attempt's calls again
+    assert spent <= calls + 1, (spent, calls, answered_before_loss)

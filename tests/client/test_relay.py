@@ -377,6 +377,25 @@ async def test_an_attempt_asking_the_same_request_again_on_purpose_gets_a_new_ca
     assert len(fake_openai.requests) == 4
 
 
+async def test_once_a_newer_attempt_has_called_the_older_one_is_refused_for_good(
+    relay: ModelRelay, fake_openai: FakeOpenAI
+) -> None:
+    """A node given up for lost may still run its attempt: its agent would go on paying for a
+    run that is being played again elsewhere."""
+    grant = relay.register("run-superseded", REAL_MODEL, fake_openai.base_url)
+    other = {**CHAT, "messages": [{"role": "user", "content": "something else"}]}
+    fake_openai.push(text("lost"), text("again"), text("more"))
+    assert (await post(grant, CHAT, attempt=LOST))[0] == 200
+    assert (await post(grant, other, attempt=AGAIN))[0] == 200
+    status, body, _ = await post(grant, other, attempt=LOST)
+    assert (status, body["error"]["code"]) == (403, "attempt_superseded")
+    assert (await post(grant, CHAT, attempt=AGAIN))[1]["choices"][0]["message"]["content"] == (
+        "lost"  # the newer attempt still gets what the older one was sent
+    )
+    assert (await post(grant, {**other, "seed": 1}, attempt=AGAIN))[0] == 200
+    assert len(fake_openai.requests) == 3
+
+
 @pytest.mark.parametrize("attempt", ["", "XYZ", "12345", "a" * 65, "0123abcd-1"])
 async def test_a_malformed_attempt_id_is_refused_in_one_line(
     relay: ModelRelay, fake_openai: FakeOpenAI, attempt: str

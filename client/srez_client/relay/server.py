@@ -40,7 +40,9 @@ The contract, per run (:meth:`ModelRelay.register`):
   agent's ``X-Srez-Attempt`` header (:data:`~srez_daemon.protocol.agent.ATTEMPT_HEADER`, random
   per agent process; a request without it is an attempt of its own, the one without a name). So
   an attempt is never answered from its own replies: an agent that asks the same request twice on
-  purpose (to sample it again) gets two calls. Failures are not kept; a run keeps at most
+  purpose (to sample it again) gets two calls. Once a newer attempt has called, an older one is
+  refused (403 ``attempt_superseded``): a node given up for lost may still be running, and its
+  calls would be paid for nothing. Failures are not kept; a run keeps at most
   :data:`MAX_REPLIES`.
 * A provider failure is answered with the provider's HTTP status and its ``Retry-After`` /
   ``retry-after-ms`` headers, so the agent's own retry and cooldown policy
@@ -139,6 +141,8 @@ class _Route:
     (:meth:`ModelRelay._completions`)."""
     asked: Counter[tuple[str, bytes]] = field(default_factory=Counter, repr=False, compare=False)
     """How often each attempt has been answered each request, replayed or called."""
+    attempts: list[str] = field(default_factory=list, repr=False, compare=False)
+    """The run's named attempts, in the order they first called; the last is the current one."""
 
     def kept(self) -> int:
         return sum(map(len, self.replies.values()))
@@ -151,6 +155,19 @@ def _attempt(request: web.Request) -> str:
         why = f"{ATTEMPT_HEADER} must be 8 to 64 lowercase hex digits"
         raise RelayRequestError(400, "bad_attempt", why)
     return attempt
+
+
+def _check_current(route: _Route, attempt: str) -> None:
+    """Admits the run's newest attempt; an older one is refused for good: its node was given up
+    (a lost ray node whose processes still run, a partition), and its calls would be paid for a
+    run that is being played again elsewhere."""
+    if not attempt:
+        return
+    if attempt not in route.attempts:
+        route.attempts.append(attempt)
+    elif attempt != route.attempts[-1]:
+        why = "a newer attempt of this run has started: this one may not call the model any more"
+        raise RelayRequestError(403, "attempt_superseded", why)
 
 
 def _answer(answer: RelayAnswer) -> web.Response:
@@ -393,6 +410,7 @@ class ModelRelay:
                 max_size=self.max_body, actual_size=request.content_length or 0
             )
         attempt = _attempt(request)
+        _check_current(route, attempt)
         params = forwarded_params(await request.read())
         key = hashlib.sha256(orjson.dumps(params, option=orjson.OPT_SORT_KEYS)).digest()
         kept = route.replies.get(key, [])
