@@ -1,8 +1,10 @@
-"""Helpers for the client tests: the expert's actions for a task, read from its file."""
+"""Helpers for the client tests: the expert's actions for a task, read from its file; the
+``srez`` command run as a user runs it."""
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,23 @@ from srez_client.cli import main
 from srez_env.task import Task
 
 Digest = TypeVar("Digest")
+SREZ = Path(sys.executable).parent / "srez"
+"""The installed ``srez`` command of this environment."""
+
+
+def srez_command(
+    state: Path, *args: str, cwd: Path | None = None, timeout: float = 240, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``srez ARGS`` in a subprocess with its own ``SREZ_STATE`` and ``env`` added."""
+    return subprocess.run(
+        [str(SREZ), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SREZ_STATE": str(state), **env},
+        cwd=cwd,
+        check=False,
+        timeout=timeout,
+    )
 
 
 def expert_actions(task: Task) -> list[dict[str, object]]:

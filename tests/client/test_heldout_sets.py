@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_helpers import HeldOut, held_out_set, one_line_error
+from client_helpers import HeldOut, held_out_set, one_line_error, srez_command
 
 from fakes.expert import expert_replies
 from fakes.openai_server import FakeOpenAI
@@ -32,7 +32,6 @@ from srez_client.task_sets import CACHE, MANIFEST, folder_set
 from srez_env.generator.worlds import GENERATOR
 from srez_env.provenance import packaged_set_digest, task_set_digest
 
-SREZ = Path(sys.executable).parent / "srez"
 THIEF = Path(__file__).resolve().parents[1] / "fakes" / "heldout_thief.py"
 SET_SEED = 4242
 """The held-out set of these tests (three tasks: easy, medium, hard)."""
@@ -43,18 +42,7 @@ def held_out(tmp_path_factory: pytest.TempPathFactory) -> HeldOut:
     return held_out_set(tmp_path_factory.mktemp("held-out") / "set", SET_SEED, 3)
 
 
-def srez(
-    state: Path, *args: str, cwd: Path | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SREZ), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SREZ_STATE": str(state), **env},
-        cwd=cwd,
-        check=False,
-        timeout=240,
-    )
+srez = srez_command
 
 
 def manifests(results: Path) -> list[dict[str, Any]]:

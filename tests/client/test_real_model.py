@@ -11,7 +11,6 @@ re-run), whether its grammar really holds a small model to the action schema of 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 from bench.llama_server import MODEL, LlamaServer
+from client_helpers import srez_command
 
 from srez_client.managed.plan import classify
 from srez_client.results.finder import complete_runs, find_results
@@ -31,7 +31,6 @@ from srez_env.agents.llm_adapters import response_format
 from srez_env.env import SREEnv
 from srez_env.tasks import load_tasks
 
-SREZ = Path(os.environ.get("VIRTUAL_ENV", ".venv")) / "bin" / "srez"
 TASK = "sre-001"
 
 
@@ -46,14 +45,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 def srez(
     state: Path, *args: str, timeout: float = 600, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SREZ), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SREZ_STATE": str(state), **env},
-        check=False,
-        timeout=timeout,
-    )
+    return srez_command(state, *args, timeout=timeout, **env)
 
 
 def model_env(server: LlamaServer, **more: str) -> dict[str, str]:
