@@ -175,6 +175,18 @@ def test_a_held_out_set_on_ray_gives_the_inline_scores_and_names_the_set(
     assert list((tmp_path / "ray").rglob("task.json")) == []
 
 
+def start_srez(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """``srez ARGS`` started in the background (its outputs piped), for a test to act meanwhile."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "srez_client.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def registry() -> Any:
     return import_ray(None).get_actor(ACTOR_NAME, namespace="srez")
 
@@ -196,14 +208,7 @@ def test_losing_a_worker_node_mid_eval_loses_no_run_and_duplicates_none(
     tasks = "sre-004,sre-005,sre-006"
     args = [*eval_args(tasks, results), "--backend", "ray", "--parallel", "2"]
     env = ray_env(cluster, state)
-    eval_proc = subprocess.Popen(
-        [sys.executable, "-m", "srez_client.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    eval_proc = start_srez(args, env, tmp_path)
     try:
         by_node = {w.node_id: w for w in cluster.workers}
 
@@ -432,14 +437,7 @@ def test_a_node_lost_mid_llm_run_loses_no_run_and_pays_no_answered_call_twice(
     args = ["eval", "--backend", "ray", "--agent", "llm-json", "--model", MODEL]
     args += ["--tasks", "sre-001", "--no-floors", "--json", "--results", str(results)]
     before = completions(llama)
-    eval_proc = subprocess.Popen(
-        [sys.executable, "-m", "srez_client.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    eval_proc = start_srez(args, env, tmp_path)
     try:
         by_node = {w.node_id: w for w in cluster.workers}
         wait_for("two answered calls", lambda: completions(llama) - before >= 2, timeout=300)
