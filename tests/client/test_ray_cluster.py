@@ -187,6 +187,13 @@ def start_srez(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Po
     )
 
 
+def lose_node(cluster: RayCluster, lost: Any) -> None:
+    """Kills the worker node ``lost`` at once (no grace), and the cluster heals with a new one."""
+    cluster.cluster.remove_node(lost, allow_graceful=False)
+    cluster.workers.remove(lost)
+    cluster.workers.append(cluster.cluster.add_node(**NODE))
+
+
 def registry() -> Any:
     return import_ray(None).get_actor(ACTOR_NAME, namespace="srez")
 
@@ -224,9 +231,7 @@ def test_losing_a_worker_node_mid_eval_loses_no_run_and_duplicates_none(
 
         victim = wait_for("a run in flight", running_on_a_worker)
         lost = by_node[victim["node"]]
-        cluster.cluster.remove_node(lost, allow_graceful=False)
-        cluster.workers.remove(lost)
-        cluster.workers.append(cluster.cluster.add_node(**NODE))  # the cluster heals
+        lose_node(cluster, lost)
         out, err = eval_proc.communicate(timeout=600)
     finally:
         if eval_proc.poll() is None:
@@ -444,9 +449,7 @@ def test_a_node_lost_mid_llm_run_loses_no_run_and_pays_no_answered_call_twice(
         (run,) = [r for r in import_ray(None).get(registry().runs.remote()) if r["node"] in by_node]
         lost = by_node[run["node"]]
         answered_before_loss = completions(llama) - before
-        cluster.cluster.remove_node(lost, allow_graceful=False)
-        cluster.workers.remove(lost)
-        cluster.workers.append(cluster.cluster.add_node(**NODE))  # the cluster heals
+        lose_node(cluster, lost)
         out, err = eval_proc.communicate(timeout=900)
     finally:
         if eval_proc.poll() is None:

@@ -168,6 +168,8 @@ def test_a_full_window_elides_the_oldest_observation_and_asks_again(
     [
         error(400, TOO_LONG, code="exceed_context_size_error"),  # nothing to elide yet
         error(400, "flagged by the content filter", code="content_filter"),
+        # some providers answer a filtered request 200, finish_reason content_filter, no text
+        text("", finish="content_filter"),
     ],
 )
 def test_a_model_limit_ends_the_episode_after_one_request_and_no_retry(
@@ -263,18 +265,6 @@ def test_a_reply_cut_by_the_cap_says_so_in_the_dialog(fake_openai: FakeOpenAI) -
     agent.act({"tool": "get_logs", "status": "error", "result": "PARSE_ERROR"})
     notes = [n["fields"] for n in agent.drain_notes() if n["type"] == "assistant"]
     assert [n.get("finish_reason") for n in notes] == ["length", None]
-
-
-def test_a_reply_withheld_by_the_content_filter_is_a_model_limit(fake_openai: FakeOpenAI) -> None:
-    """Some providers answer a filtered request 200 with ``finish_reason: content_filter`` and
-    nothing written: the same limit as the 400 they answer it with elsewhere, never retried."""
-    agent = make(fake_openai)
-    _, prompt = episode()
-    fake_openai.push(text("", finish="content_filter"))
-    with pytest.raises(ModelLimitReached, match="content filter"):
-        agent.act(prompt)
-    assert len(fake_openai.requests) == 1
-    assert provider_notes(agent) == [("model_limit", None)]
 
 
 def test_the_schema_and_the_cap_can_be_turned_off(fake_openai: FakeOpenAI) -> None:
