@@ -61,9 +61,23 @@ class Tmux:
         while time.monotonic() < deadline:
             screen = self.screen()
             if needle in screen:
-                return screen
+                return self.settled(screen, needle)
             time.sleep(0.1)
         pytest.fail(f"{needle!r} never appeared; the screen:\n{self.screen()}")
+
+    def settled(self, screen: str, needle: str, limit_s: float = 2.0) -> str:
+        """The screen once two captures 50 ms apart agree: on a loaded machine a capture can
+        land mid-redraw, with the first lines of a box drawn and the rest still the old screen.
+        A screen that keeps changing (a clock) is returned as last seen after ``limit_s``; one
+        that lost ``needle`` meanwhile (a passing message) is not taken."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            again = self.screen()
+            if again == screen or needle not in again:
+                break
+            screen = again
+        return screen
 
     def wait_gone(self, needle: str, timeout: float = 15.0) -> str:
         deadline = time.monotonic() + timeout
