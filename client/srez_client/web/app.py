@@ -2,7 +2,8 @@
 
 Routes (every one behind :mod:`srez_client.web.security`):
 
-* ``GET /``: the page; ``GET /static/{name}``: its script and style (a fixed list of files).
+* ``GET /``: the page; ``GET /static/{name}``: its script and style (a fixed list of files);
+  ``POST /api/session`` and ``POST /api/ticket``: the credentials (:mod:`.security`).
 * ``GET /api/config``: what this server offers (hosted or not, live runs, terminal).
 * ``GET /api/runs``: one page of the runs list (:func:`srez_client.web.catalog.parse_query`
   names the parameters); ``GET /api/leaderboard`` and ``GET /api/matrix``: the folder's report;
@@ -29,7 +30,7 @@ from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import QueryError, facets, parse_query, select
 from srez_client.web.compare import compare_json
 from srez_client.web.matrix import matrix_json
-from srez_client.web.security import guard
+from srez_client.web.security import TICKET_S, guard
 from srez_client.web.state import SERVER, ViewServer
 from srez_client.web.views import RunView
 
@@ -49,6 +50,38 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 def _bad(text: str, status: int = 400) -> web.Response:
     return _json({"error": text}, status)
+
+
+async def _body(request: web.Request, field: str) -> str | None:
+    """The string ``field`` of a small JSON object body, or None."""
+    try:
+        value = orjson.loads(await request.content.read(4096)).get(field)
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+async def session(request: web.Request) -> web.StreamResponse:
+    """``POST /api/session`` ``{"token": ...}``: the printed token traded, once, for the secret
+    the page sends in its ``Authorization`` header (:mod:`srez_client.web.security`)."""
+    offered = await _body(request, "token")
+    if offered is None:
+        return _bad('send {"token": "..."}: the token of the address srez view printed')
+    secret = request.app[SERVER].gate.trade(offered)
+    if secret is None:
+        return _bad(
+            "this address was used already or is wrong: each one srez view prints opens once", 403
+        )
+    return _json({"secret": secret})
+
+
+async def ticket(request: web.Request) -> web.StreamResponse:
+    """``POST /api/ticket`` ``{"path": "/api/runs/..."}``: a ticket to open that one path once
+    (a WebSocket or a download, which carry no header) within the next 30 s."""
+    path = await _body(request, "path")
+    if path is None or not path.startswith("/api/runs/"):
+        return _bad('send {"path": "/api/runs/..."}: the socket or download to open')
+    return _json({"ticket": request.app[SERVER].gate.ticket(path), "seconds": TICKET_S})
 
 
 async def page(request: web.Request) -> web.StreamResponse:
@@ -175,6 +208,8 @@ def make_app(server: ViewServer) -> web.Application:
     app[SERVER] = server
     app.router.add_get("/", page)
     app.router.add_get("/static/{name}", static)
+    app.router.add_post("/api/session", session)
+    app.router.add_post("/api/ticket", ticket)
     app.router.add_get("/api/config", config)
     app.router.add_get("/api/runs", runs)
     app.router.add_get("/api/leaderboard", leaderboard)

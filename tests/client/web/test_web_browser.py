@@ -7,15 +7,23 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from web_kit import HOSTILE_ID, SCRIPT, SLOW_AGENT, hostile_run, real_results
+from web_kit import (
+    HOSTILE_ID,
+    SCRIPT,
+    SLOW_AGENT,
+    console_errors,
+    hostile_run,
+    real_results,
+    wait_css,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
-WAIT_S = 30.0
 
 
 def _artifacts(tmp_path: Path) -> Path:
@@ -32,102 +40,28 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def view(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """Starts ``srez view`` on a results folder; returns the address it printed."""
-    started: list[tuple[subprocess.Popen[str], str]] = []
-
-    def start(root: Path, *flags: str) -> str:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "srez_client.cli", "view", "--results", str(root), *flags],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "SREZ_STATE": str(tmp_path / "state")},
-        )
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "http://127.0.0.1:" in line, line + (proc.stderr.read() if proc.stderr else "")
-        address = line.split(": ", 1)[1].strip()
-        started.append((proc, address.split("token=")[1]))
-        return address
-
-    yield start
-    for proc, token in started:
-        proc.terminate()
-        out, err = proc.communicate(timeout=10)
-        assert "Traceback" not in err, err
-        assert token not in out + err  # printed once, in the address, and never logged
-        assert "srez view stopped" in err
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,900",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def _wait(driver: Any, css: str, count: int = 1) -> list[Any]:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, WAIT_S).until(
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count
-    )
-    return list(driver.find_elements(By.CSS_SELECTOR, css))
-
-
-def _until(driver: Any, test: Callable[[Any], bool], seconds: float = WAIT_S) -> None:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    # an element found, then replaced by the page's next render before it was read (the live
-    # view becoming the results view), is looked for again rather than failing the wait
-    WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(test)
-
-
-def _errors(driver: Any) -> list[str]:
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-
-
 def test_browse_filter_and_read_a_run(
     browser: Any, view: Callable[..., str], results: Path, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    _errors(browser)  # what earlier tests left in the log
+    console_errors(browser)  # what earlier tests left in the log
     address = view(results)
     browser.get(address)
-    rows = _wait(browser, "tr.run-row", 7)
+    rows = wait_css(browser, "tr.run-row", 7)
     assert len(rows) == 7
     token = address.split("token=")[1]
     assert token not in browser.current_url and token not in browser.page_source
     Select(browser.find_element(By.ID, "filter-task")).select_by_value("sre-011")
-    _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
+    wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
     # two agents on one task, side by side
     assert browser.find_element(By.ID, "compare").get_attribute("disabled") is not None
     for box in browser.find_elements(By.CSS_SELECTOR, "tr.run-row input.pick"):
         box.click()
     assert browser.find_element(By.ID, "compare").text == "Compare (2/2)"
     browser.find_element(By.ID, "compare").click()
-    heads = [e.text.split("\n")[0] for e in _wait(browser, "#compare thead th a", 2)]
+    heads = [e.text.split("\n")[0] for e in wait_css(browser, "#compare thead th a", 2)]
     assert sorted(heads) == ["heuristic", "scripted"]
     assert len(browser.find_elements(By.CSS_SELECTOR, "#compare tr.check-row")) == 5
     task_row = browser.find_element(By.CSS_SELECTOR, "#compare tr[data-row='task']")
@@ -136,29 +70,29 @@ def test_browse_filter_and_read_a_run(
     assert "null" not in browser.find_element(By.ID, "main").text
     browser.save_screenshot(str(_artifacts(tmp_path) / "view-compare.png"))
     browser.back()
-    _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
+    wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 2)
     Select(browser.find_element(By.ID, "filter-agent")).select_by_value("scripted")
-    _until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 1)
+    wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 1)
     browser.save_screenshot(str(_artifacts(tmp_path) / "view-runs.png"))
     browser.find_element(By.CSS_SELECTOR, "tr.run-row a").click()
-    titles = [e.text for e in _wait(browser, "#dialog .item .title", 4)]
+    titles = [e.text for e in wait_css(browser, "#dialog .item .title", 4)]
     assert titles[0] == "Session started: scripted · none · sre-011" and titles[1] == "Task prompt"
     assert browser.find_element(By.ID, "footer-state").text.startswith("Session complete")
     assert browser.find_element(By.ID, "task").text == "sre-011 (hard)"
     browser.find_element(By.ID, "more-details").click()
     assert "the gateway SLO has been breached" in browser.find_element(By.ID, "details").text
-    assert [c.get_attribute("data-path") for c in _wait(browser, "#changes .card")] == [
+    assert [c.get_attribute("data-path") for c in wait_css(browser, "#changes .card")] == [
         "db/db.conf"
     ]
     assert "max_connections" in browser.find_element(By.CSS_SELECTOR, "#changes .diff .add").text
     browser.find_element(By.CSS_SELECTOR, "button[data-side='truth']").click()
-    assert "REFERENCE FIX" in _wait(browser, ".banner")[0].text
+    assert "REFERENCE FIX" in wait_css(browser, ".banner")[0].text
     browser.find_element(By.CSS_SELECTOR, "button[data-side='split']").click()
-    assert len(_wait(browser, "#split .card", 2)) == 2
+    assert len(wait_css(browser, "#split .card", 2)) == 2
     assert browser.find_element(By.ID, "similarity").get_attribute("class") == "green"
     browser.save_screenshot(str(_artifacts(tmp_path) / "view-run.png"))
     browser.find_element(By.CSS_SELECTOR, "button[data-area='evaluation']").click()
-    checks = _wait(browser, "#evaluation .check", 5)
+    checks = wait_css(browser, "#evaluation .check", 5)
     assert [c.get_attribute("data-check") for c in checks] == [
         "valid",
         "func",
@@ -169,19 +103,19 @@ def test_browse_filter_and_read_a_run(
     assert all(c.text.startswith("✓") for c in checks)
     assert browser.find_element(By.ID, "reward").text.startswith("reward 1.000")
     browser.find_element(By.ID, "nav-leaderboard").click()
-    _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#leaderboard, #main .error"))
-    assert _errors(browser) == [], browser.find_element(By.ID, "main").text
-    board = _wait(browser, "#leaderboard .board-row", 2)
+    wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#leaderboard, #main .error"))
+    assert console_errors(browser) == [], browser.find_element(By.ID, "main").text
+    board = wait_css(browser, "#leaderboard .board-row", 2)
     assert [row.text.split()[1] for row in board] == ["scripted", "heuristic"]
     browser.find_element(By.ID, "nav-matrix").click()
-    assert len(_wait(browser, "#matrix tbody tr", 3)) == 3
+    assert len(wait_css(browser, "#matrix tbody tr", 3)) == 3
     for box in browser.find_elements(By.CSS_SELECTOR, "#matrix tr[data-task='sre-007'] input.pick"):
         box.click()  # a matrix row's two agents
     browser.find_element(By.ID, "compare").click()
-    assert len(_wait(browser, "#compare tr.check-row", 5)) == 5
+    assert len(wait_css(browser, "#compare tr.check-row", 5)) == 5
     task_row = browser.find_element(By.CSS_SELECTOR, "#compare tr[data-row='task']")
     assert task_row.text.count("sre-007") == 2
-    assert _errors(browser) == []
+    assert console_errors(browser) == []
 
 
 def test_what_an_agent_wrote_is_text_on_the_page(
@@ -190,9 +124,9 @@ def test_what_an_agent_wrote_is_text_on_the_page(
     from selenium.webdriver.common.by import By
 
     browser.get(view(results, "--hosted"))
-    _wait(browser, "tr.run-row")
+    wait_css(browser, "tr.run-row")
     browser.get(browser.current_url.split("#")[0] + f"#/run/{HOSTILE_ID}")
-    items = _wait(browser, "#dialog .item", 4)
+    items = wait_css(browser, "#dialog .item", 4)
     assert SCRIPT in browser.find_element(By.CSS_SELECTOR, "#dialog .item.tool .title").text
     assert SCRIPT in browser.find_element(By.CSS_SELECTOR, "#dialog .item.assistant .body").text
     assert browser.find_elements(By.CSS_SELECTOR, "#dialog script, #dialog img, #dialog a") == []
@@ -210,13 +144,13 @@ def test_hosted_mode_offers_no_stop_no_terminal_and_reads_no_link(
     secret.write_text("TOP SECRET")
     hostile_run(tmp_path / "results", planted_link_to=secret)
     browser.get(view(tmp_path / "results", "--hosted"))
-    assert browser.find_element(By.ID, "mode").text == "hosted · read-only" or _wait(
+    assert browser.find_element(By.ID, "mode").text == "hosted · read-only" or wait_css(
         browser, "tr.run-row"
     )
-    _wait(browser, "tr.run-row")
+    wait_css(browser, "tr.run-row")
     assert browser.find_element(By.ID, "mode").text == "hosted · read-only"
     browser.find_element(By.CSS_SELECTOR, "tr.run-row a").click()
-    _wait(browser, "#areas button", 3)
+    wait_css(browser, "#areas button", 3)
     assert [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#areas button")] == [
         "Changes",
         "Evaluation",
@@ -226,7 +160,8 @@ def test_hosted_mode_offers_no_stop_no_terminal_and_reads_no_link(
     assert "TOP SECRET" not in browser.page_source
     status = browser.execute_script(
         "return fetch(location.pathname.replace(/[^/]*$/, '') + 'api/runs/' + arguments[0] + '/stop', "
-        "{method: 'POST'}).then(r => r.status)",
+        "{method: 'POST', headers: {Authorization: 'Bearer ' + localStorage.getItem('srez-view-secret')}})"
+        ".then(r => r.status)",
         HOSTILE_ID,
     )
     assert status == 403
@@ -237,7 +172,7 @@ def test_follow_a_live_local_run_and_use_its_terminal(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    _errors(browser)  # what earlier tests left in the log
+    console_errors(browser)  # what earlier tests left in the log
     results = tmp_path / "results"
     results.mkdir()
     (tmp_path / "slow.py").write_text(SLOW_AGENT)
@@ -253,26 +188,28 @@ def test_follow_a_live_local_run_and_use_its_terminal(
     )  # fmt: skip
     try:
         browser.get(address)
-        _until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.run-row"))
+        wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.run-row"))
         browser.find_element(By.CSS_SELECTOR, "button[data-tab='running']").click()
-        link = _wait(browser, "tr.run-row a")[0]
+        link = wait_css(browser, "tr.run-row a")[0]
         link.click()
-        _until(browser, lambda d: "Live" in d.find_element(By.ID, "footer-state").text)
-        _wait(browser, "#dialog .item.tool")
+        wait_until(browser, lambda d: "Live" in d.find_element(By.ID, "footer-state").text)
+        wait_css(browser, "#dialog .item.tool")
         assert browser.find_element(By.ID, "source").text == "from its daemon"
         assert browser.find_elements(By.CSS_SELECTOR, "#actions button[data-action='stop']")
         browser.find_element(By.CSS_SELECTOR, "button[data-area='terminal']").click()
-        screen = _wait(browser, "#terminal")[0]
-        _until(browser, lambda d: d.find_element(By.ID, "terminal").text.strip() != "")  # a prompt
+        screen = wait_css(browser, "#terminal")[0]
+        wait_until(
+            browser, lambda d: d.find_element(By.ID, "terminal").text.strip() != ""
+        )  # a prompt
         screen.send_keys("echo hello-$((6*7))-view\n")
-        _until(browser, lambda d: "hello-42-view" in d.find_element(By.ID, "terminal").text)
+        wait_until(browser, lambda d: "hello-42-view" in d.find_element(By.ID, "terminal").text)
         browser.save_screenshot(str(_artifacts(tmp_path) / "view-live.png"))
-        _until(
+        wait_until(
             browser,
             lambda d: d.find_element(By.ID, "footer-state").text.startswith("Session complete"),
         )
         # the run ends, and the page reads it from its results folder without a reload
-        _until(browser, lambda d: d.find_element(By.ID, "source").text == "from results", 60)
+        wait_until(browser, lambda d: d.find_element(By.ID, "source").text == "from results", 60)
         assert browser.find_elements(By.CSS_SELECTOR, "#actions button") == []
         assert [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#areas button")] == [
             "Changes",
@@ -290,4 +227,4 @@ def test_follow_a_live_local_run_and_use_its_terminal(
             run.kill()
         run.communicate()  # closes its pipes, whatever ended the test
     # the page asks for the run's results until they are mirrored: those 404s are expected
-    assert [e for e in _errors(browser) if "404" not in e and "WebSocket" not in e] == []
+    assert [e for e in console_errors(browser) if "404" not in e and "WebSocket" not in e] == []

@@ -15,10 +15,19 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from web_kit import ESCAPES, HOSTILE_ID, PAYLOAD, SLOW_AGENT, hostile_run, real_results
+from web_kit import (
+    ESCAPES,
+    HOSTILE_ID,
+    PAYLOAD,
+    SLOW_AGENT,
+    hostile_run,
+    real_results,
+    signed_in,
+    ticket_for,
+)
 
 from srez_client.web.app import make_app
-from srez_client.web.security import COOKIE, CSP, allowed_hosts
+from srez_client.web.security import CSP, HEADERS, TICKET_S, allowed_hosts
 from srez_client.web.state import ViewServer
 from srez_env.tasks import load_tasks
 
@@ -51,70 +60,126 @@ async def served(results: tuple[Path, list[str]]) -> AsyncIterator[tuple[str, Vi
 @pytest.fixture
 async def session(served: tuple[str, ViewServer]) -> AsyncIterator[aiohttp.ClientSession]:
     base, view = served
-    async with aiohttp.ClientSession(base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
-        async with s.get(f"/?token={view.gate.token}") as r:
-            assert r.status == 200
+    async with await signed_in(base, view.gate.token) as s:
         yield s
 
 
-async def test_the_token_is_traded_for_a_cookie_and_dropped_from_the_url(
+async def test_the_printed_token_opens_once_and_is_traded_for_a_secret_no_cookie_carries(
     served: tuple[str, ViewServer],
 ) -> None:
+    """The page and its files need nothing and hold no secret; the token is traded once for a
+    session secret that the answer sets in no cookie (a cookie would reach every port of the
+    host); the token offered again, by anyone, opens nothing."""
     base, view = served
-    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
-        async with s.get(
-            f"{base}/?token={view.gate.token}&tab=finished", allow_redirects=False
-        ) as r:
-            assert r.status == 303
-            assert r.headers["Location"] == "/?tab=finished"
-            cookie = r.cookies[COOKIE]
-            assert cookie.value == view.gate.token
-            assert cookie["httponly"] and cookie["samesite"] == "Strict"
-        async with s.get(f"{base}/") as r:
+    async with aiohttp.ClientSession(base_url=base, headers={"Origin": base}) as s:
+        async with s.get(f"/?token={view.gate.token}") as r:
             page = await r.text()
             assert r.status == 200 and r.headers["Content-Security-Policy"] == CSP
-        async with s.get(f"{base}/static/app.js") as r:
+        async with s.get("/static/app.js") as r:
             script = await r.text()
-    assert view.gate.token not in page and view.gate.token not in script
+        assert view.gate.token not in page and view.gate.token not in script
+        async with s.post("/api/session", json={"token": view.gate.token}) as r:
+            assert r.status == 200 and "Set-Cookie" not in r.headers
+            secret = (await r.json())["secret"]
+        assert secret != view.gate.token and len(s.cookie_jar) == 0
+        async with s.post("/api/session", json={"token": view.gate.token}) as r:
+            assert r.status == 403
+            assert "used already" in (await r.json())["error"]
+        async with s.get("/api/runs", headers={"Authorization": f"Bearer {secret}"}) as r:
+            assert r.status == 200
+        for bad in ({"token": 7}, [], "x"):
+            async with s.post("/api/session", json=bad) as r:
+                assert r.status == 400 and "send {" in (await r.json())["error"]
 
 
-@pytest.mark.parametrize("path", ["/", "/api/runs", "/static/app.js", f"/api/runs/{HOSTILE_ID}"])
-async def test_without_the_cookie_nothing_answers(
+@pytest.mark.parametrize("path", ["/api/runs", "/api/config", f"/api/runs/{HOSTILE_ID}"])
+async def test_without_the_secret_nothing_answers(
     served: tuple[str, ViewServer], path: str
 ) -> None:
-    base, _ = served
-    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
+    base, view = served
+    async with aiohttp.ClientSession() as s:
         async with s.get(f"{base}{path}") as r:
             assert r.status == 401
             assert "open the address srez view printed" in await r.text()
-        async with s.get(f"{base}{path}?token=not-the-token") as r:
+        for credential in ("Bearer not-the-secret", f"Bearer {view.gate.token}", "Basic x"):
+            async with s.get(f"{base}{path}", headers={"Authorization": credential}) as r:
+                assert r.status == 401
+        async with s.get(f"{base}{path}?token={view.gate.token}") as r:
+            assert r.status == 401  # the token is no credential: only its trade is
+
+
+async def test_a_ticket_opens_its_one_path_once_and_not_after_it_expired(
+    served: tuple[str, ViewServer], session: aiohttp.ClientSession
+) -> None:
+    """A WebSocket or a download opens with a ticket: good once, for its path, for 30 s."""
+    base, view = served
+    path = f"/api/runs/{HOSTILE_ID}/download/dialog.jsonl"
+    with_ticket = await ticket_for(session, path)
+    async with aiohttp.ClientSession(base_url=base) as bare:  # no secret: the ticket alone
+        async with bare.get(with_ticket.replace(path, f"/api/runs/{HOSTILE_ID}")) as r:
+            assert r.status == 403  # another path
+        async with bare.get(with_ticket) as r:
+            assert r.status == 403  # spent on the refusal above: good once, whatever happened
+        with_ticket = await ticket_for(session, path)
+        async with bare.get(with_ticket) as r:
+            assert r.status == 200 and r.headers["Content-Disposition"].startswith("attachment")
+        async with bare.get(with_ticket) as r:
+            assert r.status == 403 and "spent, expired" in await r.text()
+        late = await ticket_for(session, path)
+        ticket = late.split("ticket=")[1]
+        until, bound = view.gate.tickets[ticket]
+        view.gate.tickets[ticket] = (until - TICKET_S - 1, bound)  # as if 31 s had passed
+        async with bare.get(late) as r:
             assert r.status == 403
+    async with session.post("/api/ticket", json={"path": "/etc/passwd"}) as r:
+        assert r.status == 400
 
 
-async def test_a_foreign_host_header_is_refused_before_the_token(
+async def test_a_foreign_host_header_is_refused_before_anything_else(
     served: tuple[str, ViewServer],
 ) -> None:
     base, view = served
-    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as s:
-        headers = {"Host": "attacker.example:80"}
-        async with s.get(
-            f"{base}/?token={view.gate.token}", headers=headers, allow_redirects=False
+    async with aiohttp.ClientSession() as s:
+        headers = {"Host": "attacker.example:80", "Origin": "http://attacker.example:80"}
+        async with s.post(
+            f"{base}/api/session", json={"token": view.gate.token}, headers=headers
         ) as r:
             assert r.status == 421
             assert "Host 'attacker.example:80'" in await r.text()
+    assert not view.gate.traded
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+async def test_a_request_a_browser_marks_as_from_elsewhere_is_refused_whatever_it_carries(
+    session: aiohttp.ClientSession, site: str
+) -> None:
+    """``Sec-Fetch-Site``, a second layer: another port of this host is ``same-site``."""
+    for path in ("/api/runs", "/", "/static/app.js"):
+        async with session.get(path, headers={"Sec-Fetch-Site": site}) as r:
+            assert r.status == 403 and site in await r.text()
+    async with session.get("/api/runs", headers={"Sec-Fetch-Site": "same-origin"}) as r:
+        assert r.status == 200
 
 
 async def test_websockets_and_posts_need_this_servers_origin(
-    served: tuple[str, ViewServer], session: aiohttp.ClientSession
+    session: aiohttp.ClientSession,
 ) -> None:
-    base, _ = served
-    for origin in (None, "http://attacker.example", "null"):
-        headers = {} if origin is None else {"Origin": origin}
+    for origin in ("", "http://attacker.example", "null"):
+        headers = {"Origin": origin}
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
             await session.ws_connect(f"/api/runs/{HOSTILE_ID}/live", headers=headers)
         assert refused.value.status == 403
         async with session.post(f"/api/runs/{HOSTILE_ID}/stop", headers=headers) as r:
             assert r.status == 403
+
+
+async def test_errors_aiohttp_raises_carry_the_security_headers(
+    session: aiohttp.ClientSession,
+) -> None:
+    for method, path in (("GET", "/no/such/page"), ("DELETE", "/api/runs")):
+        async with session.request(method, path) as r:
+            assert r.status in (404, 405)
+            assert {k: r.headers.get(k) for k in HEADERS} == HEADERS
 
 
 async def test_hosted_mode_refuses_stop_remove_live_and_terminal(
@@ -123,10 +188,7 @@ async def test_hosted_mode_refuses_stop_remove_live_and_terminal(
     server, view = await _serve(results[0], hosted=True)
     base = f"http://127.0.0.1:{server.port}"
     try:
-        async with aiohttp.ClientSession(
-            base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)
-        ) as s:
-            await (await s.get(f"/?token={view.gate.token}")).release()
+        async with await signed_in(base, view.gate.token) as s:
             async with s.get("/api/config") as r:
                 assert await r.json() == {"hosted": True, "live": False, "terminal": False}
             origin = {"Origin": base}
@@ -274,10 +336,7 @@ async def test_a_link_planted_in_a_run_folder_is_not_followed(tmp_path: Path) ->
     hostile_run(tmp_path / "results", planted_link_to=secret)
     server, view = await _serve(tmp_path / "results", hosted=True)
     try:
-        async with aiohttp.ClientSession(
-            base_url=f"http://127.0.0.1:{server.port}", cookie_jar=aiohttp.CookieJar(unsafe=True)
-        ) as s:
-            await (await s.get(f"/?token={view.gate.token}")).release()
+        async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
             async with s.get(f"/api/runs/{HOSTILE_ID}") as r:
                 assert "TOP SECRET" not in await r.text()
             async with s.get(f"/api/runs/{HOSTILE_ID}/download/dialog.jsonl") as r:
@@ -406,10 +465,7 @@ async def test_stop_and_remove_of_a_live_local_run_are_idempotent(tmp_path: Path
     view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
     base = f"http://127.0.0.1:{server.port}"
     try:
-        async with aiohttp.ClientSession(
-            base_url=base, cookie_jar=aiohttp.CookieJar(unsafe=True)
-        ) as s:
-            await (await s.get(f"/?token={view.gate.token}")).release()
+        async with await signed_in(base, view.gate.token) as s:
             rows: list[dict[str, object]] = []
             for _ in range(100):
                 async with s.get("/api/runs", params={"tab": "running"}) as r:

@@ -4,9 +4,11 @@ whose every field the agent controls carries markup, script and escape sequences
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import aiohttp
 import orjson
 
 from fakes.socket_agent import agent_script
@@ -41,15 +43,16 @@ def real_results(root: Path) -> list[str]:
     return ids
 
 
-def hostile_run(root: Path, *, planted_link_to: Path | None = None) -> Path:
+def hostile_run(root: Path, *, planted_link_to: Path | None = None, lure: str = "") -> Path:
     """A finished run whose dialog, diff, grade reasons and names carry :data:`PAYLOAD`; with
-    ``planted_link_to``, its ``archive/dialog.jsonl`` is a link there instead."""
+    ``planted_link_to``, its ``archive/dialog.jsonl`` is a link there instead; with ``lure``, its
+    assistant offers a Markdown link to that address (the agent's own listener)."""
     folder = root / "sre-001" / "none" / "evil-agent" / HOSTILE_ID
     (folder / "archive").mkdir(parents=True)
     entries = [
         SessionStarted(seq=0, ts=TS, agent="evil-agent", model="none", task_id="sre-001", run_id=HOSTILE_ID),
         TaskPrompt(seq=1, ts=TS, text=f"Incident (sre-001): {PAYLOAD}\n{PAYLOAD}\n\nActive alerts at T0:\n- {PAYLOAD}"),
-        Assistant(seq=2, ts=TS, text=f"# Plan {PAYLOAD}\n\n{PAYLOAD}"),
+        Assistant(seq=2, ts=TS, text=f"# Plan {PAYLOAD}\n\n{PAYLOAD}" + (f"\n\n[the runbook]({lure})" if lure else "")),
         ToolCall(seq=3, ts=TS, call_id="c1", name=f"get_logs{SCRIPT}", args={"service": PAYLOAD}),
         ToolResult(seq=4, ts=TS, call_id="c1", status="success", result=PAYLOAD, duration_ms=1.0, step=1, steps_left=9),
         SessionCompleted(seq=5, ts=TS, turns=1, duration_s=0.5),
@@ -106,3 +109,51 @@ SLOW_AGENT = agent_script(
     call("POST", "/submit", {"summary": "slow"})
     """
 )
+
+
+async def signed_in(base: str, token: str) -> aiohttp.ClientSession:
+    """A client that did what the page does: traded the printed ``token`` for a session secret
+    (``POST /api/session``) and sends it, with the page's Origin, on every request. The caller
+    closes it."""
+    session = aiohttp.ClientSession(base_url=base, headers={"Origin": base})
+    async with session.post("/api/session", json={"token": token}) as r:
+        assert r.status == 200, await r.text()
+        secret = (await r.json())["secret"]
+    session.headers["Authorization"] = f"Bearer {secret}"
+    return session
+
+
+async def ticket_for(session: aiohttp.ClientSession, path: str) -> str:
+    """``path`` with a ticket (``POST /api/ticket``): what the page opens a socket or a
+    download with."""
+    async with session.post("/api/ticket", json={"path": path}) as r:
+        assert r.status == 200, await r.text()
+        return f"{path}?ticket={(await r.json())['ticket']}"
+
+
+# ------------------------------------------------------------------ a real browser
+
+WAIT_S: Final = 30.0
+
+
+def wait_css(driver: Any, css: str, count: int = 1) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, WAIT_S).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, css)) >= count
+    )
+    return list(driver.find_elements(By.CSS_SELECTOR, css))
+
+
+def wait_until(driver: Any, test: Callable[[Any], bool], seconds: float = WAIT_S) -> None:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    # an element found, then replaced by the page's next render before it was read (the live
+    # view becoming the results view), is looked for again rather than failing the wait
+    WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(test)
+
+
+def console_errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]

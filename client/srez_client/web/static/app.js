@@ -41,8 +41,63 @@ function pushRecent(runId) {
   localStorage.setItem(RECENT_KEY, JSON.stringify(list));
 }
 
+// ------------------------------------------------------------------ the credential
+// The address srez view printed carries a token that is good once: the page trades it for a
+// session secret, kept in this origin's storage and sent in a header on the page's own requests
+// (never a cookie, which a browser would send to every port of this host). A WebSocket or a
+// download carries no header: it opens with a ticket good once, for its one path.
+const SECRET_KEY = "srez-view-secret";
+
+async function signIn() {
+  const params = new URLSearchParams(location.search);
+  const token = params.get("token");
+  if (token === null) return;
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+  const response = await fetch("/api/session", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ token }),
+  });
+  if (response.ok) localStorage.setItem(SECRET_KEY, (await response.json()).secret);
+}
+
+function api(url, options = {}) {
+  const headers = { ...(options.headers || {}), Authorization: `Bearer ${localStorage.getItem(SECRET_KEY) || ""}` };
+  return fetch(url, { ...options, headers, credentials: "omit" });
+}
+
+async function ticketed(path) {
+  const response = await api("/api/ticket", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ path }),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `${response.status}`);
+  return `${path}?ticket=${encodeURIComponent(body.ticket)}`;
+}
+
+function socket(path, onOpen) {
+  // A WebSocket on `path`, opened once its ticket is in: `onOpen(ws)` wires it up. The
+  // returned object closes it, whether or not it opened yet.
+  let ws = null; let closed = false;
+  ticketed(path).then((url) => {
+    if (closed) return;
+    ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}${url}`);
+    onOpen(ws);
+  }).catch((e) => show(el("p", { class: "error", id: "run-error", text: e.message })));
+  return { close: () => { closed = true; if (ws) ws.close(); }, send: (data) => ws && ws.readyState === WebSocket.OPEN && ws.send(data) };
+}
+
+function downloadLink(path, text) {
+  return el("a", { href: "#", class: "download", onclick: async (event) => {
+    event.preventDefault();
+    const link = el("a", { href: await ticketed(path), download: "" });
+    document.body.append(link); link.click(); link.remove();
+  } }, text);
+}
+
 async function getJSON(url) {
-  const response = await fetch(url, { credentials: "same-origin" });
+  const response = await api(url);
+  if (response.status === 401) throw new Error("Not signed in: open the address srez view printed (each address opens once; start srez view again for a new one).");
   const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
   if (!response.ok) throw new Error(body.error || `${response.status}`);
   return body;
@@ -268,7 +323,7 @@ function changesNode(changes, runId, state) {
     changes.sides.map((s) => el("button", { class: s === side ? "on" : "", "data-side": s, onclick: () => { state.side = s; state.redraw(); } },
       { agent: "Agent", truth: "Truth", split: "Split" }[s])),
     el("button", { id: "toggle-raw", onclick: () => { state.raw = !state.raw; saveSetting("raw", state.raw); state.redraw(); } }, state.raw ? "Parsed" : "Raw"),
-    el("a", { href: `/api/runs/${encodeURIComponent(runId)}/download/patch.diff`, download: "" }, "download patch.diff"));
+    downloadLink(`/api/runs/${encodeURIComponent(runId)}/download/patch.diff`, "download patch.diff"));
   const parts = [buttons];
   if (changes.similarity) parts.push(el("p", { id: "similarity", class: changes.similarity.colour, text: changes.similarity.text }));
   const shown = side === "truth" ? changes.truth : changes.agent;
@@ -308,7 +363,7 @@ async function logsNode(runId, names, live) {
   const pre = el("pre", { class: "log", id: "log" });
   const pick = el("select", { id: "log-name" }, names.map((n) => el("option", { value: n, text: n })));
   const load = async () => {
-    const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/logs/${pick.value}`, { credentials: "same-origin" });
+    const response = await api(`/api/runs/${encodeURIComponent(runId)}/logs/${pick.value}`);
     const following = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     pre.textContent = await response.text();
     if (following) pre.scrollTop = pre.scrollHeight; // follows the end unless scrolled up
@@ -348,7 +403,7 @@ async function runPage(runId) {
   here("runs");
   pushRecent(runId);
   const url = `/api/runs/${encodeURIComponent(runId)}`;
-  const response = await fetch(url, { credentials: "same-origin" });
+  const response = await api(url);
   if (response.ok) { renderRun(runId, await response.json()); return; }
   if (response.status === 404 && config.live) { followRun(runId); return; }
   const body = await response.json().catch(() => ({}));
@@ -358,16 +413,17 @@ async function runPage(runId) {
 function followRun(runId) {
   // A live run: its snapshot, then what changes, over one WebSocket relayed by this server.
   show(el("p", { class: "muted", id: "run-status", text: "Connecting to the run…" }));
-  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/runs/${encodeURIComponent(runId)}/live`);
   let ui = null;
+  const ws = socket(`/api/runs/${encodeURIComponent(runId)}/live`, (opened) => {
+    opened.addEventListener("message", async (event) => {
+      const frame = JSON.parse(event.data);
+      if (frame.type === "snapshot") ui = renderRun(runId, frame.view);
+      else if (frame.type === "error") show(el("p", { class: "error", id: "run-error", text: frame.error }));
+      else if (ui) await ui.apply(frame);
+    });
+  });
   const previous = closeCurrent;
   closeCurrent = () => { ws.close(); previous(); };
-  ws.addEventListener("message", async (event) => {
-    const frame = JSON.parse(event.data);
-    if (frame.type === "snapshot") ui = renderRun(runId, frame.view);
-    else if (frame.type === "error") show(el("p", { class: "error", id: "run-error", text: frame.error }));
-    else if (ui) await ui.apply(frame);
-  });
 }
 
 function renderRun(runId, view) {
@@ -391,7 +447,7 @@ function renderRun(runId, view) {
     for (const action of ["detach", "stop", "remove"]) {
       actions.append(el("button", { "data-action": action, onclick: async () => {
         if (action === "detach") { location.hash = "#/runs"; return; }
-        const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/${action}`, { method: "POST", credentials: "same-origin" });
+        const response = await api(`/api/runs/${encodeURIComponent(runId)}/${action}`, { method: "POST" });
         const body = await response.json().catch(() => ({}));
         actions.append(el("span", { class: response.ok ? "muted" : "error", text: ` ${body.text || body.error || response.status}` }));
       } }, action[0].toUpperCase() + action.slice(1)));
@@ -402,7 +458,7 @@ function renderRun(runId, view) {
     view.dialog.missing ? el("p", { class: "error", id: "dialog-missing", text: view.dialog.missing }) : null);
   const footerState = el("span", { class: view.dialog.footer.state, id: "footer-state", text: view.dialog.footer.text });
   const footer = el("div", { class: "footer", id: "dialog-footer" }, footerState,
-    el("a", { href: `/api/runs/${encodeURIComponent(runId)}/download/dialog.jsonl`, download: "" }, "download dialog.jsonl"));
+    downloadLink(`/api/runs/${encodeURIComponent(runId)}/download/dialog.jsonl`, "download dialog.jsonl"));
   const left = el("div", { class: "pane left", id: "dialog-pane" }, items, footer);
   const area = el("div", {});
   const areaTabs = el("div", { class: "tabs", id: "areas" });
@@ -452,7 +508,7 @@ async function switchToResults(runId) {
   const url = `/api/runs/${encodeURIComponent(runId)}`;
   for (let i = 0; i < 60; i++) {
     if (!location.hash.endsWith(encodeURIComponent(runId))) return; // the user went elsewhere
-    const response = await fetch(url, { credentials: "same-origin" });
+    const response = await api(url);
     if (response.ok) { closeCurrent(); closeCurrent = () => {}; renderRun(runId, await response.json()); return; }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -462,11 +518,14 @@ function terminalNode(runId) {
   // A plain terminal: keystrokes go to the run's shell; output is shown as text, with escape
   // sequences dropped (no terminal emulator is shipped: the page has no build step).
   const screen = el("div", { id: "terminal", tabindex: "0" });
-  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/runs/${encodeURIComponent(runId)}/terminal`);
-  ws.binaryType = "arraybuffer";
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  ws.addEventListener("message", (event) => {
+  const ws = socket(`/api/runs/${encodeURIComponent(runId)}/terminal`, (opened) => {
+    opened.binaryType = "arraybuffer";
+    opened.addEventListener("message", (event) => showOutput(event));
+    opened.addEventListener("close", () => { screen.append(el("div", { class: "muted", text: "[terminal closed]" })); });
+  });
+  const showOutput = (event) => {
     const text = decoder.decode(event.data, { stream: true })
       .replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b[\]P^_][^\x07\x1b]*(\x07|\x1b\\)/g, "").replace(/\x1b./g, "");
     for (const ch of text) {
@@ -476,14 +535,13 @@ function terminalNode(runId) {
       screen.textContent += ch;
     }
     screen.scrollTop = screen.scrollHeight;
-  });
-  ws.addEventListener("close", () => { screen.append(el("div", { class: "muted", text: "[terminal closed]" })); });
+  };
   screen.addEventListener("keydown", (e) => {
     const keys = { Enter: "\r", Backspace: "\x7f", Tab: "\t", Escape: "\x1b", ArrowUp: "\x1b[A", ArrowDown: "\x1b[B", ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D" };
     let data = keys[e.key];
     if (!data && e.ctrlKey && e.key.length === 1) data = String.fromCharCode(e.key.toUpperCase().charCodeAt(0) - 64);
     else if (!data && e.key.length === 1 && !e.metaKey) data = e.key;
-    if (data && ws.readyState === WebSocket.OPEN) { ws.send(encoder.encode(data)); e.preventDefault(); }
+    if (data) { ws.send(encoder.encode(data)); e.preventDefault(); }
   });
   const previous = closeCurrent;
   closeCurrent = () => { ws.close(); previous(); };
@@ -508,7 +566,8 @@ async function route() {
 }
 
 async function start() {
-  config = await getJSON("/api/config");
+  await signIn();
+  try { config = await getJSON("/api/config"); } catch (e) { show(el("p", { class: "error", id: "signed-out", text: e.message })); return; }
   document.getElementById("mode").textContent = config.hosted ? "hosted · read-only" : config.live ? "live" : "results";
   window.addEventListener("hashchange", route);
   await route();
