@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 RandomBytes = Callable[[int], bytes]
 """Returns n random bytes (``os.urandom`` in production)."""
 
-RUN_ID_RE: Final = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{8}$")
+RUN_ID_RE: Final = re.compile(r"\A[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}\Z")
 """What a run id looks like."""
 
 DIALOG_PATH: Final = Path("archive") / "dialog.jsonl"

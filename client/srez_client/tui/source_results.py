@@ -8,6 +8,7 @@ hostile ``dialog.jsonl`` becomes error entries, never a crash.
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
@@ -123,7 +124,9 @@ class FinishedRunSource(RunSource):
         return await self._json("summary.json")
 
     def log_names(self) -> list[str]:
-        return [n for n in LOG_NAMES if (self.path / "logs" / f"{n}.log").is_file()]
+        """The logs present as regular files: a link is no log (following it would tell
+        whoever planted it whether its target exists)."""
+        return [n for n in LOG_NAMES if _regular(self.path / "logs" / f"{n}.log")]
 
     async def logs(self, name: str, *, follow: bool) -> AsyncIterator[str]:
         data = await asyncio.to_thread(read_file, self.path / "logs", f"{name}.log", DIALOG_MAX)
@@ -136,3 +139,12 @@ class FinishedRunSource(RunSource):
             msg = f"archive/dialog.jsonl is missing from {self.path}"
             raise SourceUnavailable(msg)
         return data
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file in a real folder, no link followed at either (the run
+    folder above them was found without following links)."""
+    try:
+        return stat.S_ISDIR(path.parent.lstat().st_mode) and stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False

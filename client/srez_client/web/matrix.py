@@ -14,11 +14,15 @@ from typing import Any, Final
 
 import orjson
 
+from srez_client.results.trust import problem
+from srez_client.sanitize import sanitize_line
 from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import RunRow
 from srez_client.web.results_index import ResultsIndex
 
 GRADE_MAX: Final = 4 << 20
+NAMES: Final = ("task_id", "agent", "model", "difficulty", "fault_kind", "error_kind")
+"""The fields of ``result.json`` the leaderboard shows as text."""
 
 
 def agent_label(row: RunRow) -> str:
@@ -27,6 +31,8 @@ def agent_label(row: RunRow) -> str:
 
 
 def _grades(index: ResultsIndex) -> list[dict[str, Any]]:
+    """Every run's ``result.json`` that parses; a damaged one (:mod:`.trust`) is kept out as
+    an empty dict, which the report cannot read and counts as unreadable."""
     grades = []
     for row in index.rows():
         folder = index.path_of(row.run_id)
@@ -38,8 +44,15 @@ def _grades(index: ResultsIndex) -> list[dict[str, Any]]:
         except orjson.JSONDecodeError:
             continue
         if isinstance(grade, dict):
-            grades.append(grade)
+            grades.append({} if problem(grade) else _named_safely(grade))
     return grades
+
+
+def _named_safely(grade: dict[str, Any]) -> dict[str, Any]:
+    """``grade`` with the names the leaderboard shows made one safe line each."""
+    return {
+        k: sanitize_line(v) if k in NAMES and isinstance(v, str) else v for k, v in grade.items()
+    }
 
 
 class Leaderboard:

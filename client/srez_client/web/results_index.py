@@ -18,6 +18,8 @@ from typing import Any, Final
 import orjson
 
 from srez_client.results.finder import run_folders
+from srez_client.results.trust import problem
+from srez_client.sanitize import sanitize_line
 from srez_client.transfer.fs import read_small_file
 from srez_client.web.catalog import RunRow
 
@@ -26,8 +28,10 @@ SUMMARY_MAX: Final = 1 << 20
 
 
 def _text(data: dict[str, Any], key: str) -> str:
+    """A one-line field as the list, its filters and the matrix show it: with every control
+    and bidi override a visible escape (a planted ``summary.json`` is free to hold any)."""
     value = data.get(key)
-    return value if isinstance(value, str) else ""
+    return sanitize_line(value) if isinstance(value, str) else ""
 
 
 def _number(data: dict[str, Any], key: str) -> float | None:
@@ -48,6 +52,8 @@ def row_of(folder: Path) -> RunRow | None:
         return None
     if not isinstance(data, dict) or _text(data, "run_id") != folder.name:
         return None
+    if problem(data):  # a planted or broken file: listed, with none of its numbers
+        data = {k: v for k, v in data.items() if isinstance(v, str)} | {"status": "damaged"}
     resolved = data.get("resolved")
     steps = _number(data, "steps")
     return RunRow(

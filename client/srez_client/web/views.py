@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
+from srez_client.results.trust import problem
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceUnavailable
 from srez_client.tui.viewmodels.changes import ChangesModel
 from srez_client.tui.viewmodels.dialog_fold import DialogFold
@@ -49,6 +50,8 @@ class RunView:
         self.isolation = ""
         self.missing = ""
         """Why the dialog could not be read, when it could not."""
+        self.damaged = ""
+        """Why the run's grade files are not shown, when a number in them is out of range."""
 
     @property
     def live(self) -> bool:
@@ -72,10 +75,19 @@ class RunView:
                 self.changes.set_reference(*await self.source.reference())
         if self.grade is None:
             with contextlib.suppress(SourceUnavailable):
-                self.grade = await self.source.grade()
+                self.grade = self._trusted(await self.source.grade())
         if self.summary is None:
             with contextlib.suppress(SourceUnavailable):
-                self.summary = await self.source.summary()
+                self.summary = self._trusted(await self.source.summary())
+
+    def _trusted(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """``data`` when its numbers are ones a run writes (:mod:`srez_client.results.trust`);
+        else None, and the run is marked damaged, saying why."""
+        found = problem(data)
+        if found is None:
+            return data
+        self.damaged = self.damaged or found
+        return None
 
     async def _log_tail(self) -> str:
         if not (self.summary or {}).get("error"):
@@ -98,6 +110,7 @@ class RunView:
         meta["phase"] = self.phase or meta["phase"]
         meta["live"] = self.live
         meta["source"] = "daemon" if self.source.live else "results"
+        meta["damaged"] = self.damaged
         return meta
 
     async def snapshot(self) -> dict[str, Any]:
@@ -155,5 +168,5 @@ class RunView:
                 yield {"type": "evaluation", "evaluation": await self.evaluation()}
             elif isinstance(event, GradeFrame):
                 with contextlib.suppress(SourceUnavailable):
-                    self.grade = await self.source.grade()
+                    self.grade = self._trusted(await self.source.grade())
                 yield {"type": "evaluation", "evaluation": await self.evaluation()}

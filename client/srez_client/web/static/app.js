@@ -440,7 +440,8 @@ function renderRun(runId, view) {
     el("span", { text: `model ${m.model || "?"}` }), el("span", { text: `agent ${m.agent || "?"}` }),
     el("span", { text: `backend ${m.backend || "?"}` }), m.isolation ? el("span", { text: `isolation ${m.isolation}` }) : null,
     phase, el("span", { class: "muted", id: "source", text: m.source === "daemon" ? "from its daemon" : "from results" }),
-    el("button", { id: "more-details", onclick: () => { details.hidden = !details.hidden; } }, "More details"), actions);
+    el("button", { id: "more-details", onclick: () => { details.hidden = !details.hidden; } }, "More details"), actions,
+    m.damaged ? el("span", { class: "error", id: "damaged", text: `damaged: ${m.damaged} (its grade is not shown or counted)` }) : null);
   const drawActions = () => {
     actions.replaceChildren();
     if (!m.live || config.hosted) return;

@@ -1,0 +1,180 @@
+"""Run folders planted in a shared ``results/`` are data, never trusted: a number out of range in
+a ``summary.json`` or a ``result.json`` marks that run damaged and breaks neither the list, nor
+the run's page, nor Compare, nor the leaderboard, nor the matrix (docs/view.md)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp.test_utils import TestServer
+from web_kit import ESCAPES, real_results, signed_in
+
+from srez_client.layout import RUN_ID_RE
+from srez_client.web.app import make_app
+from srez_client.web.security import allowed_hosts
+from srez_client.web.state import ViewServer
+
+HUGE_STEPS = "20270101T000000Z-0000a001"
+HUGE_REWARDS = ("20270101T000000Z-0000a002", "20270101T000000Z-0000a003")
+NEGATIVE = "20270101T000000Z-0000a004"
+PLANTED = (HUGE_STEPS, *HUGE_REWARDS, NEGATIVE)
+ESCAPED = "20270101T000000Z-0000a005"
+CONTROLS = ("\x1b", "\x07", "\u202e", "\n")
+
+
+def _plant(original: Path, run_id: str, **changes: Any) -> None:
+    """A copy of a real run under a new id, with ``changes`` applied to both of its grade files
+    (``steps``, or ``reward`` as the number the run claims)."""
+    folder = original.parent / run_id
+    shutil.copytree(original, folder)
+    summary = orjson.loads((folder / "summary.json").read_bytes())
+    result = orjson.loads((folder / "result.json").read_bytes())
+    summary["run_id"] = run_id
+    if "steps" in changes:
+        summary["steps"] = result["steps"] = changes["steps"]
+    if "reward" in changes:
+        summary["reward"] = result["reward"]["total"] = changes["reward"]
+    for key in ("agent", "model", "task_id"):
+        if key in changes:
+            summary[key] = result[key] = changes[key]
+    (folder / "summary.json").write_bytes(orjson.dumps(summary))
+    (folder / "result.json").write_bytes(orjson.dumps(result))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("results")
+    ids = real_results(root)
+    (original,) = [p for p in root.rglob(ids[0]) if p.is_dir()]
+    _plant(original, HUGE_STEPS, steps=1e20)
+    for run_id in HUGE_REWARDS:
+        _plant(original, run_id, reward=1e308)
+    _plant(original, NEGATIVE, reward=-1e308)
+    _plant(original, ESCAPED, agent=f"evil{ESCAPES}", model=f"m\x07{ESCAPES}", task_id="sre\n001")
+    return root, ids
+
+
+@pytest.fixture
+async def session(results: tuple[Path, list[str]]) -> AsyncIterator[aiohttp.ClientSession]:
+    view = ViewServer(results[0], hosted=True)
+    await view.refresh(force=True)
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
+        yield s
+    await server.close()
+
+
+def _finite(value: Any) -> bool:
+    """Every number anywhere in ``value`` is finite (JSON's null stands for none)."""
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+async def test_the_list_shows_planted_runs_as_damaged_with_no_number_of_theirs(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]]
+) -> None:
+    async with session.get("/api/runs", params={"tab": "all"}) as r:
+        assert r.status == 200, await r.text()
+        rows = {row["run_id"]: row for row in (await r.json())["rows"]}
+    assert set(rows) == {*results[1], *PLANTED, ESCAPED}
+    for run_id in PLANTED:
+        assert rows[run_id]["status"] == "damaged", rows[run_id]
+        assert rows[run_id]["reward"] is None and rows[run_id]["steps"] is None
+    for run_id in results[1]:
+        assert rows[run_id]["status"] != "damaged" and rows[run_id]["reward"] is not None
+
+
+async def test_the_leaderboard_and_the_matrix_leave_damaged_runs_out_and_stay_finite(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]]
+) -> None:
+    async with session.get("/api/leaderboard") as r:
+        assert r.status == 200, await r.text()
+        board = await r.json()
+    assert board["runs"] == len(results[1]) + 1 and board["unreadable"] == len(PLANTED)
+    assert _finite(board) and board["report"] is not None
+    async with session.get("/api/matrix") as r:
+        assert r.status == 200, await r.text()
+        matrix = await r.json()
+    assert _finite(matrix)
+    cells = [c for row in matrix["cells"] for c in row if c is not None]
+    assert all(c["reward"] is None or 0.0 <= c["reward"] <= 1.0 for c in cells)
+
+
+@pytest.mark.parametrize("planted", PLANTED)
+async def test_a_damaged_run_s_page_and_compare_answer_and_say_so(
+    session: aiohttp.ClientSession, results: tuple[Path, list[str]], planted: str
+) -> None:
+    async with session.get(f"/api/runs/{planted}") as r:
+        assert r.status == 200, await r.text()
+        page = await r.json()
+    assert _finite(page)
+    assert page["meta"]["damaged"], page["meta"]
+    async with session.get("/api/compare", params={"a": results[1][0], "b": planted}) as r:
+        assert r.status == 200, await r.text()
+        assert _finite(await r.json())
+
+
+def test_run_ids_are_ascii_and_whole() -> None:
+    """A trailing newline or another script's digits is no run id (``$`` and ``\\d`` took them)."""
+    assert RUN_ID_RE.match("20270101T000000Z-0000a001")
+    for bad in (
+        "20270101T000000Z-0000a001\n",
+        "٢٠٢٧0101T000000Z-0000a001",
+        " 20270101T000000Z-0000a001",
+    ):
+        assert not RUN_ID_RE.match(bad), repr(bad)
+
+
+async def test_controls_and_bidi_overrides_in_names_reach_no_list_filter_matrix_or_board(
+    session: aiohttp.ClientSession,
+) -> None:
+    """ESC, BEL, U+202E and a newline in a planted run's names arrive as visible escapes."""
+    answers = []
+    for path in ("/api/runs?tab=all", "/api/matrix", "/api/leaderboard"):
+        async with session.get(path) as r:
+            assert r.status == 200
+            answers.append(await r.json())
+    strings = _strings(answers)
+    for control in CONTROLS:
+        assert not any(control in text for text in strings), repr(control)
+    for answer in answers:  # each page names the run, escaped: the name is kept, made visible
+        assert "evil\\x1b[2J\\x1b]0;pwned\\x07\\u202eevil" in "".join(_strings(answer))
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+def test_a_log_that_is_a_link_is_no_log(tmp_path: Path) -> None:
+    """``log_names`` tells nobody whether a link's target exists: a linked log or logs folder
+    is listed as no log at all."""
+    from srez_client.tui.source_results import FinishedRunSource
+
+    secret = tmp_path / "secret.log"
+    secret.write_text("TOP SECRET")
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "agent.log").symlink_to(secret)
+    (run / "logs" / "daemon.log").write_text("real")
+    assert FinishedRunSource(run).log_names() == ["daemon"]
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "logs").symlink_to(run / "logs")
+    assert FinishedRunSource(linked).log_names() == []
