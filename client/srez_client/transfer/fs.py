@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import BinaryIO, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -126,6 +126,37 @@ def read_small_file(folder: Path, name: bytes, max_bytes: int) -> bytes | None:
     with os.fdopen(fd, "rb") as f:
         data = f.read(max_bytes + 1)
     return data if len(data) <= max_bytes else None
+
+
+def open_file(folder: Path, name: str) -> BinaryIO | None:
+    """The regular file ``folder/name`` opened for reading (no link followed at either), or
+    None; the caller closes it."""
+    try:
+        dir_fd = os.open(folder, O_DIR)
+    except OSError:
+        return None
+    try:
+        fd = open_regular(dir_fd, name)
+    finally:
+        os.close(dir_fd)
+    return None if isinstance(fd, str) else os.fdopen(fd, "rb")
+
+
+def read_range(
+    folder: Path, name: str, end: int | None, most: int
+) -> tuple[bytes, int, int] | None:
+    """Up to ``most`` bytes of the regular file ``folder/name`` ending at ``end`` (default: its
+    end), with the offset they start at and the file's size; None when it is missing or a link.
+    Memory stays at ``most`` however large the file is."""
+    opened = open_file(folder, name)
+    if opened is None:
+        return None
+    with opened as f:
+        size = os.fstat(f.fileno()).st_size
+        stop = size if end is None else min(max(0, end), size)
+        start = max(0, stop - most)
+        f.seek(start)
+        return f.read(stop - start), start, size
 
 
 def read_small_model(folder: Path, name: bytes, model: type[Model], max_bytes: int) -> Model | None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import orjson
 
-from srez_client.transfer.fs import read_small_file
+from srez_client.transfer.fs import read_range, read_small_file
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceEvent, SourceUnavailable
 from srez_daemon.protocol import iter_dialog
 from srez_daemon.protocol.api import PhaseFrame
@@ -23,6 +23,9 @@ from srez_daemon.protocol.api import PhaseFrame
 SMALL: Final = 16 << 20
 """Largest JSON file or patch read (16 MiB)."""
 DIALOG_MAX: Final = 1 << 30
+DIALOG_VIEW_MAX: Final = 16 << 20
+"""The newest bytes of a dialog that a viewer folds: a dialog may be as large as its run made it
+(or a planted one, larger), and the viewers' memory stays bounded; the file downloads whole."""
 """Largest dialog read (1 GiB)."""
 BATCH: Final = 2000
 """Dialog entries per batch."""
@@ -60,6 +63,8 @@ class FinishedRunSource(RunSource):
     def __init__(self, path: Path) -> None:
         self.path = path
         self.run_id = path.name
+        self.skipped = 0
+        """Bytes at the start of the dialog not read (it is longer than :data:`DIALOG_VIEW_MAX`)."""
 
     async def _json(self, name: str) -> dict[str, Any]:
         value = await asyncio.to_thread(read_json, self.path, name)
@@ -99,7 +104,16 @@ class FinishedRunSource(RunSource):
         )
 
     async def events(self) -> AsyncIterator[SourceEvent]:
-        data = await self.dialog_bytes()
+        found = await asyncio.to_thread(
+            read_range, self.path / "archive", "dialog.jsonl", None, DIALOG_VIEW_MAX
+        )
+        if found is None:
+            msg = f"archive/dialog.jsonl is missing from {self.path}"
+            raise SourceUnavailable(msg)
+        data, start, _ = found
+        if start:  # the newest DIALOG_VIEW_MAX bytes, from the first whole line among them
+            cut = data.find(b"\n") + 1
+            self.skipped, data = start + cut, data[cut:]
         entries = await asyncio.to_thread(lambda: list(iter_dialog(data, final=True)))
         for start in range(0, len(entries), BATCH):
             yield DialogBatch(entries[start : start + BATCH])

@@ -8,7 +8,9 @@ Routes (every one behind :mod:`srez_client.web.security`):
 * ``GET /api/runs``: one page of the runs list (:func:`srez_client.web.catalog.parse_query`
   names the parameters); ``GET /api/leaderboard`` and ``GET /api/matrix``: the folder's report;
   ``GET /api/compare?a=ID&b=ID``: two finished runs side by side (:mod:`srez_client.web.compare`).
-* ``GET /api/runs/{id}``: a run's views (:class:`srez_client.web.views.RunView`);
+* ``GET /api/runs/{id}``: a run's views (:class:`srez_client.web.views.RunView`, built by
+  :mod:`srez_client.web.pages`), the newest dialog items; ``GET /api/runs/{id}/dialog?before=N``
+  the earlier ones;
   ``GET /api/runs/{id}/download/{dialog.jsonl|patch.diff}`` and ``GET /api/runs/{id}/logs/{name}``.
 * ``GET /api/runs/{id}/live`` (WebSocket) and the POSTs ``stop``, ``remove`` and ``detach``, and
   the terminal: live runs only, never in hosted mode (:mod:`srez_client.web.live`).
@@ -26,13 +28,13 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 
-from srez_client.transfer.fs import read_small_file
+from srez_client.transfer.fs import open_file
 from srez_client.web.catalog import QueryError, facets, parse_query, select
 from srez_client.web.compare import compare_json
 from srez_client.web.matrix import matrix_json
+from srez_client.web.pages import log_range
 from srez_client.web.security import TICKET_S, guard
 from srez_client.web.state import SERVER, ViewServer
-from srez_client.web.views import RunView
 
 STATIC: Final = {
     "app.js": "text/javascript",
@@ -41,7 +43,8 @@ STATIC: Final = {
 }
 """The page's files, by name; nothing else is served from the package."""
 DOWNLOADS: Final = {"dialog.jsonl": "archive/dialog.jsonl", "patch.diff": "final.patch"}
-LOG_MAX: Final = 64 << 20
+LOG_PAGE: Final = 1 << 20
+"""Bytes of a log per answer (the newest first; the page asks for earlier ones)."""
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -116,15 +119,10 @@ async def runs(request: web.Request) -> web.StreamResponse:
 
 
 async def _finished_view(server: ViewServer, run_id: str) -> dict[str, Any] | None:
-    """A finished run's views, whole (None: no such run in the results folder)."""
-    source = server.finished_source(run_id)
-    if source is None:
-        return None
-    view = RunView(source)
-    await view.open()
-    async for _ in view.follow():  # a finished run's events end: the whole dialog, folded
-        pass
-    return await view.snapshot()
+    """A finished run's views, built off the event loop (:mod:`.pages`); None: no such run in
+    the results folder."""
+    folder = server.index.path_of(run_id)
+    return None if folder is None else await server.pages.first(folder)
 
 
 async def run(request: web.Request) -> web.StreamResponse:
@@ -155,6 +153,18 @@ async def compare(request: web.Request) -> web.StreamResponse:
     return _json(compare_json(*views))
 
 
+async def dialog_earlier(request: web.Request) -> web.StreamResponse:
+    """``GET /api/runs/{id}/dialog?before=N``: the dialog items before index N, a page of them."""
+    server = request.app[SERVER]
+    run_id, before = request.match_info["run_id"], request.query.get("before", "")
+    if not before.isascii() or not before.isdigit() or len(before) > 9:
+        return _bad("before takes the index of a dialog item (a whole number): ?before=500")
+    folder = server.index.path_of(run_id)
+    if folder is None:
+        return _bad(f"no finished run {run_id!r} in this results folder", 404)
+    return _json(await server.pages.dialog(folder, int(before)))
+
+
 async def download(request: web.Request) -> web.StreamResponse:
     server = request.app[SERVER]
     run_id, name = request.match_info["run_id"], request.match_info["name"]
@@ -165,29 +175,41 @@ async def download(request: web.Request) -> web.StreamResponse:
     if folder is None:
         return _bad(f"no finished run {run_id!r} in this results folder", 404)
     parent, _, leaf = relative.rpartition("/")
-    data = read_small_file(folder / parent if parent else folder, leaf.encode(), 1 << 30)
-    if data is None:
+    # streamed from the file opened once without following links: memory stays flat
+    opened = await asyncio.to_thread(open_file, folder / parent if parent else folder, leaf)
+    if opened is None:
         return _bad(f"{relative} is missing from run {run_id}", 404)
     return web.Response(
-        body=data,
+        body=opened,
         content_type="application/octet-stream",
         headers={"Content-Disposition": f'attachment; filename="{run_id}-{name}"'},
     )
 
 
 async def logs(request: web.Request) -> web.StreamResponse:
+    """``GET /api/runs/{id}/logs/{name}[?end=N]``: the last :data:`LOG_PAGE` bytes of a log
+    before byte N (default its end), sanitised; ``X-Srez-Log-Start`` and ``X-Srez-Log-Size`` say
+    where they start and how long the log is, so the page can ask for the bytes before."""
     server = request.app[SERVER]
     run_id, name = request.match_info["run_id"], request.match_info["name"]
+    end_text = request.query.get("end")
+    if end_text is not None and not (
+        end_text.isascii() and end_text.isdigit() and len(end_text) < 16
+    ):
+        return _bad("end takes a byte offset (a whole number): ?end=1048576")
     source = server.finished_source(run_id)
     if source is None:
         return _bad(f"no finished run {run_id!r} in this results folder", 404)
     names = source.log_names()
     if name not in names:
         return _bad(f"run {run_id} has no log {name!r} (it has: {', '.join(names) or 'none'})", 404)
-    text = "".join([chunk async for chunk in source.logs(name, follow=False)])
-    from srez_client.sanitize import sanitize
-
-    return web.Response(text=sanitize(text[-LOG_MAX:]), content_type="text/plain")
+    end = None if end_text is None else int(end_text)
+    found = await asyncio.to_thread(log_range, source.path, name, end, LOG_PAGE)
+    if found is None:
+        return _bad(f"run {run_id}'s log {name!r} is not a regular file", 404)
+    text, start, size = found
+    headers = {"X-Srez-Log-Start": str(start), "X-Srez-Log-Size": str(size)}
+    return web.Response(text=text, content_type="text/plain", headers=headers)
 
 
 async def leaderboard(request: web.Request) -> web.StreamResponse:
@@ -216,6 +238,7 @@ def make_app(server: ViewServer) -> web.Application:
     app.router.add_get("/api/matrix", matrix)
     app.router.add_get("/api/compare", compare)
     app.router.add_get("/api/runs/{run_id}", run)
+    app.router.add_get("/api/runs/{run_id}/dialog", dialog_earlier)
     app.router.add_get("/api/runs/{run_id}/download/{name}", download)
     app.router.add_get("/api/runs/{run_id}/logs/{name}", logs)
     if server.hosted:

@@ -16,7 +16,6 @@ from typing import Any
 def _figures(view: Mapping[str, Any]) -> dict[str, Any]:
     meta, ev, changes = view["meta"], view["evaluation"], view["changes"]
     similarity = changes.get("similarity") or {}
-    items = view["dialog"]["items"]
     return {
         "run_id": meta["run_id"],
         "task_id": meta["task_id"],
@@ -33,7 +32,7 @@ def _figures(view: Mapping[str, Any]) -> dict[str, Any]:
         "duration_s": ev["duration_s"],
         "end_reason": ev["end_reason"],
         "error": ev["error"],
-        "tool_calls": sum(1 for i in items if i["kind"] == "tool"),
+        "tool_calls": view["dialog"]["tool_calls"],
         "usage": view["dialog"].get("usage"),
         "diff": changes["agent"]["totals"],
         "similarity": similarity.get("text"),

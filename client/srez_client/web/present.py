@@ -11,6 +11,13 @@ by markdown-it-py with raw HTML off, then cleaned by nh3 (the ammonia sanitiser)
 of tags with no attributes but a link's ``href`` (http, https and mailto only) and ``title``.
 Rendering on the server keeps the page free of a Markdown library and the sanitiser on the side
 the agent cannot reach.
+
+Every answer is bounded, whatever a run holds: an item's text is sent up to :data:`BODY_MAX`
+characters and rendered as Markdown up to :data:`MARKDOWN_MAX` (a longer note is plain text); a
+finished run's dialog is sent :data:`DIALOG_PAGE` items at a time, the newest first
+(:func:`dialog_page` the earlier ones); a diff's files, each file's lines and a raw diff are cut
+at :data:`CARDS_MAX`, :data:`CARD_LINES_MAX` and :data:`RAW_MAX`, saying how much was left out
+(the downloads stay whole).
 """
 
 from __future__ import annotations
@@ -35,6 +42,18 @@ MARKDOWN_TAGS: Final = frozenset(
 )  # fmt: skip
 """What rendered Markdown may hold; images are left out (a page of results loads nothing the
 agent named)."""
+BODY_MAX: Final = 64 << 10
+"""Characters of one dialog item sent to the page."""
+MARKDOWN_MAX: Final = 32 << 10
+"""The longest note rendered as Markdown; a longer one is sent as plain text."""
+DIALOG_PAGE: Final = 500
+"""Dialog items per answer of a finished run."""
+CARDS_MAX: Final = 200
+"""Files of a diff sent as cards."""
+CARD_LINES_MAX: Final = 2000
+"""Lines of one file's card."""
+RAW_MAX: Final = 1 << 20
+"""Characters of a raw diff."""
 _INCIDENT_RE: Final = re.compile(r"^Incident(?: \([^)]*\))?: .*$", re.MULTILINE)
 """The prompt's title line: ``Incident: <title>`` (runs recorded before the prompt stopped
 naming its task wrote ``Incident (<id>): <title>``)."""
@@ -64,66 +83,82 @@ def render_markdown(text: str) -> str:
 
 
 def item_json(item: FoldItem) -> dict[str, Any]:
-    """One dialog item: its whole text (the page cuts it at ``limit`` until Show more)."""
+    """One dialog item: its text up to :data:`BODY_MAX` (the page cuts it at ``limit`` until
+    Show more; ``cut`` says how many characters were never sent)."""
+    body = item.body[:BODY_MAX]
     out: dict[str, Any] = {
         "kind": item.kind,
         "seq": item.seq,
-        "title": item.title,
-        "body": item.body,
+        "title": item.title[:BODY_MAX],
+        "body": body,
+        "cut": len(item.body) - len(body),
         "status": item.status,
         "meta": item.meta,
         "limit": item.limit,
     }
-    if item.kind == "assistant":
+    if item.kind == "assistant" and len(item.body) <= MARKDOWN_MAX:
         out["html"] = render_markdown(item.body)
     return out
 
 
-def dialog_json(fold: DialogFold, *, live: bool) -> dict[str, Any]:
-    """The dialog area: items, token totals and the footer."""
+def dialog_json(fold: DialogFold, *, live: bool, last: int | None = None) -> dict[str, Any]:
+    """The dialog area: items (with ``last``, only the newest ``last``; ``start`` is the index
+    of the first one sent), token totals, the count of tool calls and the footer."""
     state, text = fold.footer(live=live)
     usage = fold.usage
+    start = 0 if last is None else max(0, len(fold.items) - last)
     return {
-        "items": [item_json(i) for i in fold.items],
+        "items": [item_json(i) for i in fold.items[start:]],
+        "start": start,
+        "tool_calls": sum(1 for i in fold.items if i.kind == "tool"),
         "footer": {"state": state, "text": text},
         "usage": {"input": usage.input, "output": usage.output, "cost_usd": usage.cost_usd},
     }
 
 
+def dialog_page(fold: DialogFold, before: int) -> dict[str, Any]:
+    """The :data:`DIALOG_PAGE` items before index ``before`` (the page's "Show earlier")."""
+    end = min(max(0, before), len(fold.items))
+    start = max(0, end - DIALOG_PAGE)
+    return {"items": [item_json(i) for i in fold.items[start:end]], "start": start}
+
+
 def _card(card: FileCard) -> dict[str, Any]:
     return {
-        "path": card.path,
+        "path": card.path[:BODY_MAX],
         "status": card.status,
         "added": card.added,
         "removed": card.removed,
-        "lines": [[kind, text] for kind, text in card.lines],
+        "lines": [[kind, text[:BODY_MAX]] for kind, text in card.lines[:CARD_LINES_MAX]],
+        "lines_cut": max(0, len(card.lines) - CARD_LINES_MAX),
+    }
+
+
+def _side(raw: str, cards: list[FileCard], totals: tuple[int, int, int]) -> dict[str, Any]:
+    files, added, removed = totals
+    return {
+        "raw": sanitize(raw[:RAW_MAX]),
+        "raw_cut": max(0, len(raw) - RAW_MAX),
+        "cards": [_card(c) for c in cards[:CARDS_MAX]],
+        "cards_cut": max(0, len(cards) - CARDS_MAX),
+        "totals": {"files": files, "added": added, "removed": removed},
     }
 
 
 def changes_json(model: ChangesModel) -> dict[str, Any]:
     """The Changes area: the agent's diff, and the reference's once the agent phase is over."""
-    files, added, removed = model.totals()
     out: dict[str, Any] = {
         "sides": model.sides(),
-        "agent": {
-            "raw": sanitize(model.agent_diff),
-            "cards": [_card(c) for c in model.agent_cards],
-            "totals": {"files": files, "added": added, "removed": removed},
-        },
+        "agent": _side(model.agent_diff, model.agent_cards, model.totals()),
         "truth": None,
         "split": [],
         "similarity": None,
     }
     if model.agent_over:
-        files, added, removed = model.totals(truth=True)
-        out["truth"] = {
-            "raw": sanitize(model.reference or ""),
-            "cards": [_card(c) for c in model.truth_cards],
-            "totals": {"files": files, "added": added, "removed": removed},
-        }
+        out["truth"] = _side(model.reference or "", model.truth_cards, model.totals(truth=True))
         out["split"] = [
-            [path, _card(a) if a else None, _card(t) if t else None]
-            for path, a, t in model.split_pairs()
+            [path[:BODY_MAX], _card(a) if a else None, _card(t) if t else None]
+            for path, a, t in model.split_pairs()[:CARDS_MAX]
         ]
         shown = model.similarity_text()
         if shown is not None:

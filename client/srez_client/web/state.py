@@ -15,6 +15,7 @@ from srez_client.tui.source import RunSource
 from srez_client.tui.source_results import FinishedRunSource
 from srez_client.web.catalog import RunRow
 from srez_client.web.matrix import Leaderboard
+from srez_client.web.pages import FinishedPages
 from srez_client.web.results_index import ResultsIndex
 from srez_client.web.security import Gate
 
@@ -48,6 +49,7 @@ class ViewServer:
     live: LiveRuns | None = None
     index: ResultsIndex = field(init=False)
     board: Leaderboard = field(init=False)
+    pages: FinishedPages = field(default_factory=FinishedPages)
     _refreshed: float = 0.0
     _refresh_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 

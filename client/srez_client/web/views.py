@@ -113,11 +113,15 @@ class RunView:
         meta["damaged"] = self.damaged
         return meta
 
-    async def snapshot(self) -> dict[str, Any]:
-        """Everything the page shows of the run now."""
+    async def snapshot(self, last: int | None = None) -> dict[str, Any]:
+        """Everything the page shows of the run now (with ``last``, the newest ``last`` dialog
+        items only)."""
         return {
             "meta": self._meta(),
-            "dialog": {**dialog_json(self.fold, live=self.live), "missing": self.missing},
+            "dialog": {
+                **dialog_json(self.fold, live=self.live, last=last),
+                "missing": self.missing,
+            },
             "changes": changes_json(self.changes),
             "evaluation": await self.evaluation(),
             "logs": self.source.log_names(),
@@ -145,6 +149,26 @@ class RunView:
             _ = e
         state, text = self.fold.footer(live=False)
         yield {"type": "end", "footer": {"state": state, "text": text}, "meta": self._meta()}
+
+    async def fold_all(self) -> None:
+        """Folds a finished run's whole dialog without building the frames :meth:`follow`
+        sends (each would render its items' Markdown, which a page of the newest items does
+        not need)."""
+        try:
+            async for event in self.source.events():
+                if isinstance(event, DialogBatch):
+                    self._add(event.entries)
+                elif isinstance(event, PhaseFrame):
+                    self.phase = event.phase
+                    await self._after_agent()
+        except SourceUnavailable:
+            self.missing = "its dialog.jsonl is missing, or is not a plain file"
+        skipped = getattr(self.source, "skipped", 0)
+        if skipped:
+            self.missing = (
+                f"the first {skipped:,} bytes of this dialog are not shown (it is longer than "
+                "the view reads): download dialog.jsonl for all of it"
+            )
 
     async def _frames(self) -> AsyncIterator[dict[str, Any]]:
         async for event in self.source.events():

@@ -26,7 +26,11 @@ def _view(run_id: str, task: str, checks: list[tuple[str, str]], cards: list[Any
         "meta": meta,
         "evaluation": evaluation,
         "changes": {"agent": {"cards": cards, "totals": totals}, "similarity": None},
-        "dialog": {"items": [{"kind": "tool"}, {"kind": "assistant"}], "usage": None},
+        "dialog": {
+            "items": [{"kind": "tool"}, {"kind": "assistant"}],
+            "tool_calls": 1,
+            "usage": None,
+        },
     }
 
 

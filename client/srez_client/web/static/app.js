@@ -305,6 +305,7 @@ function itemNode(item) {
     render(false);
     node.append(body);
   }
+  if (item.cut) node.append(el("p", { class: "muted cut", text: `(${item.cut} more characters: download dialog.jsonl for the whole entry)` }));
   return node;
 }
 
@@ -314,7 +315,8 @@ function diffNode(cards, raw) {
   return el("div", {}, cards.map((c) => el("div", { class: "card", "data-path": c.path },
     el("div", { class: "path" }, el("span", { text: c.status }), el("span", { text: c.path }),
       el("span", { class: "green", text: `+${c.added}` }), el("span", { class: "red", text: `-${c.removed}` })),
-    el("pre", { class: "diff" }, c.lines.map(([kind, text]) => el("span", { class: kind, text }))))));
+    el("pre", { class: "diff" }, c.lines.map(([kind, text]) => el("span", { class: kind, text }))),
+    c.lines_cut ? el("p", { class: "muted cut", text: `(${c.lines_cut} more lines in patch.diff)` }) : null)));
 }
 
 function changesNode(changes, runId, state) {
@@ -329,7 +331,9 @@ function changesNode(changes, runId, state) {
   const shown = side === "truth" ? changes.truth : changes.agent;
   const t = shown.totals;
   parts.push(el("ul", { class: "files", id: "files" }, shown.cards.map((c) => el("li", { text: `${c.status} ${c.path} +${c.added} -${c.removed}` }))),
-    el("p", { class: "muted", text: `${t.files} file(s), +${t.added} -${t.removed}` }));
+    el("p", { class: "muted", text: `${t.files} file(s), +${t.added} -${t.removed}` }),
+    shown.cards_cut ? el("p", { class: "muted cut", id: "cards-cut", text: `${shown.cards_cut} more file(s) not shown: download patch.diff` }) : null,
+    state.raw && shown.raw_cut ? el("p", { class: "muted cut", text: `(the raw diff is cut: ${shown.raw_cut} more characters in patch.diff)` }) : null);
   if (side === "truth") parts.push(el("div", { class: "banner", text: "REFERENCE FIX (the task's ground truth, not the agent's work)" }));
   if (side === "split") {
     parts.push(el("table", { id: "split" }, el("tr", {}, el("th", { text: "agent" }), el("th", { text: "reference" })),
@@ -362,10 +366,18 @@ async function logsNode(runId, names, live) {
   if (!names.length) return el("p", { class: "muted", text: "This run has no logs." });
   const pre = el("pre", { class: "log", id: "log" });
   const pick = el("select", { id: "log-name" }, names.map((n) => el("option", { value: n, text: n })));
+  // the newest megabyte first; "Load earlier" asks for the megabyte before what is shown
+  let start = 0;
+  const earlier = el("button", { id: "log-earlier", hidden: true, onclick: async () => {
+    const response = await api(`/api/runs/${encodeURIComponent(runId)}/logs/${pick.value}?end=${start}`);
+    pre.prepend(await response.text());
+    start = Number(response.headers.get("X-Srez-Log-Start") || 0); earlier.hidden = start === 0;
+  } }, "Load earlier");
   const load = async () => {
     const response = await api(`/api/runs/${encodeURIComponent(runId)}/logs/${pick.value}`);
     const following = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     pre.textContent = await response.text();
+    start = Number(response.headers.get("X-Srez-Log-Start") || 0); earlier.hidden = start === 0;
     if (following) pre.scrollTop = pre.scrollHeight; // follows the end unless scrolled up
   };
   pick.addEventListener("change", load);
@@ -375,7 +387,7 @@ async function logsNode(runId, names, live) {
     const previous = closeCurrent;
     closeCurrent = () => { clearInterval(timer); previous(); };
   }
-  return el("div", {}, pick, pre);
+  return el("div", {}, pick, earlier, pre);
 }
 
 function dragDivider(divider, left, container) {
@@ -457,10 +469,16 @@ function renderRun(runId, view) {
   drawActions();
   const items = el("div", { id: "dialog" }, view.dialog.items.map(itemNode),
     view.dialog.missing ? el("p", { class: "error", id: "dialog-missing", text: view.dialog.missing }) : null);
+  let start = view.dialog.start || 0; // a finished run's dialog comes a page at a time, newest first
+  const earlier = el("button", { id: "dialog-earlier", hidden: start === 0, onclick: async () => {
+    const page = await getJSON(`/api/runs/${encodeURIComponent(runId)}/dialog?before=${start}`);
+    items.prepend(...page.items.map(itemNode));
+    start = page.start; earlier.hidden = start === 0; earlier.textContent = `Show ${start} earlier entries`;
+  } }, `Show ${start} earlier entries`);
   const footerState = el("span", { class: view.dialog.footer.state, id: "footer-state", text: view.dialog.footer.text });
   const footer = el("div", { class: "footer", id: "dialog-footer" }, footerState,
     downloadLink(`/api/runs/${encodeURIComponent(runId)}/download/dialog.jsonl`, "download dialog.jsonl"));
-  const left = el("div", { class: "pane left", id: "dialog-pane" }, items, footer);
+  const left = el("div", { class: "pane left", id: "dialog-pane" }, earlier, items, footer);
   const area = el("div", {});
   const areaTabs = el("div", { class: "tabs", id: "areas" });
   const right = el("div", { class: "pane right" }, areaTabs, area);
