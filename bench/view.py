@@ -18,6 +18,9 @@ a browser's DOM, served through real loopback HTTP.
   (``"measured": false``).
 * ``live_entry_from_source``: the same page with the view server's run source handing it the
   entries (no daemon): what the view server and the browser add on their own.
+* ``heavy_run``: one run holding as much as a run can (:mod:`bench.view_heavy`), opened again
+  and again by one client while another reads the runs list: the other's median and p90
+  against 50 ms, and the server's peak memory against 300 MB.
 
 The folder is made here: 10,000 run folders of 40 tasks × 5 agents × 50 runs, each with the
 ``summary.json`` a run writes (the list reads nothing else).
@@ -37,6 +40,7 @@ import aiohttp
 import orjson
 from aiohttp.test_utils import TestServer
 
+from bench.view_heavy import Heavy, heavy_figures
 from bench.view_live import daemon_latency, source_latency
 from srez_client.web.app import make_app
 from srez_client.web.security import allowed_hosts
@@ -117,11 +121,15 @@ async def _figures(root: Path, runs: int) -> dict[str, Any]:
     }
 
 
-def view_figures(runs: int = RUNS, *, live: bool = True) -> dict[str, Any]:
-    """Every figure of this section (over ``runs`` runs; ``live``: with the browser's)."""
+def view_figures(
+    runs: int = RUNS, *, live: bool = True, heavy: Heavy | None = None
+) -> dict[str, Any]:
+    """Every figure of this section (over ``runs`` runs; ``live``: with the browser's; ``heavy``:
+    the heavy run's size, default :class:`~bench.view_heavy.Heavy`'s)."""
     with tempfile.TemporaryDirectory(prefix="srez-bench-view-") as tmp:
         make_results(Path(tmp), runs)
         figures = asyncio.run(_figures(Path(tmp), runs))
+        figures["heavy_run"] = heavy_figures(heavy)
         if live:
             missing = missing_browser()
             if missing:

@@ -112,8 +112,10 @@ async def _page(view: ViewServer, run_id: str) -> AsyncIterator[Any]:
         view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
         base = f"http://127.0.0.1:{server.port}"
         await asyncio.to_thread(driver.get, f"{base}/?token={view.gate.token}")
-        await asyncio.to_thread(driver.get, f"{base}/#/run/{run_id}")
         wait = WebDriverWait(driver, 30)
+        signed_in = "return localStorage.getItem('srez-view-secret')"  # the page traded the token
+        await asyncio.to_thread(wait.until, lambda d: d.execute_script(signed_in))
+        await asyncio.to_thread(driver.get, f"{base}/#/run/{run_id}")
         await asyncio.to_thread(
             wait.until, lambda d: d.find_elements(By.CSS_SELECTOR, "#dialog .item")
         )
@@ -273,6 +275,9 @@ class _TimedSource:
 
     async def diff(self) -> str:
         return ""
+
+    async def diff_head(self, most: int) -> tuple[str, int]:
+        return "", 0
 
     async def reference(self) -> Any:
         from srez_client.tui.source import SourceUnavailable

@@ -159,6 +159,16 @@ def read_range(
         return f.read(stop - start), start, size
 
 
+def read_range_head(folder: Path, name: str, most: int) -> tuple[bytes, int] | None:
+    """The first ``most`` bytes of the regular file ``folder/name`` and its size; None when it
+    is missing or a link."""
+    opened = open_file(folder, name)
+    if opened is None:
+        return None
+    with opened as f:
+        return f.read(most), os.fstat(f.fileno()).st_size
+
+
 def read_small_model(folder: Path, name: bytes, model: type[Model], max_bytes: int) -> Model | None:
     """The regular file ``folder/name`` read as ``model``, or None: missing, a link, too large,
     or not valid (that one is logged: a record file that does not parse is worth a look)."""

@@ -74,6 +74,11 @@ class RunSource(ABC):
     async def diff(self) -> str:
         """The agent's diff (live: as it is now)."""
 
+    async def diff_head(self, most: int) -> tuple[str, int]:
+        """The agent's diff for a viewer: its first ``most`` bytes or so, cut where a file
+        starts, and how many bytes were left out (0: all of it)."""
+        return await self.diff(), 0
+
     @abstractmethod
     async def reference(self) -> tuple[str, float | None]:
         """The reference patch and the similarity; SourceUnavailable during the agent phase."""

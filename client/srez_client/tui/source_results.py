@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import orjson
 
-from srez_client.transfer.fs import read_range, read_small_file
+from srez_client.transfer.fs import read_range, read_range_head, read_small_file
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceEvent, SourceUnavailable
 from srez_daemon.protocol import iter_dialog
 from srez_daemon.protocol.api import PhaseFrame
@@ -23,9 +23,12 @@ from srez_daemon.protocol.api import PhaseFrame
 SMALL: Final = 16 << 20
 """Largest JSON file or patch read (16 MiB)."""
 DIALOG_MAX: Final = 1 << 30
-DIALOG_VIEW_MAX: Final = 16 << 20
+DIALOG_VIEW_MAX: Final = 8 << 20
 """The newest bytes of a dialog that a viewer folds: a dialog may be as large as its run made it
 (or a planted one, larger), and the viewers' memory stays bounded; the file downloads whole."""
+DIFF_VIEW_MAX: Final = 1 << 20
+"""The first bytes of a patch that a viewer parses (a real fix is a few lines; the file downloads
+whole)."""
 """Largest dialog read (1 GiB)."""
 BATCH: Final = 2000
 """Dialog entries per batch."""
@@ -123,10 +126,21 @@ class FinishedRunSource(RunSource):
     async def diff(self) -> str:
         return await self._text("final.patch")
 
+    async def diff_head(self, most: int) -> tuple[str, int]:
+        found = await asyncio.to_thread(read_range_head, self.path, "final.patch", most)
+        if found is None:
+            msg = f"final.patch is missing from {self.path}"
+            raise SourceUnavailable(msg)
+        data, size = found
+        if len(data) < size:  # cut before the last file that did not fit whole
+            cut = data.rfind(b"\n--- ")
+            data = data[: cut + 1] if cut >= 0 else b""
+        return data.decode("utf-8", "replace"), size - len(data)
+
     async def reference(self) -> tuple[str, float | None]:
         reference = await self._text("reference.patch")
-        try:
-            agent = await self.diff()
+        try:  # a patch far larger than any fix is compared by its head: similarity is a hint
+            agent, _ = await self.diff_head(DIFF_VIEW_MAX)
         except SourceUnavailable:
             agent = ""
         return reference, await asyncio.to_thread(_similarity, agent, reference)

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from srez_client.results.trust import problem
 from srez_client.tui.source import DialogBatch, RunMeta, RunSource, SourceUnavailable
+from srez_client.tui.source_results import DIFF_VIEW_MAX
 from srez_client.tui.viewmodels.changes import ChangesModel
 from srez_client.tui.viewmodels.dialog_fold import DialogFold
 from srez_client.tui.viewmodels.evaluation import build_evaluation
@@ -51,6 +52,8 @@ class RunView:
         self.missing = ""
         """Why the dialog could not be read, when it could not."""
         self.damaged = ""
+        self.diff_cut = 0
+        """Bytes of the agent's patch past what the view parses."""
         """Why the run's grade files are not shown, when a number in them is out of range."""
 
     @property
@@ -64,7 +67,8 @@ class RunView:
         self.phase = self.meta.phase
         self.isolation = self.meta.settings.get("isolation", "")
         with contextlib.suppress(SourceUnavailable):
-            self.changes.set_agent_diff(await self.source.diff())
+            diff, self.diff_cut = await self.source.diff_head(DIFF_VIEW_MAX)
+            self.changes.set_agent_diff(diff)
         await self._after_agent()
 
     async def _after_agent(self) -> None:
@@ -122,7 +126,7 @@ class RunView:
                 **dialog_json(self.fold, live=self.live, last=last),
                 "missing": self.missing,
             },
-            "changes": changes_json(self.changes),
+            "changes": {**changes_json(self.changes), "patch_cut": self.diff_cut},
             "evaluation": await self.evaluation(),
             "logs": self.source.log_names(),
         }

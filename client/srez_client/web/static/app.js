@@ -327,6 +327,7 @@ function changesNode(changes, runId, state) {
     el("button", { id: "toggle-raw", onclick: () => { state.raw = !state.raw; saveSetting("raw", state.raw); state.redraw(); } }, state.raw ? "Parsed" : "Raw"),
     downloadLink(`/api/runs/${encodeURIComponent(runId)}/download/patch.diff`, "download patch.diff"));
   const parts = [buttons];
+  if (changes.patch_cut) parts.push(el("p", { class: "muted cut", id: "patch-cut", text: `The patch is longer than the view reads: ${changes.patch_cut} more bytes in patch.diff (the files below are its first ones).` }));
   if (changes.similarity) parts.push(el("p", { id: "similarity", class: changes.similarity.colour, text: changes.similarity.text }));
   const shown = side === "truth" ? changes.truth : changes.agent;
   const t = shown.totals;
