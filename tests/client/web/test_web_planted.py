@@ -5,16 +5,14 @@ the run's page, nor Compare, nor the leaderboard, nor the matrix (docs/view.md).
 from __future__ import annotations
 
 import math
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 from aiohttp.test_utils import TestServer
-from web_kit import ESCAPES, real_results, signed_in
+from web_kit import ESCAPES, planted_copy, real_results, signed_in
 
 from srez_client.layout import RUN_ID_RE
 from srez_client.web.app import make_app
@@ -29,35 +27,18 @@ ESCAPED = "20270101T000000Z-0000a005"
 CONTROLS = ("\x1b", "\x07", "\u202e", "\n")
 
 
-def _plant(original: Path, run_id: str, **changes: Any) -> None:
-    """A copy of a real run under a new id, with ``changes`` applied to both of its grade files
-    (``steps``, or ``reward`` as the number the run claims)."""
-    folder = original.parent / run_id
-    shutil.copytree(original, folder)
-    summary = orjson.loads((folder / "summary.json").read_bytes())
-    result = orjson.loads((folder / "result.json").read_bytes())
-    summary["run_id"] = run_id
-    if "steps" in changes:
-        summary["steps"] = result["steps"] = changes["steps"]
-    if "reward" in changes:
-        summary["reward"] = result["reward"]["total"] = changes["reward"]
-    for key in ("agent", "model", "task_id"):
-        if key in changes:
-            summary[key] = result[key] = changes[key]
-    (folder / "summary.json").write_bytes(orjson.dumps(summary))
-    (folder / "result.json").write_bytes(orjson.dumps(result))
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("results")
     ids = real_results(root)
     (original,) = [p for p in root.rglob(ids[0]) if p.is_dir()]
-    _plant(original, HUGE_STEPS, steps=1e20)
+    planted_copy(original, HUGE_STEPS, steps=1e20)
     for run_id in HUGE_REWARDS:
-        _plant(original, run_id, reward=1e308)
-    _plant(original, NEGATIVE, reward=-1e308)
-    _plant(original, ESCAPED, agent=f"evil{ESCAPES}", model=f"m\x07{ESCAPES}", task_id="sre\n001")
+        planted_copy(original, run_id, reward=1e308)
+    planted_copy(original, NEGATIVE, reward=-1e308)
+    planted_copy(
+        original, ESCAPED, agent=f"evil{ESCAPES}", model=f"m\x07{ESCAPES}", task_id="sre\n001"
+    )
     return root, ids
 
 

@@ -4,6 +4,7 @@ whose every field the agent controls carries markup, script and escape sequences
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -129,6 +130,25 @@ async def ticket_for(session: aiohttp.ClientSession, path: str) -> str:
     async with session.post("/api/ticket", json={"path": path}) as r:
         assert r.status == 200, await r.text()
         return f"{path}?ticket={(await r.json())['ticket']}"
+
+
+def planted_copy(original: Path, run_id: str, **changes: Any) -> None:
+    """A copy of a real run under a new id, with ``changes`` applied to both of its grade files
+    (``steps``, or ``reward`` as the number the run claims)."""
+    folder = original.parent / run_id
+    shutil.copytree(original, folder)
+    summary = orjson.loads((folder / "summary.json").read_bytes())
+    result = orjson.loads((folder / "result.json").read_bytes())
+    summary["run_id"] = run_id
+    if "steps" in changes:
+        summary["steps"] = result["steps"] = changes["steps"]
+    if "reward" in changes:
+        summary["reward"] = result["reward"]["total"] = changes["reward"]
+    for key in ("agent", "model", "task_id"):
+        if key in changes:
+            summary[key] = result[key] = changes[key]
+    (folder / "summary.json").write_bytes(orjson.dumps(summary))
+    (folder / "result.json").write_bytes(orjson.dumps(result))
 
 
 # ------------------------------------------------------------------ a real browser
