@@ -99,6 +99,7 @@ async def start_agent_early(
             agent_env(settings, manifest, environ),
             settings.paths.log("agent"),
             sandbox=sandbox,
+            log_max=settings.agent_log_max_bytes,
         )
         started_at, started_utc = time.monotonic(), utc_timestamp(datetime.now(UTC))
         error = None

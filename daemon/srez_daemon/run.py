@@ -210,7 +210,13 @@ class RunController(AgentRequests):
         """Starts the agent now (no early start); why it could not start, or None."""
         sandbox = agent_sandbox(self.settings, self.manifest, self.agent_argv, self._environ)
         env = agent_env(self.settings, self.manifest, self._environ)
-        self.agent = AgentProcess(self.agent_argv, env, self.paths.log("agent"), sandbox=sandbox)
+        self.agent = AgentProcess(
+            self.agent_argv,
+            env,
+            self.paths.log("agent"),
+            sandbox=sandbox,
+            log_max=self.settings.agent_log_max_bytes,
+        )
         try:
             cwd = Path(self._agent_user.home) if self._agent_user else self.paths.root
             await self.agent.start(cwd, self._agent_user)
@@ -375,6 +381,7 @@ class RunController(AgentRequests):
             end_reason=self.state.end_reason,
             duration_s=self._now() - self._clock_started,
             finished_at=datetime.now(UTC),
+            agent_output_dropped=self.agent.output_dropped if self.agent is not None else 0,
         )
         await self.files.write_summary(summary)
 

@@ -29,6 +29,9 @@ Environment (docs/design.md §4-§7):
   ``notes_dropped`` entry is written, and every later note is refused the same way; tool calls go
   on. ``SREZ_NOTE_MAX_BYTES`` (default 1 MiB, the readers' line limit): the largest note's line; a
   larger note alone is refused with 413. With the step budget this bounds ``dialog.jsonl``.
+* ``SREZ_AGENT_LOG_MAX_BYTES`` (default 16 MiB): the agent's stdout and stderr kept in
+  ``logs/agent.log``; past it one line says so, the rest is read and dropped, and the summary's
+  ``agent_output_dropped`` counts the bytes.
 * ``SREZ_EXEC_ALLOW``: a JSON list of the programs exec may run (argv[0], exactly); any other is a
   403, and so is the pty unless its shell is listed. Unset (the default): any program. For a
   daemon whose API is fuzzed or shown to people who must not run commands (the schemathesis
@@ -60,7 +63,13 @@ from pathlib import Path
 from typing import Final, Self
 
 from srez_daemon.errors import SettingsError
-from srez_daemon.record.folder import NOTE_MAX_BYTES, NOTES_MAX_BYTES, NOTES_MAX_COUNT, RunPaths
+from srez_daemon.record.folder import (
+    AGENT_LOG_MAX_BYTES,
+    NOTE_MAX_BYTES,
+    NOTES_MAX_BYTES,
+    NOTES_MAX_COUNT,
+    RunPaths,
+)
 
 DEFAULT_PORT: Final = 4263
 MAX_STREAM_BYTES: Final = 1 << 20  # exec output cap per stream (docs/security.md A9)
@@ -100,6 +109,7 @@ class DaemonSettings:
     notes_max_bytes: int = NOTES_MAX_BYTES
     notes_max_count: int = NOTES_MAX_COUNT
     note_max_bytes: int = NOTE_MAX_BYTES
+    agent_log_max_bytes: int = AGENT_LOG_MAX_BYTES
     bwrap: Path | None = None
     """The ``bwrap`` program when the agent runs in a sandbox (``SREZ_SANDBOX=bubblewrap``)."""
     sandbox_hide: tuple[Path, ...] = ()
@@ -207,6 +217,9 @@ class DaemonSettings:
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
             notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES)),
             notes_max_count=int(number("SREZ_NOTES_MAX_COUNT", NOTES_MAX_COUNT)),
+            agent_log_max_bytes=int(
+                number("SREZ_AGENT_LOG_MAX_BYTES", AGENT_LOG_MAX_BYTES, low=1024)
+            ),
             note_max_bytes=int(
                 min(number("SREZ_NOTE_MAX_BYTES", NOTE_MAX_BYTES, low=256), NOTE_MAX_BYTES)
             ),

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from srez_core.aio import spawn
 from srez_daemon.errors import RunSetupError
 from srez_daemon.protocol.agent import model_variables
+from srez_daemon.record.folder import AGENT_LOG_MAX_BYTES
 from srez_daemon.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -86,6 +88,10 @@ class AgentUser:
         return cls(name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
 
 
+COPY_DRAIN_S: Final = 2.0
+"""How long, once the agent exited, its output is still read before the log is closed."""
+
+
 class AgentProcess:
     """One agent process and the tree it spawns."""
 
@@ -96,8 +102,14 @@ class AgentProcess:
         log_path: Path,
         *,
         sandbox: Sandbox | None = None,
+        log_max: int = AGENT_LOG_MAX_BYTES,
     ) -> None:
         self.argv = list(argv)
+        self.log_max = log_max
+        """Bytes of the agent's output kept in ``logs/agent.log``; the rest is read and dropped."""
+        self.output_dropped = 0
+        """Bytes of the agent's output past :attr:`log_max`, read and not written."""
+        self._copier: asyncio.Task[None] | None = None
         self.env = dict(env)
         self.log_path = log_path
         self.sandbox = sandbox
@@ -111,11 +123,12 @@ class AgentProcess:
         return self._proc.pid if self._proc else None
 
     async def start(self, cwd: Path, user: AgentUser | None = None) -> None:
-        """Starts the agent with its output appended to ``logs/agent.log``; as ``user`` when
-        given (the daemon is root in a container, the agent is not). In a sandbox, ``cwd`` is
-        ignored: the agent starts in its scratch folder."""
+        """Starts the agent with its output appended to ``logs/agent.log`` up to
+        :attr:`log_max` bytes (a copier reads the agent's pipe; past the cap it writes one line
+        saying so and drops the rest, so a flooding agent never blocks on a full pipe); as
+        ``user`` when given (the daemon is root in a container, the agent is not). In a sandbox,
+        ``cwd`` is ignored: the agent starts in its scratch folder."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
         env = dict(self.env)
         argv = self.argv
         if user is not None:
@@ -125,29 +138,48 @@ class AgentProcess:
             env = self.sandbox.environment(env)
             argv = self.sandbox.argv(argv)
             cwd = Path("/")
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                user=user.uid if user else None,
-                group=user.gid if user else None,
-                extra_groups=[] if user else None,
-            )
-        finally:
-            log.close()
+        self._proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            user=user.uid if user else None,
+            group=user.gid if user else None,
+            extra_groups=[] if user else None,
+        )
+        assert self._proc.stdout is not None
+        self._copier = spawn(self._copy(self._proc.stdout), name="agent output")
         logger.info("agent started: pid %s", self._proc.pid)
+
+    async def _copy(self, output: asyncio.StreamReader) -> None:
+        """The agent's output into its log, up to :attr:`log_max` bytes."""
+        kept = 0
+        with self.log_path.open("ab", buffering=0) as log:
+            while chunk := await output.read(1 << 16):
+                room = max(0, self.log_max - kept)
+                if room:
+                    await asyncio.to_thread(log.write, chunk[:room])
+                    kept += min(room, len(chunk))
+                if len(chunk) > room:
+                    if not self.output_dropped:
+                        notice = f"\n[srez] the agent's output passed {self.log_max} bytes: the rest is dropped\n"
+                        log.write(notice.encode())
+                    self.output_dropped += len(chunk) - room
 
     async def wait(self) -> int:
         """Waits for the agent to exit; its exit code."""
         if self._proc is None:
             msg = "the agent was never started"
             raise RuntimeError(msg)
-        return await self._proc.wait()
+        code = await self._proc.wait()
+        if self._copier is not None:  # the rest of what it wrote; an escapee holding the
+            # pipe open is not waited for (it is killed with the agent's tree)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._copier), COPY_DRAIN_S)
+        return code
 
     def remember_descendants(self) -> None:
         """Notes the agent's current descendants, so a later kill finds setsid escapees."""

@@ -178,6 +178,9 @@ class RunSummary(_RunFile):
     notes_dropped: int = Field(default=0, ge=0)
     """Notes of the agent refused and not recorded: over the per-note size cap, or after the
     run's notes reached a cap (the dialog then holds one ``notes_dropped`` entry)."""
+    agent_output_dropped: int = Field(default=0, ge=0)
+    """Bytes of the agent's stdout and stderr past the log's cap (``SREZ_AGENT_LOG_MAX_BYTES``),
+    read and not kept; ``logs/agent.log`` ends its kept part with a line saying so."""
     truncated: bool = False
     """Whether the dialog is missing anything the agent sent: True when ``notes_dropped`` > 0.
     The tool record is never dropped."""

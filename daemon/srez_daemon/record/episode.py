@@ -312,6 +312,7 @@ def run_summary(
     duration_s: float,
     finished_at: datetime,
     claimed_error_kind: ErrorKind | None = None,
+    agent_output_dropped: int = 0,
 ) -> RunSummary:
     """``summary.json`` of a run that ended: ``error`` None means ``ok``; ``grade`` None means the
     run was not graded; ``episode`` None means it never started."""
@@ -336,6 +337,7 @@ def run_summary(
         cost_usd=episode.cost_usd if episode is not None else 0.0,
         tokens=tokens,
         notes_dropped=dropped,
+        agent_output_dropped=agent_output_dropped,
         truncated=dropped > 0,
         provenance=Provenance.of(manifest, grade.schema_version if grade is not None else None),
     )

@@ -15,6 +15,8 @@ NOTES_MAX_BYTES: Final = 64 << 20
 """Bytes of dialog lines all of a run's notes may take (``SREZ_NOTES_MAX_BYTES``)."""
 NOTES_MAX_COUNT: Final = 10_000
 """Notes one run records at most (``SREZ_NOTES_MAX_COUNT``)."""
+AGENT_LOG_MAX_BYTES: Final = 16 << 20
+"""Bytes of the agent's stdout and stderr kept in ``logs/agent.log`` (``SREZ_AGENT_LOG_MAX_BYTES``)."""
 NOTE_MAX_BYTES: Final = 1 << 20  # protocol.dialog.MAX_LINE_BYTES: a longer line is unreadable
 """The longest line one note may take (``SREZ_NOTE_MAX_BYTES``)."""
 
