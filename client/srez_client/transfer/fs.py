@@ -69,6 +69,43 @@ def open_dir_nofollow(parent_fd: int, name: str, expect: Identity | None = None)
     return fd
 
 
+def open_below(root: Path, folder: Path) -> int | None:
+    """The folder ``folder`` under ``root`` opened one component at a time, following no link
+    below ``root``: its descriptor (the caller closes it), or None when a component is missing,
+    not a folder or a link. What is read through it is the folder that was opened, even if a
+    link is put in its place a moment later."""
+    try:
+        parts = folder.relative_to(root).parts
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    for name in parts:
+        child = open_dir_nofollow(fd, name)
+        os.close(fd)
+        if child is None:
+            return None
+        fd = child
+    return fd
+
+
+def reached_without_links(root: Path, folder: Path) -> bool:
+    """Whether ``folder`` (under ``root``) is the folder a walk from ``root`` that follows no
+    link reaches: False when a component below ``root`` is a link now (a run folder, or a folder
+    above it, swapped for a link after the results were listed). Reads by path that follow
+    may still race a swap made after this check; the window is the check's, not a listing's."""
+    fd = open_below(root, folder)
+    if fd is None:
+        return False
+    try:
+        walked = os.fstat(fd)
+        named = folder.stat()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return (walked.st_dev, walked.st_ino) == (named.st_dev, named.st_ino)
+
+
 def open_regular(dir_fd: int, name: str, expect: Identity | None = None) -> int | SkipReason:
     """Open ``name`` under ``dir_fd`` for reading, only if it is a regular file with one link.
 

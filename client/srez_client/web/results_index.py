@@ -20,7 +20,7 @@ import orjson
 from srez_client.results.finder import run_folders
 from srez_client.results.trust import problem
 from srez_client.sanitize import sanitize_line
-from srez_client.transfer.fs import read_small_file
+from srez_client.transfer.fs import reached_without_links, read_small_file
 from srez_client.web.catalog import RunRow
 
 SUMMARY_MAX: Final = 1 << 20
@@ -108,5 +108,9 @@ class ResultsIndex:
         return self._rows
 
     def path_of(self, run_id: str) -> Path | None:
-        """The folder of a finished run, or None."""
-        return self._paths.get(run_id)
+        """The folder of a finished run, or None: also when the folder, or one above it, was
+        swapped for a link since the listing (it is then read through no link at all)."""
+        folder = self._paths.get(run_id)
+        if folder is None or not reached_without_links(self.root, folder):
+            return None
+        return folder

@@ -5,6 +5,7 @@ the run's page, nor Compare, nor the leaderboard, nor the matrix (docs/view.md).
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,35 @@ def test_a_log_that_is_a_link_is_no_log(tmp_path: Path) -> None:
     linked.mkdir()
     (linked / "logs").symlink_to(run / "logs")
     assert FinishedRunSource(linked).log_names() == []
+
+
+async def test_a_run_folder_swapped_for_a_link_after_the_listing_is_read_through_no_link(
+    tmp_path: Path,
+) -> None:
+    """Listed, then its agent's folder swapped for a link to a folder holding a secret run of
+    the same id: the view answers 404 for it at once, not the secret run (no wait for the
+    next listing)."""
+    root = tmp_path / "results"
+    (run_id,) = real_results(root, tasks=("sre-001",), agents=("scripted",))
+    (folder,) = [p for p in root.rglob(run_id) if p.is_dir()]
+    view = ViewServer(root, hosted=True)
+    await view.refresh(force=True)
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    try:
+        async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
+            async with s.get(f"/api/runs/{run_id}") as r:
+                assert r.status == 200
+            secret = tmp_path / "elsewhere"
+            shutil.copytree(folder.parent, secret)
+            (secret / run_id / "archive" / "dialog.jsonl").write_text("TOP SECRET\n")
+            shutil.rmtree(folder.parent)
+            folder.parent.symlink_to(secret)
+            for path in ("", "/download/dialog.jsonl", "/dialog?before=1", "/logs/agent"):
+                async with s.get(f"/api/runs/{run_id}{path}") as r:
+                    assert r.status == 404, (path, r.status)
+                    assert "TOP SECRET" not in await r.text()
+    finally:
+        await server.close()

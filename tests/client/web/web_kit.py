@@ -35,11 +35,13 @@ ESCAPES: Final = "\x1b[2J\x1b]0;pwned\x07\u202eevil"
 PAYLOAD: Final = f"{SCRIPT} {IMG} [click](javascript:window.__pwned=3) {ESCAPES}"
 
 
-def real_results(root: Path) -> list[str]:
-    """Real inline runs of :data:`AGENTS` on :data:`TASKS` under ``root``; their run ids."""
+def real_results(
+    root: Path, *, tasks: tuple[str, ...] = TASKS, agents: tuple[str, ...] = AGENTS
+) -> list[str]:
+    """Real inline runs of ``agents`` on ``tasks`` under ``root``; their run ids."""
     ids = []
-    for task in load_tasks(TASKS):
-        for agent in AGENTS:
+    for task in load_tasks(tasks):
+        for agent in agents:
             ids.append(run_inline(task, agent, 0, root).run_id)
     return ids
 
