@@ -112,6 +112,9 @@ def agent_sandbox(
     """The agent's bubblewrap sandbox when the settings ask for one (``local``), else None."""
     if settings.bwrap is None:
         return None
+    from srez_env.agent_registry import BY_NAME
+
+    builtin = BY_NAME.get(manifest.agent_spec)
     return build_sandbox(
         settings.bwrap,
         socket=settings.socket_path,
@@ -125,4 +128,8 @@ def agent_sandbox(
             *([settings.task_file] if settings.task_file is not None else []),
             *settings.sandbox_hide,
         ),
+        # a built-in model agent reaches its relay alone; a custom command keeps the network
+        model_socket=settings.socket_path.parent / "model.sock"
+        if builtin is not None and builtin.networked
+        else None,
     )

@@ -20,9 +20,11 @@ capabilities, no further user namespaces, ``--die-with-parent`` and ``--new-sess
 * writable: the agent socket (at :data:`SOCKET`) and a private scratch tmpfs at :data:`SCRATCH`,
   its ``HOME``, ``TMPDIR`` and working folder, gone with the sandbox;
 * its own ``/proc`` (only its own processes) and a minimal ``/dev``;
-* the network only when the run names a model (an LLM agent calls its provider, as on the host;
-  ``--share-net``): a baseline or replay run has a network namespace of its own with nothing in
-  it.
+* the network only when a custom command is given a model (it calls its provider, as on the
+  host; ``--share-net``). A baseline or replay run has a network namespace of its own with
+  nothing in it, and so has a built-in model agent (``llm``, ``llm-json``) whose model relay is
+  on loopback: it reaches the relay through a unix socket the daemon forwards (at
+  :data:`MODEL_SOCKET`), and nothing else of the host, no view, no daemon, no internet.
 
 The sandbox is one process tree under bwrap's own init (pid 1 of the new PID namespace): when the
 agent's main process exits, or when the daemon kills that init at the end of the agent phase, the
@@ -45,6 +47,8 @@ from srez_daemon.protocol.sandbox import namespace_options
 
 SOCKET: Final = Path("/run/srez/agent.sock")
 """Where the agent socket is inside the sandbox."""
+MODEL_SOCKET: Final = Path("/run/srez/model.sock")
+"""Where a built-in model agent's way to its model relay is inside the sandbox."""
 SCRATCH: Final = Path("/tmp")  # noqa: S108 - a private tmpfs inside the sandbox
 """The agent's private, writable scratch folder inside the sandbox (a tmpfs)."""
 HOSTNAME: Final = "srez-agent"
@@ -105,7 +109,13 @@ class Sandbox:
     hidden: tuple[Path, ...] = ()
     """Host paths never shown, even inside a read-only path."""
     network: bool = False
-    """Keep the host's network (a run with a model); otherwise an empty network namespace."""
+    """Keep the host's network (a custom command given a model); otherwise an empty network
+    namespace."""
+    model_socket: Path | None = None
+    """A unix socket on the host forwarded to the model relay (:mod:`srez_daemon.model_forward`),
+    bound at :data:`MODEL_SOCKET`: a built-in model agent's only way out of its empty network."""
+    model_target: tuple[str, int] | None = None
+    """The relay's loopback address, which the daemon forwards :attr:`model_socket` to."""
     system: tuple[str, ...] = field(default=SYSTEM_DIRS)
     etc: tuple[str, ...] = field(default=ETC_ENTRIES)
 
@@ -140,7 +150,10 @@ class Sandbox:
                         out += ["--tmpfs", target, "--remount-ro", target]
                     elif secret.exists():
                         out += ["--ro-bind", "/dev/null", target]
-        out += ["--bind", str(self.socket), str(SOCKET), "--chdir", str(SCRATCH), "--"]
+        out += ["--bind", str(self.socket), str(SOCKET)]
+        if self.model_socket is not None:
+            out += ["--bind", str(self.model_socket), str(MODEL_SOCKET)]
+        out += ["--chdir", str(SCRATCH), "--"]
         return [*out, *command]
 
     def _binds(self, shown: list[tuple[Path, Path]], hidden: list[Path]) -> list[Path]:
@@ -164,6 +177,8 @@ class Sandbox:
         inside.update(
             SREZ_AGENT_SOCKET=str(SOCKET), HOME=str(SCRATCH), TMPDIR=str(SCRATCH), PWD=str(SCRATCH)
         )
+        if self.model_socket is not None:
+            inside["SREZ_LLM_SOCKET"] = str(MODEL_SOCKET)
         return inside
 
 
@@ -252,8 +267,12 @@ def build_sandbox(
     model: str,
     environ: Mapping[str, str],
     hide: Iterable[Path] = (),
+    model_socket: Path | None = None,
 ) -> Sandbox:
-    """The sandbox of one agent: what it is shown and what is hidden (module docstring)."""
+    """The sandbox of one agent: what it is shown and what is hidden (module docstring). With
+    ``model_socket`` (a built-in model agent whose relay is on loopback), the agent has no
+    network: it reaches its relay through that socket alone."""
+    target = relay_address(environ) if model_socket is not None else None
     read_only = [
         *code_paths(),
         *command_files(command, environ),
@@ -266,5 +285,22 @@ def build_sandbox(
         socket=socket,
         read_only=tuple(read_only),
         hidden=tuple(hidden),
-        network=model not in ("", "none"),
+        network=model not in ("", "none") and target is None,
+        model_socket=model_socket if target is not None else None,
+        model_target=target,
     )
+
+
+def relay_address(environ: Mapping[str, str]) -> tuple[str, int] | None:
+    """The loopback ``(host, port)`` of ``SREZ_LLM_API_BASE`` (the launcher's model relay), or
+    None when it is not a plain-HTTP loopback address (a server elsewhere needs the network)."""
+    from urllib.parse import urlsplit
+
+    try:
+        url = urlsplit(environ.get("SREZ_LLM_API_BASE", ""))
+        port = url.port or 80
+    except ValueError:
+        return None
+    if url.scheme != "http" or url.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return url.hostname, port

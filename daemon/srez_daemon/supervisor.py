@@ -110,6 +110,7 @@ class AgentProcess:
         self.output_dropped = 0
         """Bytes of the agent's output past :attr:`log_max`, read and not written."""
         self._copier: asyncio.Task[None] | None = None
+        self._forward: asyncio.Server | None = None
         self.env = dict(env)
         self.log_path = log_path
         self.sandbox = sandbox
@@ -138,6 +139,10 @@ class AgentProcess:
             env = self.sandbox.environment(env)
             argv = self.sandbox.argv(argv)
             cwd = Path("/")
+            if self.sandbox.model_socket is not None and self.sandbox.model_target is not None:
+                from srez_daemon.model_forward import forward
+
+                self._forward = await forward(self.sandbox.model_socket, *self.sandbox.model_target)
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -175,11 +180,19 @@ class AgentProcess:
             msg = "the agent was never started"
             raise RuntimeError(msg)
         code = await self._proc.wait()
+        self._close_forward()
         if self._copier is not None:  # the rest of what it wrote; an escapee holding the
             # pipe open is not waited for (it is killed with the agent's tree)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._copier), COPY_DRAIN_S)
         return code
+
+    def _close_forward(self) -> None:
+        if self._forward is not None:
+            self._forward.close()
+            self._forward = None
+            if self.sandbox is not None and self.sandbox.model_socket is not None:
+                self.sandbox.model_socket.unlink(missing_ok=True)
 
     def remember_descendants(self) -> None:
         """Notes the agent's current descendants, so a later kill finds setsid escapees."""
@@ -240,6 +253,7 @@ class AgentProcess:
                     await self._proc.wait()
             except TimeoutError:
                 logger.error("agent pid %s did not die after SIGKILL", pid)
+        self._close_forward()
         await _wait_gone(signalled, 5.0)
 
 

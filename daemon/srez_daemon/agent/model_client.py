@@ -118,6 +118,27 @@ class Endpoint(NamedTuple):
         return cls(base.rstrip("/"), slug.removeprefix("openai/"), key)
 
 
+MODEL_SOCKET_VAR: Final = "SREZ_LLM_SOCKET"
+"""A unix socket that reaches ``SREZ_LLM_API_BASE``'s server: set by the ``local`` sandbox, whose
+built-in model agents have no network and reach their model relay through it alone."""
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP to ``host:port`` (its ``Host`` header) carried over the unix socket ``path``."""
+
+    def __init__(self, path: str, host: str, port: int | None, *, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._socket_path = path
+
+    def connect(self) -> None:
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._socket_path)
+        self.sock = sock
+
+
 class HTTPModelClient:
     """A :class:`~srez_env.agents.llm.ModelClient` over ``POST <base>/chat/completions``.
 
@@ -138,6 +159,8 @@ class HTTPModelClient:
         self._https = url.scheme == "https"
         self._host = url.hostname
         self._port = url.port
+        self._unix = None if self._https else (environ or {}).get(MODEL_SOCKET_VAR) or None
+        """The socket that reaches the model server, in a sandbox with no network of its own."""
         self._path = f"{url.path.rstrip('/')}/chat/completions"
 
     # ------------------------------------------------------------------ the call
@@ -176,6 +199,8 @@ class HTTPModelClient:
             return http.client.HTTPSConnection(
                 self._host, self._port, timeout=timeout, context=context
             )
+        if self._unix is not None:
+            return _UnixConnection(self._unix, self._host, self._port, timeout=timeout)
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
     def complete(
