@@ -20,11 +20,11 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Final, NoReturn
 
 from srez_client.cli import generate as cli_generate
 from srez_client.cli.completion import SHELLS
-from srez_client.cli.options import add_backend_settings
+from srez_client.cli.options import add_backend_settings, int_between, run_seed
 from srez_client.cli.parser import (
     add_export_command,
     add_managed_command,
@@ -37,6 +37,7 @@ from srez_client.cli.parser import (
     command,
 )
 from srez_client.errors import ClientError
+from srez_client.sanitize import sanitize_line
 from srez_daemon.protocol import PROTOCOL_VERSION
 from srez_env.errors import EnvError
 
@@ -72,18 +73,14 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line, like every other error of ``srez``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"srez: error: {message} (see '{self.prog} --help')\n")
+        shown = sanitize_line(message)  # an argument echoed back may hold escapes
+        self.exit(EXIT_USAGE, f"srez: error: {shown} (see '{self.prog} --help')\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        msg = f"must be an integer >= 1, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
+SEEDS_MAX: Final = 1000
+"""Run seeds one ``srez eval`` plays at most (per task and agent)."""
+PARALLEL_MAX: Final = 256
+LIMIT_MAX: Final = 1_000_000
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -129,12 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--tasks", default="all", help="'all' (the default) or a comma list of task ids"
     )
     add_task_seed(ev)
-    ev.add_argument("--seeds", type=_positive_int, default=1, help="run seeds 0..N-1 (default 1)")
+    ev.add_argument(
+        "--seeds", type=int_between(1, SEEDS_MAX), default=1, help="run seeds 0..N-1 (default 1)"
+    )
     ev.add_argument("--backend", default="inline", help="where runs execute (default inline)")
     add_backend_settings(ev)
     ev.add_argument(
         "--parallel",
-        type=_positive_int,
+        type=int_between(1, PARALLEL_MAX),
         default=1,
         metavar="N",
         help="runs at a time on a daemon backend (default 1)",
@@ -147,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         " by a provider or harness failure) and report it with the new runs",
     )
     ev.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="make at most N runs (after --resume)"
+        "--limit",
+        type=int_between(1, LIMIT_MAX),
+        metavar="N",
+        help="make at most N runs (after --resume)",
     )
     ev.add_argument(
         "--no-floors",
@@ -166,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", parents=[tasks_dir], help="play a task yourself at a prompt")
     pl.add_argument("task_id", metavar="ID")
-    pl.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    pl.add_argument("--seed", type=run_seed, default=0, help="run seed (default 0)")
     pl.set_defaults(func=command("srez_client.cli.play:cmd_play"))
 
     schema = sub.add_parser("schema", help="print a JSON Schema")
@@ -265,6 +267,6 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def _fail(message: str, status: int) -> int:
-    flat = " ".join(message.split()) or "failed"
+    flat = sanitize_line(" ".join(message.split())) or "failed"  # a path may hold escapes
     sys.stderr.write(f"srez: error: {flat}\n")
     return status

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND, ENTRIES
 from srez_client.errors import UsageError
@@ -98,16 +99,44 @@ def backend_of(args: argparse.Namespace) -> Backend:
     return make_backend(config_of(args))
 
 
+_INTEGER: Final = re.compile(r"[+-]?[0-9]{1,20}")
+SECONDS_MAX: Final = 30 * 86_400.0
+"""The longest time an option takes (30 days): beyond, a timer overflows or never ends."""
+SEED_MAX: Final = 2**53 - 1
+"""The largest seed (of a run or of a task set): JSON numbers stay exact up to here, in a browser
+too, and every record that holds a seed can encode it."""
+
+
 def positive_float(text: str) -> float:
-    """An option value that must be a number > 0."""
+    """An option value that must be a number of seconds > 0 (at most :data:`SECONDS_MAX`)."""
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        msg = f"must be a number > 0, got {text!r}"
+    if not 0 < value <= SECONDS_MAX:  # NaN and infinity fail too
+        msg = (
+            f"must be a number of seconds > 0 and at most {SECONDS_MAX:.0f} (30 days), got {text!r}"
+        )
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def int_between(low: int, high: int, what: str = "an integer") -> Callable[[str], int]:
+    """An argparse type: ``what``, an integer from ``low`` to ``high`` (a huge one is refused
+    before anything sizes a list by it)."""
+
+    def parse(text: str) -> int:
+        value = int(text) if _INTEGER.fullmatch(text.strip()) else None
+        if value is None or not low <= value <= high:
+            msg = f"must be {what} from {low} to {high}, got {text[:40]!r}"
+            raise argparse.ArgumentTypeError(msg)
+        return value
+
+    return parse
+
+
+run_seed = int_between(0, SEED_MAX, "a run seed")
+"""``--seed`` of a run: 0 to :data:`SEED_MAX`."""
 
 
 def say(line: str) -> None:

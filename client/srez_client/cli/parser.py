@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from srez_client.backends.registry import BACKEND_NAMES, DEFAULT_BACKEND
-from srez_client.cli.options import backend_options, positive_float
+from srez_client.cli.options import (
+    SEED_MAX,
+    backend_options,
+    int_between,
+    positive_float,
+    run_seed,
+)
 from srez_env import agent_registry
 
 Command = Callable[[argparse.Namespace], int]
@@ -95,8 +101,8 @@ def task_seed(text: str) -> int:
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
-        msg = f"{text!r} is not a seed (an integer >= 0)"
+    if not 0 <= value <= SEED_MAX:
+        msg = f"{text[:40]!r} is not a seed (an integer from 0 to {SEED_MAX})"
         raise argparse.ArgumentTypeError(msg)
     return value
 
@@ -139,7 +145,7 @@ def add_run_command(sub: Any, where: argparse.ArgumentParser) -> None:
         metavar="SLUG",
         help="litellm model slug: for --agent llm/llm-json; optional for cmd:NAME",
     )
-    run.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    run.add_argument("--seed", type=run_seed, default=0, help="run seed (default 0)")
     run.add_argument("--keep", action="store_true", help="keep the daemon serving after the run")
     run.add_argument(
         "--keep-container",
@@ -223,7 +229,12 @@ def add_runs_commands(sub: Any, parser_class: type[argparse.ArgumentParser]) -> 
     )
     att.add_argument("run", metavar="RUN", help="run id or prefix (live or finished), or a folder")
     att.add_argument("--plain", action="store_true", help="plain text on stdout")
-    att.add_argument("--offset", type=int, default=0, help="start at this byte of the dialog")
+    att.add_argument(
+        "--offset",
+        type=int_between(0, SEED_MAX, "a byte offset"),
+        default=0,
+        help="start at this byte of the dialog",
+    )
     att.add_argument(
         "--results", type=Path, default=Path("results"), help="where finished runs are found"
     )
@@ -239,7 +250,9 @@ def add_mirror_commands(sub: Any) -> None:
     m.add_argument("run", nargs="?", metavar="RUN", help="the run to mirror (or --watch)")
     m.add_argument("--watch", action="store_true", help="mirror every srez run as it stops")
     m.add_argument("--once", action="store_true", help="with --watch: only those stopped now")
-    m.add_argument("--timeout", type=float, metavar="S", help="with --watch: watch for S seconds")
+    m.add_argument(
+        "--timeout", type=positive_float, metavar="S", help="with --watch: watch for S seconds"
+    )
     m.add_argument(
         "--results",
         type=Path,
@@ -303,7 +316,9 @@ def add_managed_command(sub: Any) -> None:
     create.add_argument(
         "--time-limit", type=_positive, metavar="S", help="agent time limit per task"
     )
-    create.add_argument("--seed", type=int, default=0, help="run seed of every run (default 0)")
+    create.add_argument(
+        "--seed", type=run_seed, default=0, help="run seed of every run (default 0)"
+    )
     action("add-target", "cmd_add_target", "queue one more target", "name", "target")
     action("remove-target", "cmd_remove_target", "take a target out of the queue", "name", "target")
     action("list", "cmd_list", "the managed runs")
@@ -430,7 +445,7 @@ def add_mcp_command(sub: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="with --http: write the token to PATH (0600; removed on exit) instead of on stderr",
     )
-    mcp.add_argument("--seed", type=int, help="with --task: run seed (default 0)")
+    mcp.add_argument("--seed", type=run_seed, help="with --task: run seed (default 0)")
     mcp.add_argument("--results", type=Path, help="with --task: results root (default ./results)")
     mcp.add_argument(
         "--name", help=f"with --task: the agent's name in results/ (default {MCP_DEFAULT_NAME})"

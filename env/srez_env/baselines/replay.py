@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from srez_env.baselines.policy import SUBMIT
 from srez_env.errors import ReplayError
+
+ACTION_MAX: Final = 64 << 10
+"""The longest line one action may be (the longest argument an action takes is far shorter)."""
 
 
 def load_replay(path: Path) -> list[dict[str, Any]]:
@@ -47,10 +50,16 @@ def parse_action(text: str) -> dict[str, Any]:
     Raises:
         ValueError: Saying what is wrong, for the caller to say where.
     """
+    if len(text) > ACTION_MAX:
+        msg = f"the line is {len(text)} characters long; an action takes at most {ACTION_MAX}"
+        raise ValueError(msg)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
         msg = f'not valid JSON ({e.msg} at column {e.colno}); an action is one object like {{"tool": "get_alerts", "args": {{}}}}'
+        raise ValueError(msg) from e
+    except RecursionError as e:  # [[[[...: the parser's own depth limit, met before ours
+        msg = "the JSON is nested too deeply; an action's arguments are flat (strings and numbers)"
         raise ValueError(msg) from e
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
         msg = 'an action is an object with a string "tool" and an object "args"'

@@ -119,6 +119,9 @@ def _yaml_mapping(text: str, source: str) -> dict[str, Any]:
         problem = getattr(e, "problem", None) or type(e).__name__
         msg = f"{source}: not valid YAML{where}: {problem}"
         raise TaskError(msg) from e
+    except RecursionError as e:  # [[[[...: no task nests deeper than a few levels
+        msg = f"{source}: the YAML is nested too deeply to be a task"
+        raise TaskError(msg) from e
     if not isinstance(data, dict):
         msg = f"{source}: expected a mapping of task fields, got {type(data).__name__}"
         raise TaskError(msg)
