@@ -18,6 +18,7 @@ from srez_core.atomic import atomic_write_json
 from srez_daemon.app import HOST, RunHost, create_app
 from srez_daemon.errors import DaemonError
 from srez_daemon.headless import copy_run, outcome, prepare_headless
+from srez_daemon.log_limits import MalformedRequests
 from srez_daemon.settings import DaemonSettings
 
 logger = logging.getLogger("srez_daemon")
@@ -38,6 +39,9 @@ def configure_logging(settings: DaemonSettings) -> list[logging.Handler]:
         handler.setFormatter(fmt)
         root.addHandler(handler)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, MalformedRequests) for f in server_log.filters):
+        server_log.addFilter(MalformedRequests())
     return handlers
 
 
