@@ -7,7 +7,9 @@ The pass finds the run (by the recorded run id; else by its labels and a start n
 the attempt's), and then:
 
 * a run still going is stopped (no orphan survives the resume), mirrored and marked
-  ``interrupted``; its results folder is kept, the task is run again;
+  ``interrupted``; its results folder is kept, the task is run again. The summary decides: a run
+  still listed as running whose summary says it ended by itself (graded, not stopped) is
+  adopted as below;
 * a run that finished on its own is mirrored if needed and *adopted*: recorded with the outcome it
   had, so no completed work is lost and no second results folder is made for it;
 * no run found: ``interrupted``, run again.
@@ -116,7 +118,9 @@ async def _recover(
             error="the runner died; the run was not found",
         )
     fields = outcome_of(folder, unknown_cost=run.cost_cap_usd or 0.0)
-    if stopped:
+    # the summary decides: a run listed as running may have ended by itself (a submit, graded)
+    # before the stop reached it; only a run the stop cut, or one with no summary, is interrupted
+    if stopped and fields["status"] != "completed":
         fields.update(
             status="interrupted", error_kind=CRASHED, error="the runner died; its run was stopped"
         )
