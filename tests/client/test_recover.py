@@ -70,6 +70,18 @@ if os.environ.get("SREZ_RUN_DIR") and os.environ.get("SREZ_AGENT_SOCKET"):  # th
     episode.Episode.grade = _die
 """
 
+KILL_BEFORE_EPISODE = """
+import os
+if os.environ.get("SREZ_RUN_DIR") and os.environ.get("SREZ_AGENT_SOCKET"):  # the daemon only
+    import signal
+    from srez_daemon.record import episode
+
+    def _die(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    episode.Episode.__init__ = _die
+"""
+
 SLOW_GRADER = """
 import os
 if os.environ.get("SREZ_TEST_SLOW_GRADE"):
@@ -281,6 +293,31 @@ def test_kill9_of_a_daemon_after_the_agent_phase_before_grading(tmp_path: Path) 
     assert healthy.returncode == 0, healthy.stderr
     (graded,) = (results / "b").glob("*/*/*/*")
     assert (killed / "result.json").read_bytes() == (graded / "result.json").read_bytes()
+
+
+def test_a_daemon_killed_before_its_episode_leaves_a_complete_folder_with_a_host_summary(
+    tmp_path: Path,
+) -> None:
+    """Nothing to grade (no transcript): the host writes the summary itself, an ungraded error of
+    the harness, so the folder under its final name is complete and counted as a harness
+    failure; before, the folder held run.json and logs and no summary."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    args = ("run", "--task", "sre-004", "--agent", "heuristic", "--results", str(results))
+    dying = srez(environ(state, hook=KILL_BEFORE_EPISODE, tmp=tmp_path), *args)
+    assert dying.returncode == 2 and "the daemon exited during start-up" in dying.stderr
+    listed = srez(environ(state), "runs", "list")  # finds the dead run and mirrors it
+    assert listed.returncode == 0, listed.stderr
+    (killed,) = results.glob("*/*/*/*")
+    summary = json.loads((killed / "summary.json").read_text())
+    assert (summary["graded_by"], summary["status"], summary["error_kind"]) == (
+        "host",
+        "error",
+        "harness",
+    )
+    assert summary["reward"] is None and "could not grade it" in summary["error"]
+    assert not (killed / "result.json").exists()
+    listing = srez(environ(state), "runs", "results", "--results", str(results))
+    assert killed.name in listing.stdout
 
 
 # ---------------------------------------------------------------------- a killed client

@@ -56,6 +56,7 @@ from srez_client.results.run_outcome import (
     forced_reason,
     grade_error_kind,
     host_summary,
+    ungraded_summary,
 )
 from srez_client.results.transcript_replay import check_dialog, replay, task_for
 from srez_client.transfer.fs import read_small_file
@@ -141,16 +142,33 @@ def regrade_folder(
 
 def regrade_copy(folder: Path, run_id: str, task: Task | None = None) -> Regraded | None:
     """Grade a copied run folder before its mirror if it needs it (:func:`needs_regrade`), with
-    ``task`` when the host handed it to the run (else the packaged one); a refused replay is
-    logged (and written to ``logs/evaluator.log``) and the run is mirrored ungraded. Never raises
-    :class:`RegradeError`."""
-    if not needs_regrade(folder):
-        return None
+    ``task`` when the host handed it to the run (else the packaged one). A run left with no
+    ``summary.json`` that cannot be graded (no transcript, a refused replay) gets one written by
+    the host (:func:`~srez_client.results.run_outcome.ungraded_summary`), so the folder under
+    its final name is complete. Never raises :class:`RegradeError`."""
+    why = "its run folder holds no transcript of an episode"
+    if needs_regrade(folder):
+        try:
+            return regrade_folder(folder, task=task)
+        except RegradeError as e:
+            logger.warning("run %s has no grade and the host cannot grade it: %s", run_id, e)
+            why = str(e)
+    if not (folder / "summary.json").exists():
+        _write_ungraded(folder, run_id, why)
+    return None
+
+
+def _write_ungraded(folder: Path, run_id: str, why: str) -> None:
     try:
-        return regrade_folder(folder, task=task)
-    except RegradeError as e:
-        logger.warning("run %s has no grade and the host cannot grade it: %s", run_id, e)
-        return None
+        manifest = _manifest(folder)
+    except RegradeError as e:  # no valid run.json: the mirror refuses the folder anyway
+        logger.warning("run %s: %s", run_id, e)
+        return
+    summary = ungraded_summary(
+        manifest, " ".join(why.split())[:500], utc_timestamp(datetime.now(UTC))
+    )
+    atomic_write_bytes(folder / "summary.json", summary.model_dump_json(indent=2).encode() + b"\n")
+    logger.warning("run %s ended without a summary; the host wrote one (not graded)", run_id)
 
 
 def replay_folder(

@@ -28,6 +28,8 @@ from srez_env.grade import Grade
 
 DAEMON_DIED: Final = "the run's daemon died before grading; graded by the host from its transcript"
 """The start of a host-graded run's ``error``."""
+NO_EPISODE: Final = "the run's daemon ended without a summary and the host could not grade it"
+"""The start of the ``error`` of a run the host found with no summary and no gradeable record."""
 
 ForcedReason = Literal["agent_exit", "time_limit", "step_budget"]
 ClosingEntry = SessionCompleted | SessionFailed | SessionTimedOut
@@ -121,3 +123,27 @@ def _seconds_between(start: str, end: str) -> float:
     except ValueError:
         return 0.0
     return round(max(0.0, (b - a).total_seconds()), 3)
+
+
+def ungraded_summary(manifest: RunManifest, why: str, finished_at: str) -> RunSummary:
+    """The ``summary.json`` the host writes for a run that has none and that it cannot grade (a
+    daemon that died before its episode started, or on a full disk): an error of the harness,
+    not graded, ``graded_by: host``, saying why. A folder under its final name then always holds
+    a summary, and the run counts as a harness failure (re-run by ``--resume``)."""
+    return RunSummary(
+        run_id=manifest.run_id,
+        task_id=manifest.task_id,
+        agent=manifest.agent,
+        model=manifest.model,
+        status="error",
+        reward=None,
+        resolved=None,
+        passed=None,
+        steps=None,
+        duration_s=max(0.0, _seconds_between(manifest.started_at, finished_at)),
+        finished_at=finished_at,
+        error=f"{NO_EPISODE}: {why}",
+        error_kind="harness",
+        graded_by="host",
+        provenance=Provenance.of(manifest, None),
+    )
