@@ -323,6 +323,35 @@ def test_a_daemon_killed_before_its_episode_leaves_a_complete_folder_with_a_host
 # ---------------------------------------------------------------------- a killed client
 
 
+def test_eval_resume_after_a_killed_cli_adopts_its_in_flight_run_and_plays_nothing_twice(
+    tmp_path: Path, agent_script: Path, reaper: list[tuple[int, int | None]]
+) -> None:
+    """``srez eval`` killed with -9 while its first run is in its agent phase: that run's daemon
+    lives on. ``--resume`` waits for it, mirrors it and plans around it, so each (task, seed) has
+    one results folder, even after a later ``srez runs list`` mirrors whatever was left."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    env = environ(state, agent_script, calls=3, sleep_s=4.0)
+    args = ("eval", "--backend", "local", "--agent", "cmd:sleepy", "--tasks", "sre-001,sre-002",
+            "--results", str(results))  # fmt: skip
+    proc = start(env, *args)
+    (run,) = until(lambda: live_runs(state), what="the first live run")  # type: ignore[misc]
+    until(lambda: (run / "record.json").is_file() and record_of(run).pid, what="its daemon")
+    reaper.append((record_of(run).pid or 0, record_of(run).pid_start))
+    until(lambda: transcript_lines(run) == 3, what="3 transcript lines")
+    proc.kill()  # the CLI only: its daemon runs on in its own session
+    proc.communicate(timeout=30)
+    resumed = srez(env, *args, "--resume", timeout=300)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert "not mirrored (1 still running): adopting them first" in resumed.stderr, resumed.stdout
+    srez(env, "runs", "list")  # would mirror a stray the resume had missed
+    by_task: dict[str, list[str]] = {}
+    for folder in results.glob("*/*/*/*"):
+        by_task.setdefault(folder.parts[-4], []).append(folder.name)
+    assert sorted(by_task) == ["sre-001", "sre-002"]
+    assert all(len(ids) == 1 for ids in by_task.values()), by_task
+    assert by_task["sre-001"] == [run.name]  # the killed eval's run, adopted
+
+
 def test_a_killed_clients_local_runs_are_recovered_and_rm_refuses_unmirrored_ones(
     tmp_path: Path, agent_script: Path, reaper: list[tuple[int, int | None]]
 ) -> None:

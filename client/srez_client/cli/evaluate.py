@@ -16,6 +16,7 @@ not packaged (:func:`~srez_client.task_sets.check_isolated`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -424,6 +425,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if any(spec in LLM_SPECS for spec in agents):
         check_provider_keys([model], os.environ)
     jobs = [(spec, task, seed) for spec in agents for task in tasks for seed in range(args.seeds)]
+    if args.resume and not in_process:
+        adopt_earlier_runs(args)
     plan = plan_eval(
         jobs, args.results, model, resume=args.resume, limit=args.limit, set_digest=task_set.digest
     )
@@ -441,6 +444,31 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return run_and_report(args, plan, model, task_set, tasks, grades, runs, ahead)
     finally:
         ahead.close()
+
+
+def adopt_earlier_runs(args: argparse.Namespace) -> None:
+    """``--resume`` on a daemon backend: the runs an earlier, killed eval left unmirrored in
+    ``--results`` are waited for and mirrored before the plan reads the folder
+    (:func:`~srez_client.lifecycle.recovery.adopt_strays`)."""
+    from srez_client.backends.registry import make_backend
+    from srez_client.cli.options import config_of
+    from srez_client.lifecycle.recovery import adopt_strays
+    from srez_client.lifecycle.run import scratch_dir
+
+    config = config_of(args)
+    backend = make_backend(config)
+
+    async def adopt() -> None:
+        try:
+            for outcome in await adopt_strays(
+                backend, args.results, scratch_dir(config.state_dir), report=say
+            ):
+                if outcome.outcome != "mirrored":
+                    say(f"{outcome.run_id}: {outcome.outcome} ({outcome.detail})")
+        finally:
+            backend.close()
+
+    asyncio.run(adopt())
 
 
 def task_set_of(args: argparse.Namespace) -> TaskSet:

@@ -212,6 +212,54 @@ async def recover_unmirrored(backend: Backend, scratch: Path) -> list[MirrorOutc
     return outcomes
 
 
+STRAY_WAIT_S: Final = 900.0
+"""How long a resumed eval waits for a run its killed predecessor left running before it stops
+it (a stopped run is mirrored as it ended, and run again)."""
+
+
+async def adopt_strays(
+    backend: Backend,
+    results_root: Path,
+    scratch: Path,
+    *,
+    wait_s: float = STRAY_WAIT_S,
+    report: Callable[[str], None] | None = None,
+) -> list[MirrorOutcome]:
+    """Before a resumed eval plans anything: the runs this state launched into ``results_root``
+    that are not mirrored (an eval killed mid-run left them, its daemons in their own sessions).
+    Each one still running is waited for (up to ``wait_s``, then stopped), and every one is
+    mirrored, so the plan sees what they did and no (agent, task, seed) is played twice."""
+    if backend.writes_results:
+        return []
+    root = await asyncio.to_thread(results_root.resolve)
+    strays = [
+        h
+        for h in await backend.list(include_exited=True)
+        if h.owned and h.results_root == root and not is_mirrored(h)
+    ]
+    if strays and report is not None:
+        running = sum(h.status == "running" for h in strays)
+        report(
+            f"{len(strays)} runs of an earlier eval into {results_root} are not mirrored ({running} still running): adopting them first"
+        )
+    deadline = asyncio.get_running_loop().time() + wait_s
+    outcomes = []
+    for handle in strays:
+        while handle.status == "running" and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.5)
+            try:
+                handle = await backend.get(handle.run_id)
+            except RunNotFoundError:
+                break
+        if handle.status == "running":  # waited long enough: stopped, mirrored as it ended
+            with contextlib.suppress(ClientError, OSError):
+                await backend.stop(handle)
+            with contextlib.suppress(RunNotFoundError):
+                handle = await backend.get(handle.run_id)
+        outcomes.append(await mirror_stopped(backend, handle, scratch, results_root=root))
+    return outcomes
+
+
 async def watch_stopped(
     backend: Backend, scratch: Path, options: WatchOptions
 ) -> list[MirrorOutcome]:
