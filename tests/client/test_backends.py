@@ -182,10 +182,12 @@ async def test_local_launch_reports_a_daemon_that_dies_at_start(tmp_path: Path) 
 async def test_local_launch_gives_up_on_a_silent_daemon_and_stops_it(tmp_path: Path) -> None:
     argv = ["/bin/sh", "-c", "echo starting; exec sleep 60"]
     backend = LocalBackend(tmp_path / "state", daemon_argv=argv, ready_timeout_s=0.5)
-    with pytest.raises(BackendError, match=r"did not answer /api/health within 0.5 s.*starting"):
+    pattern = r"did not answer /api/health within 0.5 s; nothing of the run was kept.*starting"
+    with pytest.raises(BackendError, match=pattern):
         await backend.launch(spec_for(tmp_path / "results"))
-    (run,) = await backend.list(include_exited=True)
-    assert run.status == "exited"
+    # stopped, and gone with its state: it never began an episode, nothing is left to sweep
+    assert await backend.list(include_exited=True) == []
+    assert list((tmp_path / "state" / "live").iterdir()) == []
 
 
 def test_local_replay_path_is_made_absolute(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ClassVar, Final, Self
+from typing import ClassVar, Final, NoReturn, Self
 
 import aiohttp
 
@@ -102,6 +102,8 @@ logger = logging.getLogger(__name__)
 BACKEND: Final = "local"
 LOOPBACK: Final = "127.0.0.1"
 """Where a local backend's model relay listens: its runs' agents are processes of this host."""
+FULL_DISK_BYTES: Final = 1 << 20
+"""Free space below which a failed launch blames the full state folder."""
 
 
 class LocalBackend(Backend):
@@ -180,23 +182,37 @@ class LocalBackend(Backend):
         if self._template is not None:  # before the run exists: see RunTemplate.start
             await self._template.start()
         folder = self.live / manifest.run_id
-        folder.mkdir(mode=0o700)
-        labels = self.ledger.claim(
-            manifest,
-            backend=BACKEND,
-            results_root=spec.results_root.resolve(),
-            created_at=manifest.started_at,
-        )
-        record = LocalRecord(
-            run_id=manifest.run_id,
-            labels=labels,
-            manifest=manifest,
-            keep=spec.keep,
-            created_at=manifest.started_at,
-        )
-        task_file = spec.task_file.content if spec.task_file is not None else None
-        await asyncio.to_thread(prepare_folder, folder, record, task_file)
+        try:
+            folder.mkdir(mode=0o700)
+            labels = self.ledger.claim(
+                manifest,
+                backend=BACKEND,
+                results_root=spec.results_root.resolve(),
+                created_at=manifest.started_at,
+            )
+            record = LocalRecord(
+                run_id=manifest.run_id,
+                labels=labels,
+                manifest=manifest,
+                keep=spec.keep,
+                created_at=manifest.started_at,
+            )
+            task_file = spec.task_file.content if spec.task_file is not None else None
+            await asyncio.to_thread(prepare_folder, folder, record, task_file)
+        except OSError as e:  # a full disk, most often: nothing of the run is left behind
+            await asyncio.to_thread(self._discard, folder, manifest.run_id)
+            msg = (
+                f"run {manifest.run_id}: cannot write its state in {folder}: {e.strerror or e}"
+                f" (free space in {self.state_dir}; nothing of the run was kept, launch it again)"
+            )
+            raise BackendError(msg) from e
         return await self._start(folder, spec, record, isolation)
+
+    def _discard(self, folder: Path, run_id: str) -> None:
+        """Removes what a launch that failed before its daemon started had written."""
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.ledger.forget(run_id)
 
     async def _start(
         self, folder: Path, spec: LaunchSpec, record: LocalRecord, isolation: Isolation
@@ -249,16 +265,33 @@ class LocalBackend(Backend):
                 delay = min(delay * 2, 0.02)  # start-up is short: poll it closely
         if record.pid is not None:
             await terminate(record.pid, record.pid_start, grace_s=2.0)
-        self._failed(
-            folder,
-            record,
-            f"the daemon did not answer /api/health within {self.ready_timeout_s:g} s",
-        )
+        why = f"the daemon did not answer /api/health within {self.ready_timeout_s:g} s"
+        if not (folder / "run" / "archive" / "transcript.jsonl").exists():
+            # it never began an episode: nothing of the run is worth keeping, nor left to sweep
+            tail = self._tail(folder)
+            await asyncio.to_thread(self._discard, folder, record.run_id)
+            self._failed(folder, record, why + "; nothing of the run was kept", tail=tail)
+        self._failed(folder, record, why)
 
-    def _failed(self, folder: Path, record: LocalRecord, why: str) -> None:
-        tail = " | ".join(tail_text(folder / "daemon.out", 1000).splitlines()[-5:])
-        msg = f"run {record.run_id}: {why}; daemon output: {tail or '(none)'}"
+    def _tail(self, folder: Path) -> str:
+        return " | ".join(tail_text(folder / "daemon.out", 1000).splitlines()[-5:])
+
+    def _failed(
+        self, folder: Path, record: LocalRecord, why: str, *, tail: str | None = None
+    ) -> NoReturn:
+        tail = self._tail(folder) if tail is None else tail
+        msg = f"run {record.run_id}: {why}; daemon output: {tail or '(none)'}{self._full_disk()}"
         raise BackendError(msg)
+
+    def _full_disk(self) -> str:
+        """A hint when the state folder has (almost) no space left: the likeliest cause."""
+        try:
+            free = shutil.disk_usage(self.state_dir).free
+        except OSError:
+            return ""
+        if free >= FULL_DISK_BYTES:
+            return ""
+        return f" (the state folder {self.state_dir} has {free} bytes free: free space there)"
 
     # ------------------------------------------------------------------ discovery
 

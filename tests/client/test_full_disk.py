@@ -1,0 +1,52 @@
+"""A full disk as ``SREZ_STATE`` (a real 24 KiB tmpfs): a launch that cannot get going says so
+in one line that names the state folder and its free space, and leaves nothing behind that no
+command would ever see or sweep (no ``live/<id>`` folder, no ``owned/<id>.json``); the same
+state works once there is room (docs/security.md, test 57)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from client_helpers import srez_command
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    where.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as e:
+        if os.environ.get("REQUIRE_TMPFS") == "1":
+            raise
+        pytest.skip(f"cannot mount a tmpfs here ({e}); REQUIRE_TMPFS=1 makes this a failure")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_a_launch_on_a_full_state_folder_says_where_and_leaves_nothing(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "state", "24k") as state:
+        done = srez_command(
+            state, "run", "--task", "sre-001", "--agent", "heuristic",
+            "--results", str(tmp_path / "results"), timeout=120,
+        )  # fmt: skip
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2, done.stderr
+        assert (
+            lines[-1].startswith("srez: error: run ") and "nothing of the run was kept" in lines[-1]
+        )
+        assert f"the state folder {state} has" in lines[-1] and "free space there" in lines[-1]
+        assert list((state / "live").iterdir()) == []
+        assert not (state / "owned").exists() or list((state / "owned").iterdir()) == []
+        listed = srez_command(state, "runs", "list", "--all", timeout=60)
+        assert listed.returncode == 0 and "sre-001" not in listed.stdout
