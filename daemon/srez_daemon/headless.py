@@ -42,9 +42,15 @@ def check_agent(spec: str) -> None:
 
 
 def prepare_headless(
-    environ: Mapping[str, str], task_id: str, agent_spec: str, seed: int
+    environ: Mapping[str, str],
+    task_id: str,
+    agent_spec: str,
+    seed: int,
+    *,
+    token_dir: Path | None = None,
 ) -> dict[str, str]:
-    """Writes a run folder with ``run.json`` and a private token; the environment to serve it."""
+    """Writes a run folder with ``run.json`` and a private token (in a new folder under
+    ``token_dir``, default the temporary folder); the environment to serve it."""
     check_agent(agent_spec)
     model = environ.get("SREZ_MODEL", "").strip() or "none"
     if agent_spec.startswith("llm") and model == "none":
@@ -52,7 +58,7 @@ def prepare_headless(
         raise RunSetupError(msg)
     run_dir = Path(environ.get("SREZ_RUN_DIR") or tempfile.mkdtemp(prefix="srez-run-"))
     run_dir.mkdir(parents=True, exist_ok=True)
-    private = Path(tempfile.mkdtemp(prefix="srez-token-"))
+    private = Path(tempfile.mkdtemp(prefix="srez-token-", dir=token_dir))
     token = private / "token"
     token.write_text(secrets.token_urlsafe(32))
     token.chmod(0o400)

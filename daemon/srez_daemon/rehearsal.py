@@ -27,8 +27,10 @@ import contextlib
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -69,6 +71,7 @@ def rehearse() -> None:
     """
     from srez_daemon.protocol.sandbox import find_bwrap
 
+    sweep_stale(Path(_short_temp()))
     if find_bwrap(os.environ) is not None:
         try:
             _rehearse("bubblewrap")
@@ -99,6 +102,7 @@ def _rehearse(sandbox: str) -> None:
             TASK,
             AGENT,
             seed=0,
+            token_dir=folder,  # inside the rehearsal's folder: a killed template leaves one thing
         )
         token_folder = Path(environ["SREZ_TOKEN_FILE"]).parent
         settings = DaemonSettings.from_env(environ, keep=False)
@@ -135,6 +139,33 @@ def _daemon_logging(settings: DaemonSettings) -> Iterator[None]:
             handler.close()
         for logger, level in zip(touched, levels, strict=True):
             logger.setLevel(level)
+
+
+STALE_S: Final = 600.0
+"""Age past which a rehearsal's leftover is a killed template's (a rehearsal takes seconds)."""
+LEFTOVER: Final = "srez-rehearsal-"
+
+
+def sweep_stale(temp: Path, *, older_than_s: float = STALE_S) -> list[Path]:
+    """Removes what a template killed mid-rehearsal left in ``temp``: this user's
+    ``srez-rehearsal-*`` folders (each holds its run folder, the 1 MiB space reserve and its
+    token folder) not touched for ``older_than_s``. Returns what it removed."""
+    now = time.time()  # noqa: TID251 - a file's age is wall time
+    uid, removed = os.getuid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(temp):
+            if not entry.name.startswith(LEFTOVER):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                if (
+                    stat.S_ISDIR(st.st_mode)
+                    and st.st_uid == uid
+                    and now - st.st_mtime > older_than_s
+                ):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(Path(entry.path))
+    return removed
 
 
 def _short_temp() -> str:

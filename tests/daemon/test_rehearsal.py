@@ -93,6 +93,25 @@ def test_a_rehearsal_completes_and_leaves_nothing_a_run_could_inherit(scratch: P
     }
 
 
+def test_a_rehearsal_sweeps_what_a_killed_template_left_and_nothing_else(scratch: Path) -> None:
+    """A template killed mid-rehearsal leaves its folder (the run, the 1 MiB reserve, the token)
+    in the temporary folder; the next rehearsal removes this user's stale ones and leaves a fresh
+    one (another template rehearsing now) and everything else alone."""
+    stale, fresh, other = (
+        scratch / n for n in ("srez-rehearsal-old", "srez-rehearsal-new", "srez-run-mine")
+    )
+    for folder in (stale, fresh, other):
+        (folder / "run").mkdir(parents=True)
+        (folder / "run" / "reserve").write_bytes(b"\0" * (1 << 20))
+    (stale / "srez-token-x").mkdir()
+    an_hour_ago = stale.stat().st_mtime - 3600
+    for path in (stale, other):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    found = rehearse_in_fresh_interpreter(scratch, "sre-001")
+    assert found["error"] is None
+    assert found["left_in_tmp"] == ["srez-rehearsal-new", "srez-run-mine"]
+
+
 @pytest.mark.parametrize("task", ["sre-999", "../sre-001"])
 def test_a_failed_rehearsal_says_why_and_leaves_nothing(scratch: Path, task: str) -> None:
     found = rehearse_in_fresh_interpreter(scratch, task)
