@@ -13,6 +13,8 @@ serving until it is stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import secrets
 import shutil
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
-from srez_client.errors import BackendError
+from srez_client.errors import BackendError, ResultsError
 from srez_client.layout import run_path
 from srez_client.lifecycle.launch import RunLauncher
 from srez_client.mirror.copier import mirror_run
@@ -120,6 +122,17 @@ async def collect(
         await asyncio.to_thread(regrade_copy, copied, handle.run_id, task)
         manifest = manifest_for(handle, copied)
         return await asyncio.to_thread(mirror_run, copied, root, manifest)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        where = root if e.filename is None or str(e.filename).startswith(str(root)) else scratch
+        free = _free_bytes(where)
+        msg = (
+            f"cannot mirror run {handle.run_id} into {where}: no space left on the device"
+            f" ({free} bytes free); the run is kept: free some space, then `srez runs list`"
+            " mirrors it"
+        )
+        raise ResultsError(msg) from e
     finally:
         await asyncio.to_thread(shutil.rmtree, copied, True)
 
@@ -253,3 +266,10 @@ def check_backend(backend: Backend, spec: LaunchSpec) -> None:
     if spec.keep and backend.writes_results:
         msg = f"--keep needs a daemon; the {backend.name} backend has none (use --backend local)"
         raise BackendError(msg)
+
+
+def _free_bytes(folder: Path) -> int:
+    for candidate in (folder, *folder.parents):
+        with contextlib.suppress(OSError):
+            return shutil.disk_usage(candidate).free
+    return 0
