@@ -225,7 +225,11 @@ def create_app(
     token = load_token(settings.token_file)
     check_run_folder(settings)
     app = web.Application(
-        middlewares=[errors_middleware, make_auth_middleware(token), readiness_middleware],
+        middlewares=[
+            errors_middleware,
+            make_auth_middleware(token, allowed_peers=settings.allowed_peers),
+            readiness_middleware,
+        ],
         client_max_size=MAX_BODY,
     )
     host = RunHost(settings, environ)

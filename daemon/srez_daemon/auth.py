@@ -55,12 +55,18 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+LOOPBACK_PEERS: Final = frozenset({"127.0.0.1", "::1"})
+
+
 def make_auth_middleware(
     token: bytes,
     *,
     extra_hosts: frozenset[str] = frozenset(),
+    allowed_peers: frozenset[str] = frozenset(),
 ) -> web.middleware:  # type: ignore[valid-type]
-    """The middleware that enforces the host check, the bearer token and the admin claim.
+    """The middleware that enforces the peer check (with ``allowed_peers``: only they and
+    loopback are served, health included), the host check, the bearer token and the admin
+    claim.
 
     A path the route table does not name needs the token: an unknown path answers 401 to a caller
     without one, never whether it exists.
@@ -68,8 +74,12 @@ def make_auth_middleware(
     allowed_hosts = LOOPBACK_HOSTS | extra_hosts
     expected = b"Bearer " + token
 
+    peers = allowed_peers | LOOPBACK_PEERS if allowed_peers else frozenset()
+
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if peers and request.remote not in peers:
+            return error_response("forbidden_host", "this run's daemon serves its host only")
         host = _host_name(request.headers.get("Host", ""))
         if host and host not in allowed_hosts:
             return error_response(

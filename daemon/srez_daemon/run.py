@@ -49,7 +49,7 @@ from srez_daemon.agent_clock import AgentClock, time_left
 from srez_daemon.agent_socket import create_agent_app
 from srez_daemon.agent_start import EarlyAgent, bind_agent_socket
 from srez_daemon.attest import exit_error, judge_exit, provider_waits_attested
-from srez_daemon.errors import RecordError
+from srez_daemon.errors import RecordError, RunSetupError
 from srez_daemon.protocol.api import EndReason, GradeFrame, Phase, PhaseFrame, RunState
 from srez_daemon.record.episode import Episode, ForcedReason, Outcome, run_summary
 from srez_daemon.record.folder import NoteLimits
@@ -172,7 +172,12 @@ class RunController(AgentRequests):
 
     async def _start(self) -> None:
         self.prepare()
-        self._reserve.hold()
+        if not self._reserve.hold():  # without it the run could not write how it ended
+            msg = (
+                f"no room for the run's space reserve ({RESERVE_BYTES} bytes) in"
+                f" {self.paths.root}: the disk is full; free space there and launch it again"
+            )
+            raise RunSetupError(msg)
         self._dialog = DialogWriter(self.paths.dialog)
         limits = NoteLimits(
             max_bytes=self.settings.notes_max_bytes,

@@ -6,6 +6,8 @@ Environment (docs/design.md §4-§7):
   ``$SREZ_STATE/live/<run-id>/run``). It holds ``run.json`` (what to run) before the daemon starts.
 * ``SREZ_TOKEN_FILE`` (required): the file holding the run's token. The daemon refuses to start if
   it is missing, empty or unreadable. The token never appears in the environment, argv or a log.
+* ``SREZ_ALLOWED_PEERS``: a comma list of peer addresses served besides loopback (the docker
+  backend sets the bridge's gateway, so other containers on the bridge are refused); unset: all.
 * ``SREZ_HOST`` / ``SREZ_PORT``: where to listen (default ``127.0.0.1:4263``; port 0 picks a free
   one). A container sets ``0.0.0.0``; the host publishes it on loopback only.
 * ``SREZ_ENDPOINT_FILE``: where to write ``{"host", "port", "pid"}`` once listening (for ``local``).
@@ -90,6 +92,9 @@ class DaemonSettings:
     run_dir: Path
     token_file: Path
     host: str = "127.0.0.1"
+    allowed_peers: frozenset[str] = frozenset()
+    """Peer addresses served besides loopback (``SREZ_ALLOWED_PEERS``); empty: every peer. In a
+    container, the bridge's gateway: the host, and no other container on the bridge."""
     port: int = DEFAULT_PORT
     endpoint_file: Path | None = None
     agent_socket: Path | None = None
@@ -202,6 +207,9 @@ class DaemonSettings:
             run_dir=run_dir,
             token_file=required("SREZ_TOKEN_FILE"),
             host=environ.get("SREZ_HOST", "").strip() or "127.0.0.1",
+            allowed_peers=frozenset(
+                p.strip() for p in environ.get("SREZ_ALLOWED_PEERS", "").split(",") if p.strip()
+            ),
             port=int(port),
             endpoint_file=Path(endpoint) if endpoint else None,
             agent_socket=Path(socket) if socket else None,

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import psutil
 import pytest
 from backend_contract import spec_for
@@ -240,6 +241,50 @@ async def test_sec1_published_ports_bind_loopback_only(
         assert reached == 0
     finally:
         await asyncio.gather(*(backend.remove(h) for h in handles))
+
+
+async def test_sec1_another_container_on_the_bridge_reaches_no_runs_daemon(
+    engine: Engine, backend: DockerBackend, tmp_path: Path
+) -> None:
+    """A run's daemon listens on every address of its container; on the shared bridge another
+    container (a neighbour's run, a hostile agent's) reached it: health answered 200. Now the
+    daemon serves the host (the bridge's gateway) alone. The probe from a second container is
+    shown to reach a port that serves everyone (the control), and the host still reaches the
+    run through its published port."""
+    handle = await backend.launch(spec_for(tmp_path / "r"))
+    try:
+        run = engine.client.containers.get(f"srez-{handle.run_id}")
+        address = run.attrs["NetworkSettings"]["IPAddress"]
+        probe = (
+            "import sys, urllib.request, urllib.error\n"
+            "try:\n"
+            "    r = urllib.request.urlopen(sys.argv[1], timeout=5); print(r.status)\n"
+            "except urllib.error.HTTPError as e: print(e.code)\n"
+            "except OSError as e: print('unreachable', e)\n"
+        )
+        control = engine.client.containers.run(
+            backend.image, entrypoint=["python3", "-m", "http.server", "8000"], detach=True,
+            remove=True,
+        )  # fmt: skip
+        try:
+            control.reload()
+            target = control.attrs["NetworkSettings"]["IPAddress"]
+            seen = []
+            for url in (f"http://{target}:8000/", f"http://{address}:4263/api/health"):
+                out = engine.client.containers.run(
+                    backend.image, entrypoint=["python3", "-c", probe, url], remove=True,
+                )  # fmt: skip
+                seen.append(out.decode().strip())
+        finally:
+            control.kill()
+        assert seen[0] == "200", seen  # a neighbour reaches what serves everyone
+        assert seen[1] == "403", seen  # and not a run's daemon
+        base = await backend.endpoint(handle)
+        async with aiohttp.ClientSession() as http, http.get(f"{base}/api/health") as r:
+            assert r.status == 200  # the host still reaches it
+    finally:
+        await backend.stop(handle)
+        await backend.remove(handle)
 
 
 async def test_sec18_copy_out_refuses_a_running_run_and_a_swap_loop_leaks_nothing(

@@ -390,3 +390,26 @@ async def test_a_full_disk_ends_the_run_as_a_harness_error_with_whole_lines(
         # A call the daemon recorded, then could not answer as the run ended, is in the dialog.
         assert calls_ok <= len(results) <= calls_ok + cut_off
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def test_a_run_without_room_for_its_space_reserve_does_not_start(tmp_path: Path) -> None:
+    """300 KB free where the run needs a 1 MiB reserve to be sure of writing how it ends: it does
+    not start (the agent gets no step), and its summary says where the disk is full."""
+    with small_tmpfs(tmp_path / "disk", "4m") as disk:
+        run_dir, token_file = prepare(disk, agent_spec="heuristic")
+        fill(disk)
+        with (disk / "filler").open("r+b") as f:  # give back 300 KB: less than the reserve
+            f.truncate(max(0, f.seek(0, os.SEEK_END) - 300_000))
+        proc = start_daemon(tmp_path, run_dir, token_file)
+        try:
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        transcript = run_dir / "archive" / "transcript.jsonl"
+        assert not transcript.exists() or transcript.read_text() == ""
+    assert summary["status"] == "error" and summary["error_kind"] == "harness", summary
+    assert "no room for the run's space reserve" in summary["error"]
+    assert f"in {run_dir}" in summary["error"] and "the disk is full" in summary["error"]

@@ -160,6 +160,9 @@ class DockerBackend(ContainerRuns):
             now=datetime.now(UTC),
         )
         environment = {**plan.environment, **spec.model_env}
+        with contextlib.suppress(BackendError):  # no IPv4 bridge: served as before, to all
+            # the daemon then serves the host (the bridge's gateway) alone: no other container
+            environment["SREZ_ALLOWED_PEERS"] = await self.host_address()
         return await self._launch(spec, plan, environment, replay)
 
     async def _launch(
