@@ -13,6 +13,7 @@ import contextlib
 import functools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from backend_contract import spec_for
 
@@ -510,3 +512,83 @@ def test_regrade_refuses_a_transcript_that_does_not_replay(tmp_path: Path, tampe
     assert "refusing to grade" in proc.stderr or "does not replay" in proc.stderr
     assert not (folder / "result.json").exists()
     assert "host regrade refused" in (folder / "logs" / "evaluator.log").read_text()
+
+
+# ---------------------------------------------------------------------- random kill -9, resumed
+
+
+def _victims(state: Path, cli: subprocess.Popen[str], agent_script: Path) -> dict[str, list[int]]:
+    """The processes a kill may hit now: the CLI, the run daemons, the template, the agents."""
+    daemons = [
+        pid
+        for run in live_runs(state)
+        if (run / "record.json").is_file() and (pid := record_of(run).pid)
+    ]
+    found: dict[str, list[int]] = {"cli": [cli.pid], "daemon": daemons, "template": [], "agent": []}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        line = " ".join(proc.info.get("cmdline") or [])
+        if "srez_daemon.template" in line:
+            found["template"].append(proc.info["pid"])
+        elif str(agent_script) in line and "bwrap" not in line:
+            found["agent"].append(proc.info["pid"])
+    return found
+
+
+def _random_kills(tmp_path: Path, agent_script: Path, iterations: int) -> None:
+    """``srez eval --resume`` of 3 tasks x 2 seeds, killed with -9 ``iterations`` times at a
+    random moment, each time in a random one of the CLI, a daemon, the template or an agent;
+    then resumed to the end. Every (task, seed) has one complete run and no second one, no run
+    is lost, and every folder under a final name has its summary."""
+    rng = random.Random(20261207)
+    state, results = tmp_path / "state", tmp_path / "results"
+    env = environ(state, agent_script, calls=2, sleep_s=1.0)
+    args = ("eval", "--backend", "local", "--agent", "cmd:sleepy", "--tasks",
+            "sre-001,sre-002,sre-003", "--seeds", "2", "--results", str(results), "--resume")  # fmt: skip
+    kinds = ("cli", "daemon", "template", "agent")
+    hit = dict.fromkeys(kinds, 0)
+    for _ in range(iterations):
+        cli = start(env, *args)
+        time.sleep(rng.uniform(0.3, 3.0))
+        victims = _victims(state, cli, agent_script)
+        kind = rng.choice([k for k in kinds if victims[k]] or ["cli"])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(rng.choice(victims[kind]), signal.SIGKILL)
+        hit[kind] += 1
+        if kind != "cli":  # the CLI goes on or fails on its own; end it for the next round
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                cli.communicate(timeout=rng.uniform(0.0, 2.0))
+            if cli.poll() is None:
+                cli.kill()
+        cli.communicate(timeout=30)
+    final = srez(env, *args, timeout=600)
+    assert final.returncode in (0, 1), final.stderr[-3000:]
+    srez(env, "runs", "list")
+    complete: dict[tuple[str, int], list[str]] = {}
+    for summary_path in results.glob("*/*/*/*/summary.json"):
+        summary = json.loads(summary_path.read_text())
+        folder = summary_path.parent
+        grade = folder / "result.json"
+        seed = json.loads(grade.read_text())["run_seed"] if grade.is_file() else -1
+        if summary["status"] == "ok" or summary.get("error_kind") not in ("harness", "provider"):
+            complete.setdefault((folder.parts[-4], seed), []).append(folder.name)
+    folders = list(results.glob("*/*/*/*"))
+    incomplete = [f for f in folders if not (f / "summary.json").is_file()]
+    assert incomplete == [], incomplete
+    assert sorted(complete) == [
+        (t, s) for t in ("sre-001", "sre-002", "sre-003") for s in (0, 1)
+    ], complete
+    doubled = {k: v for k, v in complete.items() if len(v) > 1}
+    assert doubled == {}, (doubled, hit)
+
+
+def test_random_kill9_then_resume_loses_nothing_and_doubles_nothing_reduced(
+    tmp_path: Path, agent_script: Path
+) -> None:
+    _random_kills(tmp_path, agent_script, iterations=4)
+
+
+@pytest.mark.slow
+def test_random_kill9_then_resume_loses_nothing_and_doubles_nothing_20(
+    tmp_path: Path, agent_script: Path
+) -> None:
+    _random_kills(tmp_path, agent_script, iterations=20)
