@@ -251,3 +251,35 @@ def test_llm_json_plays_a_whole_task_without_a_parse_error(
     summary = json.loads((run / "summary.json").read_text())
     assert summary["end_reason"] in ("submit", "step_budget"), (summary, done.stderr[-2000:])
     assert parse_errors(dialog(run)) == []
+
+
+# ---------------------------------------------------------------------- in a docker container
+
+
+@pytest.mark.docker
+def test_llm_json_in_a_docker_container_reaches_the_real_server_through_the_relay(
+    tmp_path: Path, llama: LlamaServer, engine: Any
+) -> None:
+    """The same model on ``--backend docker``: the agent in its container reaches the host's
+    relay across the bridge, the relay the server on the host's loopback; a few calls (a price
+    and a cost cap end the episode, as in ``make bench``), each one JSON call, then a graded
+    submit. No provider variable of the host is in the container's run folder."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    capped = {"SREZ_LLM_INPUT_COST_PER_TOKEN": "0.001", "SREZ_LLM_COST_CAP_USD": "3"}
+    done = srez(
+        state, "run", "--backend", "docker", "--task", TASK, "--agent", "llm-json",
+        "--model", MODEL, "--timeout", "300", "--results", str(results),
+        **model_env(llama, SREZ_LLM_API_KEY="sk-host-secret-never-in-a-run", **capped),
+        timeout=900,
+    )  # fmt: skip
+    run = one_run(results, "llm-json")
+    summary = json.loads((run / "summary.json").read_text())
+    entries = dialog(run)
+    replies = [e for e in entries if e["type"] == "assistant"]
+    assert replies, (summary, done.stderr[-2000:])
+    assert parse_errors(entries) == []
+    assert json.loads((run / "run.json").read_text())["backend"] == "docker"
+    assert summary["reward"] is not None  # graded
+    for path in run.rglob("*"):
+        if path.is_file():
+            assert b"sk-host-secret-never-in-a-run" not in path.read_bytes(), path
