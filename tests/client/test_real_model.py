@@ -283,3 +283,35 @@ def test_llm_json_in_a_docker_container_reaches_the_real_server_through_the_rela
     for path in run.rglob("*"):
         if path.is_file():
             assert b"sk-host-secret-never-in-a-run" not in path.read_bytes(), path
+
+
+# ---------------------------------------------------------------------- a managed run's target
+
+
+def test_a_managed_run_with_the_real_model_as_its_target_completes_and_scores(
+    tmp_path: Path, llama: LlamaServer, bwrap: None
+) -> None:
+    """``srez managed`` with SmolLM2 as a target, on ``local``: its one task runs under the
+    managed cost cap (a price per token makes it end after a few calls), is recorded completed
+    with the run's reward, and the status counts what the calls cost."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    env = model_env(llama, SREZ_LLM_INPUT_COST_PER_TOKEN="0.001")
+    created = srez(
+        state, "managed", "create", "smol", "--models", MODEL, "--baselines", "none",
+        "--tasks", TASK, "--backend", "local", "--cost-cap-usd", "3", "--results", str(results),
+        **env,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    ran = srez(state, "managed", "run", "smol", "--results", str(results), timeout=900, **env)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    status = srez(state, "managed", "status", "smol", "--json", "--results", str(results), **env)
+    found = json.loads(status.stdout)
+    (target,) = found["targets"]
+    assert (target["agent"], target["model"], target["state"]) == ("llm", MODEL, "done"), found
+    assert target["completed"] == 1 and target["harness_errors"] == 0, found
+    (record,) = json.loads(
+        (results / "managed" / "smol" / "targets" / target["target"] / "output.json").read_text()
+    )["tasks"].values()
+    assert record["status"] == "completed" and record["reward"] is not None, record
+    # the cap, plus the call that crossed it; counted in the target's spend
+    assert 0 < record["cost_usd"] <= 3 + 3 and target["cost_usd"] == record["cost_usd"]
