@@ -6,37 +6,15 @@ and hides nothing (docs/security.md, test 57)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from client_helpers import srez_command
 
-
-@contextlib.contextmanager
-def tmpfs(where: Path, size: str) -> Iterator[Path]:
-    where.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-            check=True,
-            capture_output=True,
-        )
-    except (OSError, subprocess.CalledProcessError) as e:
-        if os.environ.get("REQUIRE_TMPFS") == "1":
-            raise
-        pytest.skip(f"cannot mount a tmpfs here ({e}); REQUIRE_TMPFS=1 makes this a failure")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
+from tmpfs_kit import small_tmpfs
 
 
 def test_a_launch_on_a_full_state_folder_says_where_and_leaves_nothing(tmp_path: Path) -> None:
-    with tmpfs(tmp_path / "state", "24k") as state:
+    with small_tmpfs(tmp_path / "state", "24k") as state:
         done = srez_command(
             state, "run", "--task", "sre-001", "--agent", "heuristic",
             "--results", str(tmp_path / "results"), timeout=120,
@@ -58,7 +36,7 @@ def test_a_full_results_folder_says_where_keeps_the_run_and_hides_nothing(tmp_pa
     run is kept; no hidden partial folder stays in ``results/``; once there is room, ``srez runs
     list`` mirrors the run whole."""
     state, results = tmp_path / "state", tmp_path / "results"
-    with tmpfs(results, "16k"):
+    with small_tmpfs(results, "16k"):
         done = srez_command(
             state, "run", "--task", "sre-001", "--agent", "heuristic", "--results", str(results),
             timeout=120,

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from srez_daemon.protocol import RunManifest, iter_dialog
 from srez_daemon.run import RunController
 from srez_daemon.settings import DaemonSettings
 from srez_env.tasks import load_tasks
+from tmpfs_kit import small_tmpfs
 
 FIX = load_tasks(["sre-007"])[0].reference_fix[0]  # set_config: a call that changes the world
 
@@ -269,25 +270,6 @@ async def test_a_note_flood_keeps_the_tool_record_in_results(tmp_path: Path) -> 
     summary = json.loads((final / "summary.json").read_text())
     assert summary["notes_dropped"] == len(refusals) and summary["truncated"] is True
     assert summary["status"] == "ok" and summary["end_reason"] == "submit"
-
-
-@contextlib.contextmanager
-def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
-    where.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-            check=True,
-            capture_output=True,
-        )
-    except (OSError, subprocess.CalledProcessError) as e:
-        if os.environ.get("REQUIRE_TMPFS") == "1":
-            raise
-        pytest.skip(f"cannot mount a tmpfs here ({e}); REQUIRE_TMPFS=1 makes this a failure")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def wait_for(done: Callable[[], bool], timeout_s: float = 15) -> None:

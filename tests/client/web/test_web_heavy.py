@@ -13,16 +13,13 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
 from bench.view_heavy import Heavy, heavy_run
-from web_kit import signed_in
+from web_kit import hosted_view
 
 from srez_client.tui.source_results import DIFF_VIEW_MAX
 from srez_client.web import pages
-from srez_client.web.app import LOG_PAGE, make_app
+from srez_client.web.app import LOG_PAGE
 from srez_client.web.present import BODY_MAX, CARDS_MAX, DIALOG_PAGE, MARKDOWN_MAX
-from srez_client.web.security import allowed_hosts
-from srez_client.web.state import ViewServer
 
 SIZE = Heavy(
     notes=2, note_bytes=600_000, log_bytes=4 << 20, patch_files=30_000, dialog_entries=60_000
@@ -37,15 +34,8 @@ def heavy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 @pytest.fixture
 async def session(heavy: tuple[Path, str]) -> AsyncIterator[aiohttp.ClientSession]:
-    view = ViewServer(heavy[0], hosted=True)
-    await view.refresh(force=True)
-    server = TestServer(make_app(view), host="127.0.0.1")
-    await server.start_server()
-    assert server.port is not None
-    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
-    async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
+    async with hosted_view(heavy[0]) as s:
         yield s
-    await server.close()
 
 
 async def test_the_page_is_built_off_the_event_loop_once_per_version_of_the_run(

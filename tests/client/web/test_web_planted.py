@@ -12,13 +12,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp.test_utils import TestServer
-from web_kit import ESCAPES, planted_copy, real_results, signed_in
+from web_kit import ESCAPES, hosted_view, planted_copy, real_results
 
 from srez_client.layout import RUN_ID_RE
-from srez_client.web.app import make_app
-from srez_client.web.security import allowed_hosts
-from srez_client.web.state import ViewServer
 
 HUGE_STEPS = "20270101T000000Z-0000a001"
 HUGE_REWARDS = ("20270101T000000Z-0000a002", "20270101T000000Z-0000a003")
@@ -45,15 +41,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 @pytest.fixture
 async def session(results: tuple[Path, list[str]]) -> AsyncIterator[aiohttp.ClientSession]:
-    view = ViewServer(results[0], hosted=True)
-    await view.refresh(force=True)
-    server = TestServer(make_app(view), host="127.0.0.1")
-    await server.start_server()
-    assert server.port is not None
-    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
-    async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
+    async with hosted_view(results[0]) as s:
         yield s
-    await server.close()
 
 
 def _finite(value: Any) -> bool:
@@ -171,24 +160,15 @@ async def test_a_run_folder_swapped_for_a_link_after_the_listing_is_read_through
     root = tmp_path / "results"
     (run_id,) = real_results(root, tasks=("sre-001",), agents=("scripted",))
     (folder,) = [p for p in root.rglob(run_id) if p.is_dir()]
-    view = ViewServer(root, hosted=True)
-    await view.refresh(force=True)
-    server = TestServer(make_app(view), host="127.0.0.1")
-    await server.start_server()
-    assert server.port is not None
-    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
-    try:
-        async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
-            async with s.get(f"/api/runs/{run_id}") as r:
-                assert r.status == 200
-            secret = tmp_path / "elsewhere"
-            shutil.copytree(folder.parent, secret)
-            (secret / run_id / "archive" / "dialog.jsonl").write_text("TOP SECRET\n")
-            shutil.rmtree(folder.parent)
-            folder.parent.symlink_to(secret)
-            for path in ("", "/download/dialog.jsonl", "/dialog?before=1", "/logs/agent"):
-                async with s.get(f"/api/runs/{run_id}{path}") as r:
-                    assert r.status == 404, (path, r.status)
-                    assert "TOP SECRET" not in await r.text()
-    finally:
-        await server.close()
+    async with hosted_view(root) as s:
+        async with s.get(f"/api/runs/{run_id}") as r:
+            assert r.status == 200
+        secret = tmp_path / "elsewhere"
+        shutil.copytree(folder.parent, secret)
+        (secret / run_id / "archive" / "dialog.jsonl").write_text("TOP SECRET\n")
+        shutil.rmtree(folder.parent)
+        folder.parent.symlink_to(secret)
+        for path in ("", "/download/dialog.jsonl", "/dialog?before=1", "/logs/agent"):
+            async with s.get(f"/api/runs/{run_id}{path}") as r:
+                assert r.status == 404, (path, r.status)
+                assert "TOP SECRET" not in await r.text()

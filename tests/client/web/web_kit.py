@@ -3,9 +3,10 @@ whose every field the agent controls carries markup, script and escape sequences
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -124,6 +125,28 @@ async def signed_in(base: str, token: str) -> aiohttp.ClientSession:
         secret = (await r.json())["secret"]
     session.headers["Authorization"] = f"Bearer {secret}"
     return session
+
+
+@contextlib.asynccontextmanager
+async def hosted_view(root: Path) -> AsyncIterator[aiohttp.ClientSession]:
+    """A hosted ``srez view`` server over ``root`` on loopback, and a client signed in to it."""
+    from aiohttp.test_utils import TestServer
+
+    from srez_client.web.app import make_app
+    from srez_client.web.security import allowed_hosts
+    from srez_client.web.state import ViewServer
+
+    view = ViewServer(root, hosted=True)
+    await view.refresh(force=True)
+    server = TestServer(make_app(view), host="127.0.0.1")
+    await server.start_server()
+    assert server.port is not None
+    view.gate.hosts = allowed_hosts("127.0.0.1", server.port)
+    try:
+        async with await signed_in(f"http://127.0.0.1:{server.port}", view.gate.token) as s:
+            yield s
+    finally:
+        await server.close()
 
 
 async def ticket_for(session: aiohttp.ClientSession, path: str) -> str:
