@@ -264,8 +264,8 @@ def test_llm_json_in_a_docker_container_reaches_the_real_server_through_the_rela
     tmp_path: Path, llama: LlamaServer, engine: Any
 ) -> None:
     """The same model on ``--backend docker``: the agent in its container reaches the host's
-    relay across the bridge, the relay the server on the host's loopback; a few calls (a price
-    and a cost cap end the episode, as in ``make bench``), each one JSON call, then a graded
+    relay across the bridge, the relay the server on the host's loopback; a few replies (a price
+    and a cost cap end the episode, as in ``make bench``), then a graded
     submit. No provider variable of the host is in the container's run folder."""
     state, results = tmp_path / "state", tmp_path / "results"
     capped = {"SREZ_LLM_INPUT_COST_PER_TOKEN": "0.001", "SREZ_LLM_COST_CAP_USD": "3"}
