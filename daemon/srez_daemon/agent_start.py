@@ -26,7 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from srez_core.clock import utc_timestamp
-from srez_daemon.run_setup import agent_command, agent_env, agent_sandbox, load_manifest
+from srez_daemon.run_setup import (
+    agent_command,
+    agent_env,
+    agent_network,
+    agent_sandbox,
+    load_manifest,
+)
 from srez_daemon.settings import DaemonSettings
 from srez_daemon.supervisor import AgentProcess, AgentUser
 
@@ -99,6 +105,7 @@ async def start_agent_early(
             agent_env(settings, manifest, environ),
             settings.paths.log("agent"),
             sandbox=sandbox,
+            network=agent_network(settings, manifest, environ, user),
             log_max=settings.agent_log_max_bytes,
         )
         started_at, started_utc = time.monotonic(), utc_timestamp(datetime.now(UTC))

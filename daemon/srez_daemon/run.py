@@ -59,6 +59,7 @@ from srez_daemon.run_files import RunFiles
 from srez_daemon.run_setup import (
     agent_command,
     agent_env,
+    agent_network,
     agent_sandbox,
     load_manifest,
     load_task,
@@ -220,6 +221,7 @@ class RunController(AgentRequests):
             env,
             self.paths.log("agent"),
             sandbox=sandbox,
+            network=agent_network(self.settings, self.manifest, self._environ, self._agent_user),
             log_max=self.settings.agent_log_max_bytes,
         )
         try:

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Final
 
 from pydantic import ValidationError
 
+from srez_daemon.agent_network import ContainedNetwork, contained_network
 from srez_daemon.errors import RunSetupError
 from srez_daemon.protocol import RunManifest
 from srez_daemon.sandbox import Sandbox, build_sandbox
 from srez_daemon.settings import DaemonSettings
-from srez_daemon.supervisor import agent_environment
+from srez_daemon.supervisor import AgentUser, agent_environment
 
 if TYPE_CHECKING:
     from srez_env.task import Task
@@ -132,4 +133,28 @@ def agent_sandbox(
         model_socket=settings.socket_path.parent / "model.sock"
         if builtin is not None and builtin.networked
         else None,
+    )
+
+
+def agent_network(
+    settings: DaemonSettings,
+    manifest: RunManifest,
+    environ: Mapping[str, str],
+    user: AgentUser | None,
+) -> ContainedNetwork | None:
+    """How the agent is cut off the network inside its container (``SREZ_AGENT_NETWORK=none``,
+    :mod:`srez_daemon.agent_network`), or None: it keeps the daemon's network, or a bubblewrap
+    sandbox gives it a network namespace of its own."""
+    if settings.agent_network != "none" or user is None or settings.bwrap is not None:
+        return None
+    from srez_env.agent_registry import BY_NAME
+
+    builtin = BY_NAME.get(manifest.agent_spec)
+    return contained_network(
+        uid=user.uid,
+        gid=user.gid,
+        builtin_networked=None if builtin is None else builtin.networked,
+        model=manifest.model,
+        socket_folder=settings.socket_path.parent,
+        environ=environ,
     )

@@ -40,6 +40,10 @@ Environment (docs/design.md §4-§7):
   test allows ``["true", "echo"]``).
 * ``SREZ_AGENT_USER``: run the agent as this user (the image sets ``agent``); the daemon must be
   root to switch. The agent socket is then owned by that user, mode 0600.
+* ``SREZ_AGENT_NETWORK``: ``none`` takes every route outside the container from the agent's
+  user (:mod:`srez_daemon.agent_network`; the docker backend sets it and grants the container
+  ``CAP_NET_ADMIN`` for it), ``host`` (the default) leaves the agent the daemon's network.
+  ``none`` needs ``SREZ_AGENT_USER``: the rule names the agent's user.
 * ``SREZ_SANDBOX``: ``bubblewrap`` runs the agent in a bubblewrap sandbox
   (:mod:`srez_daemon.sandbox`; the ``local`` backend sets it when ``bwrap`` works), ``none`` or
   unset does not. ``SREZ_BWRAP`` names the ``bwrap`` program (default: found on ``PATH``); with
@@ -111,6 +115,8 @@ class DaemonSettings:
     keep: bool = False
     heartbeat_s: float = 15.0
     agent_user: str | None = None
+    agent_network: str = "host"
+    """``SREZ_AGENT_NETWORK``: ``none`` cuts the agent's user off the network."""
     notes_max_bytes: int = NOTES_MAX_BYTES
     notes_max_count: int = NOTES_MAX_COUNT
     note_max_bytes: int = NOTE_MAX_BYTES
@@ -223,6 +229,7 @@ class DaemonSettings:
             session_wait_s=number("SREZ_SESSION_WAIT_S", 2.0, low=0.0),
             keep=keep,
             agent_user=environ.get("SREZ_AGENT_USER", "").strip() or None,
+            agent_network=_agent_network(environ),
             notes_max_bytes=int(number("SREZ_NOTES_MAX_BYTES", NOTES_MAX_BYTES)),
             notes_max_count=int(number("SREZ_NOTES_MAX_COUNT", NOTES_MAX_COUNT)),
             agent_log_max_bytes=int(
@@ -234,6 +241,18 @@ class DaemonSettings:
             exec_allow=_string_list(environ, "SREZ_EXEC_ALLOW"),
             task_file=_absolute(environ, "SREZ_TASK_FILE"),
         )
+
+
+def _agent_network(environ: Mapping[str, str]) -> str:
+    """``SREZ_AGENT_NETWORK``, checked: ``none`` needs an agent user to name in its rule."""
+    mode = environ.get("SREZ_AGENT_NETWORK", "").strip() or "host"
+    if mode not in ("host", "none"):
+        msg = f"SREZ_AGENT_NETWORK={mode[:40]!r} must be host or none"
+        raise SettingsError(msg)
+    if mode == "none" and not environ.get("SREZ_AGENT_USER", "").strip():
+        msg = "SREZ_AGENT_NETWORK=none needs SREZ_AGENT_USER: the agent is cut off by its user"
+        raise SettingsError(msg)
+    return mode
 
 
 def _bwrap(environ: Mapping[str, str]) -> Path | None:

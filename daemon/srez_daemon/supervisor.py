@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_core.aio import spawn
+from srez_daemon.agent_network import ContainedNetwork, refuse_routes
 from srez_daemon.errors import RunSetupError
 from srez_daemon.protocol.agent import model_variables
 from srez_daemon.record.folder import AGENT_LOG_MAX_BYTES
@@ -102,6 +103,7 @@ class AgentProcess:
         log_path: Path,
         *,
         sandbox: Sandbox | None = None,
+        network: ContainedNetwork | None = None,
         log_max: int = AGENT_LOG_MAX_BYTES,
     ) -> None:
         self.argv = list(argv)
@@ -115,6 +117,8 @@ class AgentProcess:
         self.log_path = log_path
         self.sandbox = sandbox
         """The agent's bubblewrap sandbox, or None: the agent runs as a plain process."""
+        self.network = network
+        """How the agent is cut off the network in its container, or None."""
         self._proc: asyncio.subprocess.Process | None = None
         self._descendants: set[int] = set()
         self._uid: int | None = None
@@ -143,6 +147,9 @@ class AgentProcess:
                 from srez_daemon.model_forward import forward
 
                 self._forward = await forward(self.sandbox.model_socket, *self.sandbox.model_target)
+        if self.network is not None:
+            env = self.network.environment(env)
+            await self._contain(self.network)
         self._proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -158,6 +165,20 @@ class AgentProcess:
         assert self._proc.stdout is not None
         self._copier = spawn(self._copy(self._proc.stdout), name="agent output")
         logger.info("agent started: pid %s", self._proc.pid)
+
+    async def _contain(self, network: ContainedNetwork) -> None:
+        """Takes the agent's routes and opens its way to the relay, before the agent starts.
+
+        Raises:
+            OSError: Either could not be done (the agent then does not start).
+        """
+        await asyncio.to_thread(refuse_routes, network.uid)
+        if network.model_socket is not None and network.model_target is not None:
+            from srez_daemon.model_forward import forward
+
+            self._forward = await forward(
+                network.model_socket, *network.model_target, owner=(network.uid, network.gid)
+            )
 
     async def _copy(self, output: asyncio.StreamReader) -> None:
         """The agent's output into its log, up to :attr:`log_max` bytes."""
@@ -191,8 +212,9 @@ class AgentProcess:
         if self._forward is not None:
             self._forward.close()
             self._forward = None
-            if self.sandbox is not None and self.sandbox.model_socket is not None:
-                self.sandbox.model_socket.unlink(missing_ok=True)
+            for owner in (self.sandbox, self.network):
+                if owner is not None and owner.model_socket is not None:
+                    owner.model_socket.unlink(missing_ok=True)
 
     def remember_descendants(self) -> None:
         """Notes the agent's current descendants, so a later kill finds setsid escapees."""

@@ -79,7 +79,9 @@ def create(
 ) -> str:
     """Create (not start) a run's container; returns its id.
 
-    Port 4263 is published on 127.0.0.1 only, on a port the engine picks; ``--init`` reaps; the
+    Port 4263 is published on 127.0.0.1 only, on a port the engine picks; ``--init`` reaps;
+    ``CAP_NET_ADMIN`` lets the daemon cut its agent off the network (the image sets
+    ``SREZ_AGENT_NETWORK=none``; :mod:`srez_daemon.agent_network`); the
     run folder is an anonymous volume, so nothing in it can be a hard link to a file elsewhere
     in the container (links across file systems fail with EXDEV).
 
@@ -94,6 +96,9 @@ def create(
             labels=dict(labels),
             environment=dict(environment) or None,
             init=True,
+            # the daemon takes every route outside the container from the agent's user
+            # (srez_daemon.agent_network): over this container's own network namespace only
+            cap_add=["NET_ADMIN"],
             pids_limit=pids_limit,
             mem_limit=mem_limit,
             ports={DAEMON_PORT: ("127.0.0.1", None)},
