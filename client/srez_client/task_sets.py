@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Final
 from srez_client.backends.base import TaskFile
 from srez_client.backends.state import private_dir
 from srez_client.errors import UsageError
+from srez_core.atomic import naming
 from srez_env.agents.python_agent import import_path
 from srez_env.provenance import packaged_set_digest, task_set_digest
 
@@ -224,7 +225,8 @@ def write_generated_set(
         "tasks": ids,
     }
     tmp = out / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    with naming(tmp):
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / MANIFEST)
     return ids
 

@@ -7,8 +7,10 @@ that is itself made durable as a whole before it counts (:func:`fsync_tree`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,6 +84,18 @@ def _syncfs(root: Path) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` raised inside without a file name (a ``write`` or an ``fsync`` that found
+    the device full) is raised again naming ``path``: the one line a user reads says where."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, sync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix.
 
@@ -97,7 +111,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, sync: bool
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()

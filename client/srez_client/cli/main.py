@@ -36,6 +36,7 @@ from srez_client.cli.parser import (
     add_view_command,
     command,
 )
+from srez_client.disk import is_no_space, no_space_line
 from srez_client.errors import ClientError
 from srez_client.sanitize import sanitize_line
 from srez_daemon.protocol import PROTOCOL_VERSION
@@ -234,6 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (EnvError, ClientError) as e:
         return _fail(str(e), EXIT_USAGE)
     except OSError as e:
+        if is_no_space(e):  # where, and that what was written stays
+            line = no_space_line(e, Path.cwd())
+            return _fail(
+                f"{line}: nothing already written is lost; free some space and run the command again",
+                1,
+            )
         return _fail(str(e), 1)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)

@@ -13,8 +13,6 @@ serving until it is stopped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import logging
 import secrets
 import shutil
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.backends.base import Backend, LaunchSpec, RunHandle
+from srez_client.disk import free_bytes, is_no_space
 from srez_client.errors import BackendError, ResultsError
 from srez_client.layout import run_path
 from srez_client.lifecycle.launch import RunLauncher
@@ -123,10 +122,10 @@ async def collect(
         manifest = manifest_for(handle, copied)
         return await asyncio.to_thread(mirror_run, copied, root, manifest)
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if not is_no_space(e):
             raise
         where = root if e.filename is None or str(e.filename).startswith(str(root)) else scratch
-        free = _free_bytes(where)
+        free = free_bytes(where)
         msg = (
             f"cannot mirror run {handle.run_id} into {where}: no space left on the device"
             f" ({free} bytes free); the run is kept: free some space, then `srez runs list`"
@@ -266,10 +265,3 @@ def check_backend(backend: Backend, spec: LaunchSpec) -> None:
     if spec.keep and backend.writes_results:
         msg = f"--keep needs a daemon; the {backend.name} backend has none (use --backend local)"
         raise BackendError(msg)
-
-
-def _free_bytes(folder: Path) -> int:
-    for candidate in (folder, *folder.parents):
-        with contextlib.suppress(OSError):
-            return shutil.disk_usage(candidate).free
-    return 0

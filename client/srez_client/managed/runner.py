@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Final
 
 from srez_client.backends.base import Backend, RunHandle
+from srez_client.disk import is_no_space, no_space_line
 from srez_client.errors import ClientError
 from srez_client.lifecycle.launch import RunLauncher
 from srez_client.lifecycle.run import run_to_results, scratch_dir
@@ -92,6 +93,14 @@ MIN_WAIT_S: Final = 1.0
 """The shortest sleep of ``--wait`` between looks at a pause (a clock a little off never spins)."""
 PAUSE_POLL_S: Final = 2.0
 """How often ``--wait`` looks at ``PAUSE`` while it sleeps (a ``clear-pause`` ends the wait)."""
+
+
+DISK_FULL: Final = "disk_full"
+"""The ``error_kind`` of an attempt a full disk ended: ``interrupted``, so a resume runs it again."""
+
+
+class DiskFullError(OSError):
+    """The queue stopped on a full disk; its one line says where and what to do next."""
 
 
 class _Stopped(Exception):
@@ -302,6 +311,13 @@ class Runner:
                 )
                 if self.stopping:
                     raise _Stopped
+                if record.error_kind == DISK_FULL:
+                    msg = (
+                        f"managed run {run.name} stopped: {target.name} {task}: {record.error};"
+                        f" the task is not counted and runs again: free some space, then"
+                        f" 'srez managed run {run.name}' goes on"
+                    )
+                    raise DiskFullError(msg)
                 provider_failures = (
                     provider_failures + 1 if record.status == "provider_error" else 0
                 )
@@ -414,6 +430,10 @@ class Runner:
         except (ClientError, EnvError, OSError) as e:
             logger.warning("%s %s: %s", target.name, record.task_id, e)
             fields: dict[str, object] = {"status": "failed", "error": str(e)[:500]}
+            if is_no_space(e):  # not the agent's failure: run again once there is room
+                root = Path(run.results_root)
+                where = no_space_line(e, root, roots=(root, self.state_dir))
+                fields = {"status": "interrupted", "error_kind": DISK_FULL, "error": where}
         else:
             fields = outcome_fields(
                 outcome.results_dir, outcome.summary, unknown_cost=run.cost_cap_usd or 0.0

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from srez_core.atomic import naming
 from srez_env.generator import matrix, sets
 from srez_env.generator.render import render
 from srez_env.task import Task
@@ -49,7 +50,8 @@ def write(files: dict[str, str], out: Path, *, prune: bool) -> None:
                 path.unlink()
     for name, text in files.items():
         tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
+        with naming(tmp):
+            tmp.write_text(text, encoding="utf-8")
         tmp.replace(out / name)
 
 

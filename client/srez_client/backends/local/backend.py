@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import errno
 import logging
 import os
 import secrets
@@ -280,7 +281,11 @@ class LocalBackend(Backend):
         self, folder: Path, record: LocalRecord, why: str, *, tail: str | None = None
     ) -> NoReturn:
         tail = self._tail(folder) if tail is None else tail
-        msg = f"run {record.run_id}: {why}; daemon output: {tail or '(none)'}{self._full_disk()}"
+        full = self._full_disk()
+        msg = f"run {record.run_id}: {why}; daemon output: {tail or '(none)'}{full}"
+        if full:  # the likeliest cause, said as such: a managed queue stops rather than go on
+            no_space = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.state_dir))
+            raise BackendError(msg) from no_space
         raise BackendError(msg)
 
     def _full_disk(self) -> str:
