@@ -173,6 +173,7 @@ def refuse_routes(uid: int) -> None:
     except OSError as e:
         msg = (
             f"could not take the agent's routes (uid {uid}): {e}; the container needs"
-            " CAP_NET_ADMIN (the docker backend adds it), or set SREZ_AGENT_NETWORK=host"
+            " CAP_NET_ADMIN (docker run --cap-add NET_ADMIN; the docker backend adds it), or set"
+            " SREZ_AGENT_NETWORK=host to leave the agent the container's network"
         )
         raise RoutesError(msg) from e

@@ -8,6 +8,7 @@ session ends. Without an engine these tests skip; with ``REQUIRE_DOCKER=1`` they
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -246,6 +247,7 @@ def test_the_daemon_serves_a_run_with_the_agent_as_uid_1001(
         run_image,
         command=["--keep"],
         init=True,
+        cap_add=["NET_ADMIN"],  # the agent's routes are taken (as the docker backend runs it)
         ports={"4263/tcp": ("127.0.0.1", None)},
         environment={"SREZ_AGENT_CMD": json.dumps(["sh", "-c", probe])},
         labels=session_labels,
@@ -311,20 +313,29 @@ def test_the_daemon_serves_a_run_with_the_agent_as_uid_1001(
 def test_headless_docker_run_leaves_the_graded_run_in_out(
     engine: Any, run_image: str, session_labels: dict[str, str], tmp_path: Path
 ) -> None:
-    """``docker run --rm -v out:/out srez-run --task sre-007 --agent scripted --out /out``."""
-    out = tmp_path / "out"
-    out.mkdir()
-    engine.containers.run(
-        run_image,
-        ["--task", "sre-007", "--agent", "scripted", "--out", "/out"],
-        volumes={str(out): {"bind": "/out", "mode": "rw"}},
-        labels=session_labels,
-        init=True,
-        remove=True,
-    )  # raises ContainerError on a non-zero exit
+    """``docker run --rm --cap-add NET_ADMIN -v out:/out srez-run --task sre-007 --agent scripted
+    --out /out``; without ``NET_ADMIN`` the daemon cannot take the agent's routes, and the agent
+    does not start: the run ends as a harness error that says what to add (never an agent with
+    more network than its settings say)."""
+    out, bare = tmp_path / "out", tmp_path / "bare"
+    for folder, caps in ((out, ["NET_ADMIN"]), (bare, None)):
+        folder.mkdir()
+        with contextlib.suppress(docker.errors.ContainerError):  # the bare run exits 1
+            engine.containers.run(
+                run_image,
+                ["--task", "sre-007", "--agent", "scripted", "--out", "/out"],
+                volumes={str(folder): {"bind": "/out", "mode": "rw"}},
+                labels=session_labels,
+                init=True,
+                cap_add=caps,
+                remove=True,
+            )
     result = json.loads((out / "result.json").read_text())
     assert result["reward"]["total"] == 1.0 and result["passed"] is True
     assert json.loads((out / "summary.json").read_text())["status"] == "ok"
+    refused = json.loads((bare / "summary.json").read_text())
+    assert (refused["status"], refused["error_kind"], refused["steps"]) == ("error", "harness", 0)
+    assert "--cap-add NET_ADMIN" in refused["error"], refused["error"]
     with pytest.raises(docker.errors.ContainerError) as failed:
         engine.containers.run(
             run_image,

@@ -582,12 +582,12 @@ DOCKER: list[tuple[str, tuple[Step, ...]]] = [
         ),
     ),
     (
-        f'docker run --rm -v "$PWD/out:/out" srez-run:{VERSION} --task sre-007 --agent scripted'
-        " --out /out",
+        f'docker run --rm --cap-add NET_ADMIN -v "$PWD/out:/out" srez-run:{VERSION} --task sre-007'
+        " --agent scripted --out /out",
         (
             Step(
-                f'docker run --rm -v "$PWD/out:/out" srez-run:{VERSION} --task sre-007'
-                " --agent scripted --out /out && cat out/summary.json",
+                f'docker run --rm --cap-add NET_ADMIN -v "$PWD/out:/out" srez-run:{VERSION}'
+                " --task sre-007 --agent scripted --out /out && cat out/summary.json",
                 r'"reward": 1\.0',
             ),
         ),
@@ -659,6 +659,11 @@ INSPECT: list[tuple[str, tuple[Step, ...]]] = [
 each sample of the generated sets; ``{view_port}`` is a free port."""
 
 NOT_WALKED = {
+    "LLAMA_BASE_URL=http://127.0.0.1:8080/v1 LLAMA_API_KEY=unused inspect eval srez/sre_zero"
+    " --model openai-api/llama/smollm2 --max-tokens 256 -T tasks=sre-001 --message-limit 6": "runs"
+    " from .venv-inspect (Inspect's OpenAI-compatible providers need openai>=3.4):"
+    " tests/client/integrations/test_inspect_real_model.py runs this very command against"
+    " llama.cpp's server on a free port",
     "srez view": "a server that serves until stopped: tests/client/web/test_web_browser.py starts "
     "the command and drives it in Debian's chromium (a results folder, hosted mode, a live run)",
     "srez view --results runs/ --port 8080": "as srez view; the browser tests pass --results and "
