@@ -32,14 +32,27 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/srez eval --agent scripted,diagnostician,heuristic,random,noop,restart-all --tasks all --seeds 1 --backend inline
 
-test: $(STAMP)
+# Inspect's OpenAI-compatible providers need openai>=3.4, which the verifiers extra (in dev) does
+# not allow: Inspect's run against the real model server (tests/client/integrations/
+# test_inspect_real_model.py) runs from a venv of its own, srez and Inspect alone.
+INSPECT       := .venv-inspect
+INSPECT_STAMP := $(INSPECT)/.installed-stamp
+
+$(INSPECT_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(INSPECT)
+	$(INSPECT)/bin/python -m pip install --quiet --upgrade pip
+	$(INSPECT)/bin/python -m pip install --quiet -e . 'inspect-ai>=0.3.285' 'openai>=3.4'
+	rm -rf srez.egg-info
+	touch $(INSPECT_STAMP)
+
+test: $(STAMP) $(INSPECT_STAMP)
 	$(PY) -m pytest $(PYTEST_FAST) $(PYTEST_PAR) -q
 
 # Tests against the real Docker engine (they build the run image if it is missing).
 test-docker: $(STAMP)
 	$(PY) -m pytest -m docker -q
 
-test-all: $(STAMP)
+test-all: $(STAMP) $(INSPECT_STAMP)
 	$(PY) -m pytest $(PYTEST_PAR) -q
 
 check: $(STAMP)
@@ -112,4 +125,4 @@ view-screens: $(STAMP)
 	rm -f docs/images/view-runs.png
 
 clean:
-	rm -rf $(VENV) $(PEERS) .mypy_cache .ruff_cache .pytest_cache site
+	rm -rf $(VENV) $(PEERS) $(INSPECT) .mypy_cache .ruff_cache .pytest_cache site
