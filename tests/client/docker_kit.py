@@ -10,6 +10,7 @@ sources always fails them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -24,11 +25,14 @@ import pytest
 from docker.types import Mount
 
 import docker
+from fakes.openai_server import FakeOpenAI
 from image_kit import BuildError, chosen_image_problem, image_of_this_tree
+from srez_client.backends.base import LaunchSpec, RunHandle
 from srez_client.backends.docker.backend import DockerBackend, default_image
 from srez_client.backends.docker.state import DockerRecord, container_name, new_token, write_state
 from srez_client.backends.state import OwnedRun, make_labels, new_nonce
 from srez_client.layout import RUN_ID_RE, new_run_id
+from srez_client.lifecycle.launch import RunLauncher
 from srez_core.clock import utc_timestamp
 
 SREZ = Path(sys.executable).parent / "srez"
@@ -229,3 +233,17 @@ def tree_digest(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.is_symlink()
     }
+
+
+async def in_agent_phase(
+    engine: Engine, launcher: RunLauncher, spec: LaunchSpec, model: FakeOpenAI
+) -> tuple[RunHandle, Any]:
+    """Launch ``spec`` (an ``llm`` run whose ``model`` answers late) and return once its agent
+    has asked the model: the run's handle and its container, the agent phase on."""
+    handle = await launcher.launch(spec)
+    for _ in range(1000):
+        if model.requests:
+            break
+        await asyncio.sleep(0.02)
+    assert model.requests, "the agent never reached its model"
+    return handle, engine.client.containers.get(container_name(handle.run_id))

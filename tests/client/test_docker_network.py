@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_kit import Engine
+from docker_kit import Engine, in_agent_phase
 
 from fakes.openai_server import FakeOpenAI, tool_call
 from srez_client.backends.base import LaunchSpec
 from srez_client.backends.docker.backend import DockerBackend
-from srez_client.backends.docker.state import container_name
 from srez_client.lifecycle.launch import RunLauncher
 from srez_client.lifecycle.run import run_to_results
 
@@ -114,13 +113,7 @@ async def test_sec59_a_docker_runs_agent_reaches_its_relay_and_nothing_else(
             f"{neighbour.attrs['NetworkSettings']['IPAddress']}:8000",  # a neighbour
             "192.0.2.10:80",  # the internet (TEST-NET-1: never answers, so only a refusal is fast)
         ]
-        handle = await launcher.launch(spec)
-        for _ in range(1000):  # the agent phase is on once it has asked its model
-            if fake_openai.requests:
-                break
-            await asyncio.sleep(0.02)
-        assert fake_openai.requests, "the agent never reached its model relay"
-        container = engine.client.containers.get(container_name(handle.run_id))
+        handle, container = await in_agent_phase(engine, launcher, spec, fake_openai)
         agent = await asyncio.to_thread(probe, container, "agent", targets)
         root = await asyncio.to_thread(probe, container, "root", targets[:2])
         await launcher.stop(handle)

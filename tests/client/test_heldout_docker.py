@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from client_helpers import HeldOut, held_out_set
-from docker_kit import Engine
+from docker_kit import Engine, in_agent_phase
 
 from fakes.expert import expert_replies
 from fakes.openai_server import FakeOpenAI, tool_call
@@ -113,13 +113,7 @@ async def test_the_agent_user_of_a_held_out_run_finds_no_task_file(
     )
     launcher = RunLauncher(backend)
     try:
-        handle = await launcher.launch(spec)
-        for _ in range(1000):  # the agent phase is on once it has asked its model
-            if fake_openai.requests:
-                break
-            await asyncio.sleep(0.02)
-        assert fake_openai.requests, "the agent never called its model"
-        container = engine.client.containers.get(container_name(handle.run_id))
+        handle, container = await in_agent_phase(engine, launcher, spec, fake_openai)
         copy_thief(container)
         stolen = await asyncio.to_thread(probe, container, task.id, "agent")
         control = await asyncio.to_thread(probe, container, task.id, "root")

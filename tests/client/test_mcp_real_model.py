@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,6 @@ from srez_env.actions import TOOLS
 AGENT = Path(__file__).resolve().parents[1] / "fakes" / "mcp_model_agent.py"
 TASK = "sre-001"
 CALLS = 3
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with LlamaServer(n_ctx=8192, log=log) as server:
-        yield server
 
 
 @pytest.mark.usefixtures("bwrap")

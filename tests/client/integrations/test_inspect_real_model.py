@@ -18,10 +18,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from bench.llama_server import LlamaServer
 
 from srez_env.actions import openai_tools
@@ -53,13 +51,6 @@ print(json.dumps({
     "tools": sorted(tools),
 }))
 """
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with LlamaServer(n_ctx=8192, log=log) as server:
-        yield server
 
 
 def test_inspect_eval_of_a_real_model_runs_and_grades_its_sample(
