@@ -473,7 +473,8 @@ def test_ctrl_c_of_an_inline_eval_leaves_no_partial_folder(tmp_path: Path) -> No
     assert list(results.rglob("*.partial")) == []
     done = list(results.glob("*/*/*/*"))
     assert done and all((d / "summary.json").is_file() for d in done)
-    assert "sre-001" in out
+    # the report names what finished (with two cores, not always sre-001 first)
+    assert all(d.parents[2].name in out for d in done), (out, done)
 
 
 # ---------------------------------------------------------------------- regrade trust
