@@ -294,13 +294,7 @@ def build_sandbox(
 def relay_address(environ: Mapping[str, str]) -> tuple[str, int] | None:
     """The loopback ``(host, port)`` of ``SREZ_LLM_API_BASE`` (the launcher's model relay), or
     None when it is not a plain-HTTP loopback address (a server elsewhere needs the network)."""
-    from urllib.parse import urlsplit
+    from srez_daemon.agent_network import relay_target
 
-    try:
-        url = urlsplit(environ.get("SREZ_LLM_API_BASE", ""))
-        port = url.port or 80
-    except ValueError:
-        return None
-    if url.scheme != "http" or url.hostname not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    return url.hostname, port
+    target = relay_target(environ)
+    return target if target is not None and target[0] in ("127.0.0.1", "localhost", "::1") else None
