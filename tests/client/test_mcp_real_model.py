@@ -58,7 +58,7 @@ def test_an_mcp_client_driven_by_a_real_model_plays_a_graded_local_run(
     # the schema holds the real model to the server's tools: every reply is one call of them
     assert not [f for f in facts if "unparsed" in f], facts
     assert len(chosen) == CALLS and all(f["tool"] in TOOLS for f in chosen), facts
-    assert facts[-1] == {"tool": "submit", "is_error": False, "model_reply": False}
+    assert facts[-1] == {"tool": "submit", "model_reply": False}
     # each call went through MCP into the episode, in order, and the run was graded
     calls = [entry[1] for entry in tool_record(run_dir) if entry[0] == "call"]
     assert calls == [f["tool"] for f in facts[1:]], (calls, facts)
