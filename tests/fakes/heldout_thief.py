@@ -10,7 +10,7 @@ printed on stdout (run as a run's agent user inside its container, where the doc
 What it tries, each a probe:
 
 * every ``PATH`` it is told (the set's folder and its task files on the host: the strongest
-  attacker knows where the evaluator keeps them), each file of a folder;
+  attacker knows where the evaluator keeps them), every file under a folder;
 * ``$SREZ_TASK_FILE`` if its environment has it, and ``/run/srez/task.json`` (where a container's
   daemon reads it);
 * the ``SREZ_TASK_FILE`` of every process whose ``/proc/PID/environ`` it can read;
@@ -68,15 +68,21 @@ def read(path):
 
 
 def told(paths):
+    """Every file under each told path (a folder is searched all the way down, as an attacker
+    told where the state is would: the whole-disk walk may run out of time first)."""
     out = []
     for raw in paths:
         path = Path(raw)
+        if not path.is_dir():
+            out.append(read(path))
+            continue
         try:
-            children = sorted(path.iterdir()) if path.is_dir() else []
+            next(iter(path.iterdir()), None)
         except OSError as e:
             out.append({"path": raw, "error": e.strerror or str(e)})
             continue
-        out += [read(child) for child in children if child.is_file()] if children else [read(path)]
+        for root, _dirs, files in os.walk(path, onerror=lambda e: None):
+            out += [read(Path(root) / name) for name in sorted(files)]
     return out
 
 
