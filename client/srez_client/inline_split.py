@@ -28,7 +28,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from types import FrameType
+from typing import Any, Self
 
 from srez_client.errors import ResultsError
 from srez_client.layout import RunFolder
@@ -42,6 +43,9 @@ Played = tuple[dict[str, object], dict[str, object], str | None]
 PlayOne = Callable[[Job, Callable[[RunFolder], None]], Played]
 """Plays one job, completing its folder with the given commit: its grade, report row and the
 agent's error."""
+
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+"""What :func:`signal.getsignal` returns."""
 
 _HEADER = struct.Struct("!I")
 _FAILED = -1
@@ -122,24 +126,82 @@ class ForkedHalf:
                 yield finished
 
 
+class HeldInterrupts:
+    """SIGINT held while the run loop keeps its books, let through only while a run plays.
+
+    A run loop must not be cut between a run's handover and its record (the folder ends final,
+    so it would be kept on disk and missing from the count and the report), nor while it reads
+    the other half's pipe (a message read and not yet parsed would be lost, and every message
+    after it with it). Inside the ``with`` block a SIGINT waits, and acts (as the handler it
+    replaced) when :meth:`playing` next lets it through or when the block ends. A Python handler,
+    not a signal mask: a mask holds for the calling thread only, and the kernel gives a
+    process-directed SIGINT to any thread that does not mask it (the commit queue's, tqdm's
+    monitor), whose C handler still has the main thread raise.
+    """
+
+    def __init__(self) -> None:
+        self._previous: Handler = signal.SIG_DFL
+        self._held = True
+        self._pending: list[FrameType | None] = []
+
+    def __enter__(self) -> Self:
+        self._previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if signal.getsignal(signal.SIGINT) == self._on_sigint:  # a handler may have set its own
+            signal.signal(signal.SIGINT, self._previous)
+        if self._pending and kind is None:
+            _deliver(self._previous, signal.SIGINT, self._pending.pop())
+
+    def hold(self) -> None:
+        """From now on a SIGINT waits (a run's folder is being handed over)."""
+        self._held = True
+
+    @contextlib.contextmanager
+    def playing(self) -> Iterator[None]:
+        """Lets SIGINT through inside (one that waited acts first); holds it again after."""
+        self._held = False
+        try:
+            if self._pending:
+                _deliver(self._previous, signal.SIGINT, self._pending.pop())
+            yield
+        finally:
+            self._held = True
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self._held:
+            self._pending.append(frame)
+        else:
+            _deliver(self._previous, signum, frame)
+
+
+def _deliver(handler: Handler, signum: int, frame: FrameType | None) -> None:
+    """Acts on a SIGINT as ``handler`` (a previous ``signal.getsignal``) would."""
+    if callable(handler):
+        handler(signum, frame)
+    elif handler != signal.SIG_IGN:  # the default action, or a handler set outside Python
+        raise KeyboardInterrupt
+
+
 def play_recorded(
     play: PlayOne,
     job: Job,
     submit: Callable[[RunFolder], None],
     record: Callable[[Played], None],
+    interrupts: HeldInterrupts,
 ) -> None:
-    """Plays ``job`` and records what it gave; from the handover of its folder (to ``submit``)
-    until ``record`` returns, a SIGINT waits. A folder handed over always ends final, so a run
-    interrupted in between would be kept on disk and missing from the count and the report."""
+    """Plays ``job`` with SIGINT let through until its folder is handed over (to ``submit``),
+    then records what it gave with SIGINT held (see :class:`HeldInterrupts`)."""
 
     def hand_over(folder: RunFolder) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        interrupts.hold()
         submit(folder)
 
-    try:
-        record(play(job, hand_over))
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    with interrupts.playing():
+        got = play(job, hand_over)
+    record(got)
 
 
 def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> None:
@@ -154,9 +216,10 @@ def _child(jobs: list[Job], indices: list[int], play: PlayOne, write: int) -> No
     signal.signal(signal.SIGINT, stop)
     status = 0
     try:
-        with CommitQueue() as commits:
+        with CommitQueue() as commits, HeldInterrupts() as interrupts:
             for index in indices:
-                play_recorded(play, jobs[index], commits.submit, partial(_send_run, write, index))
+                send = partial(_send_run, write, index)
+                play_recorded(play, jobs[index], commits.submit, send, interrupts)
     except KeyboardInterrupt:
         pass  # asked to stop: what finished was sent and is final, the run in flight left nothing
     except BaseException as e:  # sent to the parent, which raises it as the loop's error

@@ -9,12 +9,15 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
-from srez_client.inline_split import split_by_task
+from srez_client.inline_split import HeldInterrupts, split_by_task
 from srez_client.results.finder import find_results
 from srez_env.tasks import load_tasks
 
@@ -70,6 +73,54 @@ def test_the_split_reports_what_one_process_reports(tmp_path: Path) -> None:
     assert order == [(r["agent"], r["task_id"], r["run_seed"]) for r in single["runs"]]
     assert len(find_results(tmp_path / "split")) == 160
     assert not list((tmp_path / "split").glob("*/*/*/.*.partial"))
+
+
+def interrupt_from_another_thread() -> None:
+    """A process-directed SIGINT as a terminal sends it, while a second thread runs: the
+    kernel may hand it to that thread, whose C handler still has the main thread raise."""
+    worker = threading.Thread(target=lambda: time.sleep(0.2))
+    worker.start()
+    signal.raise_signal(signal.SIGINT)
+    worker.join()
+
+
+def held_then_played(books: list[str]) -> None:
+    with HeldInterrupts() as interrupts:
+        interrupt_from_another_thread()
+        books.append("recorded")  # the bookkeeping after a handover is not cut
+        with interrupts.playing():
+            books.append("played")  # never: the interrupt that waited acts first
+
+
+def interrupted_while_playing(books: list[str]) -> None:
+    with HeldInterrupts() as interrupts, interrupts.playing():
+        interrupt_from_another_thread()
+        time.sleep(1)
+        books.append("played on")
+
+
+def held_to_the_end(books: list[str]) -> None:
+    with HeldInterrupts():
+        interrupt_from_another_thread()
+        books.append("recorded")
+
+
+@pytest.mark.parametrize(
+    ("loop", "done"),
+    [
+        (held_then_played, ["recorded"]),
+        (interrupted_while_playing, []),
+        (held_to_the_end, ["recorded"]),
+    ],
+)
+def test_a_held_interrupt_waits_for_the_books_and_acts_when_a_run_plays(
+    loop: Callable[[list[str]], None], done: list[str]
+) -> None:
+    books: list[str] = []
+    with pytest.raises(KeyboardInterrupt):
+        loop(books)
+    assert books == done
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_keeps_what_both_halves_finished_and_resume_plays_the_rest(tmp_path: Path) -> None:

@@ -247,12 +247,12 @@ def eval_inline(
         bar.update()
 
     try:
-        with CommitQueue() as commits:
+        with CommitQueue() as commits, inline_split.HeldInterrupts() as interrupts:
             for index in mine:
                 spec, task, seed = jobs[index]
                 bar.set_description(f"{spec} {task.id} seed {seed}", refresh=False)
                 inline_split.play_recorded(
-                    play, jobs[index], commits.submit, partial(record, index)
+                    play, jobs[index], commits.submit, partial(record, index), interrupts
                 )
                 for run in half.ready() if half else ():
                     finished(run)
