@@ -8,6 +8,7 @@ from envkit import grade_of
 from conftest import BY_ID, TASK_IDS, typical
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
+from srez_env.task_scenario import ConfigEdit
 from srez_env.telemetry.alerts import alerts_at, in_scope
 from srez_env.telemetry.status import gateway_slo, slo_holds, status_of
 
@@ -91,3 +92,18 @@ def test_k05_replicas_oom_on_schedule() -> None:
     assert sum(1 for k in killed[-9:] if k) == 4
     assert world.at(0).killed == {"payments": 1}
     assert world.at(0).restarts_1h["payments"] == 17
+
+
+def test_a_gateway_with_no_replica_left_fails_every_request() -> None:
+    """The gateway has no caller inside the system, so no edge notices that it has no endpoint:
+    the ingress does. A gateway scaled to zero once served as if nothing had happened (found by
+    env/tools/reroot_probe.py)."""
+    control = BY_ID["sre-039"]
+    edit = ConfigEdit(service="gateway", key="deploy.replicas", value="0", minutes_before=None)
+    scaled = control.model_copy(
+        update={"injection": control.injection.model_copy(update={"config": [edit]})}
+    )
+    snapshot = world_at_t0(scaled).snapshot(0)
+    assert not gateway_slo(snapshot)
+    assert snapshot.route_err == {"signin": 1.0, "checkout": 1.0}
+    assert gateway_slo(world_at_t0(control).snapshot(0))  # the same world at its replicas

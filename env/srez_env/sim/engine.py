@@ -302,7 +302,9 @@ def evaluate(inp: MinuteInputs) -> Snapshot:
     local_g = 1 - (1 - float(inp.props.get("gateway", {}).get("error_rate", 0.0))) * (
         1 - _oom_share(inp, c, "gateway")
     )
-    if gw_tls:
+    if gw_tls or ready["gateway"] <= 0:
+        # no edge of the topology calls the gateway, so the ingress is what finds it dead: a
+        # rejected certificate, or no replica left to take the traffic
         gws.err = 1.0
         snap.route_err = {"signin": 1.0, "checkout": 1.0}
     else:
