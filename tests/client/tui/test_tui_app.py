@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ from srez_client.tui.widgets.evaluation_view import EvaluationView
 from srez_client.tui.widgets.logs_view import LogsView
 from srez_client.tui.widgets.run_list import RunList
 from srez_client.tui.widgets.tab_panes import PANES
-from srez_client.tui.widgets.viewer import ACTIONS
+from srez_client.tui.widgets.viewer import ACTIONS, RunViewer
+from srez_core.aio import spawn
 from srez_daemon.protocol.api import GradeFrame, PhaseFrame
 
 SIZE = (140, 40)
@@ -223,6 +226,33 @@ async def test_keys_hide_areas_resize_and_show_help_and_details(tmp_path: Path) 
         and "ServiceDown on payments" in screen
         and "seed: 0" in screen
     )
+
+
+class SlowFinishedRun(FinishedRunSource):
+    """A results folder whose dialog is read only once ``read`` is set."""
+
+    read = asyncio.Event()
+
+    async def events(self) -> AsyncIterator[object]:
+        await self.read.wait()
+        async for event in super().events():
+            yield event
+
+
+async def test_a_finished_run_says_loading_until_its_dialog_is_read(tmp_path: Path) -> None:
+    """Connected, its dialog not read yet, a finished run's pane once said "Session complete ·
+    0 items"."""
+    folder = write_run(tmp_path / "results")
+    SlowFinishedRun.read = asyncio.Event()
+    viewer = RunViewer(FakeShell(tmp_path), SlowFinishedRun(folder))  # type: ignore[arg-type]
+    feed = spawn(viewer.feed.run(), name="test-feed")
+    await until(lambda: "Starting" not in text_of(viewer.dialog, (100, 30)))
+    before = text_of(viewer.dialog, (100, 30))
+    assert "Loading the dialog… · 0 items" in before and "Session complete" not in before
+    SlowFinishedRun.read.set()
+    await feed
+    after = text_of(viewer.dialog, (100, 30))
+    assert re.search(r"Session complete · entry #\d+ · [1-9]\d* items", after), after
 
 
 async def test_finished_run_opens_from_results_and_offers_detach_only(tmp_path: Path) -> None:

@@ -477,3 +477,14 @@ def test_similarity_text_tells_another_value_from_other_keys() -> None:
         "red",
         "Similarity: 33% of changed lines alike; keys: 0 same, 1 other value, 0 other keys",
     )
+
+
+def test_a_finished_run_is_loading_until_its_dialog_is_read_to_the_end() -> None:
+    fold = DialogFold()
+    assert fold.footer(live=False, loaded=False) == ("loading", "Loading the dialog…")
+    entries = session(n_tools=1)
+    fold.add_all(entries[:3])
+    assert fold.footer(live=False, loaded=False) == ("loading", "Loading the dialog… · entry #2")
+    assert fold.footer(live=False, loaded=True) == ("complete", "Session complete · entry #2")
+    fold.add_all(entries[3:])  # its session end says it is complete, read or not
+    assert fold.footer(live=False, loaded=False) == ("complete", "Session complete · entry #6")

@@ -39,7 +39,7 @@ ItemKind = Literal[
     "session_end",
     "error",
 ]
-Footer = Literal["waiting", "live", "complete"]
+Footer = Literal["loading", "waiting", "live", "complete"]
 
 
 @dataclass(slots=True)
@@ -136,9 +136,13 @@ class DialogFold:
         item.meta = f"{result.duration_ms:.0f} ms · step {result.step}, {result.steps_left} left"
         item.version += 1
 
-    def footer(self, *, live: bool) -> tuple[Footer, str]:
-        """The dialog pane's footer: state and its text with the latest entry number."""
+    def footer(self, *, live: bool, loaded: bool = True) -> tuple[Footer, str]:
+        """The dialog pane's footer: state and its text with the latest entry number. A run
+        that is not live is complete only once its dialog is ``loaded`` (read to its end):
+        until then its items are what was read so far."""
         latest = f" · entry #{self.last_seq}" if self.last_seq >= 0 else ""
+        if not live and not loaded and not self.ended:
+            return "loading", f"Loading the dialog…{latest}"
         if self.ended or not live:
             return "complete", f"Session complete{latest}"
         if not self.items:

@@ -130,11 +130,13 @@ class FoldWalker(urwid.ListWalker[int, urwid.Widget]):
 
 
 class DialogPane(urwid.WidgetWrap[urwid.Widget]):
-    """The left area: the dialog list and its footer (Waiting / Live / Session complete)."""
+    """The left area: the dialog list and its footer (Loading / Waiting / Live / Session complete)."""
 
-    def __init__(self, fold: DialogFold, *, live: bool) -> None:
+    def __init__(self, fold: DialogFold, *, live: bool, loaded: bool = True) -> None:
         self.fold = fold
         self.live = live
+        self.loaded = loaded
+        """The dialog was read to its end (a finished run's is read after the pane is drawn)."""
         self.walker = FoldWalker(fold)
         self.listbox = urwid.ListBox(self.walker)  # type: ignore[arg-type]
         self.footer = urwid.Text("", wrap="clip")
@@ -148,7 +150,7 @@ class DialogPane(urwid.WidgetWrap[urwid.Widget]):
     def refresh(self, index: int | None = None) -> None:
         """After fold changes: follow the end, update the footer."""
         self.walker.changed(index)
-        _state, text = self.fold.footer(live=self.live)
+        _state, text = self.fold.footer(live=self.live, loaded=self.loaded)
         self.footer.set_text(f" {text} · {len(self.fold.items)} items")
 
     def set_starting(self, text: str) -> None:

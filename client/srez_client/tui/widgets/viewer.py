@@ -53,7 +53,7 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         self._terminal_allowed = terminal_allowed
         self.top = urwid.Text("", wrap="clip")
         self.status = urwid.Text("", wrap="clip")
-        self.dialog = DialogPane(m.fold, live=source.live)
+        self.dialog = DialogPane(m.fold, live=source.live, loaded=source.live)
         self.dialog.walker.follow = source.live
         self.logs = LogsView(m.logs)
         self.tabs_bar = urwid.Text("", wrap="clip")
@@ -99,6 +99,7 @@ class RunViewer(urwid.WidgetWrap[urwid.Widget]):
         self._announced.add(part)
         if part == "dialog":
             self.dialog.live = self.source.live and not m.ended
+            self.dialog.loaded = self.source.live or m.ended
             self.dialog.refresh(len(m.fold.items) - 1 if m.fold.items else None)
         elif part == "logs":
             self.logs.refresh()
