@@ -9,7 +9,7 @@ PYTEST_FAST := -m "not llm and not slow"
 JOBS   ?= 2
 PYTEST_PAR := -n $(JOBS) --dist loadfile
 
-.PHONY: setup run test test-docker test-all check bench bench-thin card golden tasks image image-base \
+.PHONY: setup run test test-docker test-all check bench bench-thin model-card card golden tasks image image-base \
 	docs docs-serve cli-docs architecture-docs tui-screens view-screens clean
 
 $(STAMP): pyproject.toml
@@ -76,6 +76,12 @@ bench: $(STAMP) $(PEERS_STAMP)
 # the thin-agent scale figures: 10/50/100 concurrent local LLM runs (a few minutes on 2 cores)
 bench-thin: $(STAMP)
 	$(PY) -m bench.thin --scales 10,50,100 --before 10,50
+
+# The first real model on the canonical 40 (bench/model_card.py): SmolLM2 on llama.cpp, a task
+# at a time into the committed ledger bench/data/model-card.json; about ten minutes a task on two
+# cores, so run it in sittings (MINUTES=90 bounds one) and commit the ledger, then `make card`.
+model-card: $(STAMP)
+	$(PY) -m bench.model_card $(if $(MINUTES),--minutes $(MINUTES))
 
 # Rewrite the figures of docs/benchmark-card.md from a fresh evaluation (about half a minute);
 # tests/test_benchmark_card.py fails while any of them is stale.

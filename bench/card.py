@@ -18,12 +18,14 @@ the same function).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from bench.model_card import LEDGER as MODEL_LEDGER
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env import agent_registry
 from srez_env.agents import make_agent
@@ -137,6 +139,30 @@ def _board(report: Report) -> str:
     return "```\n" + leaderboard_table(report) + "\n```"
 
 
+def _model_line(ledger_path: Path, total: int) -> str:
+    """The first real model's figure, from the ledger ``make model-card`` keeps
+    (:mod:`bench.model_card`): its leaderboard row over the tasks measured so far."""
+    if not ledger_path.exists():
+        return "Not measured yet: `make model-card` plays the canonical tasks a sitting at a time."
+    ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
+    runs = ledger["runs"]
+    if not runs:
+        return "Not measured yet: `make model-card` plays the canonical tasks a sitting at a time."
+    walls = sorted(run["wall_s"] for run in runs)
+    median = walls[len(walls) // 2]
+    status = (
+        f"all {total} canonical tasks"
+        if len(runs) == total
+        else f"{len(runs)} of the {total} canonical tasks so far ({', '.join(r['task_id'] for r in runs)})"
+    )
+    return (
+        f"{ledger['model']} through `srez eval --agent {ledger['agent']}` on `local`, served by"
+        f" {ledger['server']}, agent settings {ledger['settings']}; measured on {status}, seed 0,"
+        f" a median of {median:.0f} s a task on this machine's two cores:\n\n"
+        + _board(build_report([run["grade"] for run in runs]))
+    )
+
+
 def figures() -> dict[str, str]:
     """Every figure of the card, by name, from a fresh evaluation (about a minute)."""
     canonical = load_tasks()
@@ -153,6 +179,7 @@ def figures() -> dict[str, str]:
         out[f"tasks-{name}"] = _tasks_line(tasks)
         out[f"calibration-{name}"] = _calibration_line(tasks, other, other_name)
         out[f"learners-{name}"] = _learners_line(tasks, other, other_name)
+    out["model-card"] = _model_line(MODEL_LEDGER, len(canonical))
     out["versions"] = (
         f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"
         f" {CANONICAL_SEED}; generated set quoted here: seed {GENERATED_SEED}."
