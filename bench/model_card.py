@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench.llama_server import GGUF, MODEL, LlamaServer, model_path
+from srez_env.agents.failures import counted
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 LEDGER: Final = ROOT / "bench" / "data" / "model-card.json"
@@ -44,8 +45,6 @@ SETTINGS: Final = {"SREZ_LLM_MAX_TOKENS": "256"}
 N_CTX: Final = 8192
 FIRST_GUESS_S: Final = 600.0
 """How long a task is taken to last before the ledger has timed one (``--minutes``)."""
-COUNTED: Final = (None, "agent")
-"""The ``error_kind`` of a run that is the model's own result (docs/results.md)."""
 
 Json = dict[str, Any]
 
@@ -133,7 +132,7 @@ def play(
     (row,) = json.loads(done.stdout)["runs"]
     run_dir = Path(row["run_dir"])
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    if summary.get("error_kind") not in COUNTED:
+    if not counted(summary.get("error_kind")):  # a provider or harness failure
         msg = f"{task_id}: the run ended by a {summary['error_kind']} failure ({run_dir}); not the model's result"
         raise LedgerError(msg)
     grade: Json = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
