@@ -148,6 +148,7 @@ def _model_line(ledger_path: Path, total: int) -> str:
     runs = ledger["runs"]
     if not runs:
         return "Not measured yet: `make model-card` plays the canonical tasks a sitting at a time."
+    settings = " ".join(f"`{k}={v}`" for k, v in sorted(ledger["settings"].items()))
     walls = sorted(run["wall_s"] for run in runs)
     median = walls[len(walls) // 2]
     status = (
@@ -157,7 +158,7 @@ def _model_line(ledger_path: Path, total: int) -> str:
     )
     return (
         f"{ledger['model']} through `srez eval --agent {ledger['agent']}` on `local`, served by"
-        f" {ledger['server']}, agent settings {ledger['settings']}; measured on {status}, seed 0,"
+        f" {ledger['server']}, with {settings}; measured on {status}, seed 0,"
         f" a median of {median:.0f} s a task on this machine's two cores:\n\n"
         + _board(build_report([run["grade"] for run in runs]))
     )
