@@ -310,3 +310,20 @@ def test_a_managed_run_with_the_real_model_as_its_target_completes_and_scores(
     assert record["status"] == "completed" and record["reward"] is not None, record
     # the cap, plus the call that crossed it; counted in the target's spend
     assert 0 < record["cost_usd"] <= 3 + 3 and target["cost_usd"] == record["cost_usd"]
+
+
+def test_one_task_of_the_model_card_gives_the_grade_its_ledger_keeps(
+    tmp_path: Path, llama: LlamaServer, bwrap: None
+) -> None:
+    """``make model-card``'s run of one task (bench/model_card.py): the same ``srez eval`` a
+    sitting makes, cut short by a cost cap (the agent then submits)."""
+    from bench import model_card
+
+    short = {"SREZ_LLM_INPUT_COST_PER_TOKEN": "0.001", "SREZ_LLM_COST_CAP_USD": "3"}
+    grade, wall = model_card.play(llama, "sre-039", tmp_path / "results", short)
+    assert (grade["task_id"], grade["agent"]) == ("sre-039", "llm-json")
+    assert 0.0 <= grade["reward"]["total"] <= 1.0
+    assert set(grade["checks"]) == {"func", "rca", "intent", "safe", "valid"}
+    assert wall > 0
+    (run,) = (tmp_path / "results" / "sre-039").glob("*/llm-json/*")
+    assert (run / "result.json").is_file()
