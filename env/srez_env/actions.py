@@ -15,7 +15,8 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from srez_core.field_docs import field_docstrings
-from srez_env.vocab import FAULT_KINDS, FaultKind, ServiceName
+from srez_env.catalogue import GLOSSARY
+from srez_env.vocab import FaultKind, ServiceName
 
 ErrorCode = Literal[
     "PARSE_ERROR",
@@ -44,24 +45,8 @@ Text64 = Annotated[str, StringConstraints(max_length=64)]
 Text128 = Annotated[str, StringConstraints(max_length=128)]
 Text500 = Annotated[str, StringConstraints(max_length=500)]
 
-FAULT_GLOSSARY: Final = {
-    "wrong_upstream_port": "a client's port for a dependency differs from the port it listens on",
-    "expired_tls_cert": "a service presents an expired TLS certificate, so clients refuse it",
-    "conn_pool_exhaustion": "a client's db connection pool is too small for its load",
-    "db_max_connections_low": "db accepts fewer connections than its clients' pools need",
-    "memory_leak": "a release leaks memory until its containers are OOM-killed",
-    "bad_deploy": "a release throws errors or issues far more db queries than before",
-    "disk_full": "db's disk is full, so writes fail",
-    "dns_misconfig": "a service resolves names through a wrong nameserver",
-    "cache_eviction_stampede": "cache memory or TTL too small: keys are evicted, misses hit db",
-    "rate_limit_misconfig": "a rate limit set below normal traffic rejects requests with 429",
-    "feature_flag_regression": "a feature flag turned on a harmful behaviour",
-    "dependency_timeout": "a client's timeout towards a dependency is below its normal latency",
-    "replicas_zero": "a service was scaled below its minimum (to zero replicas)",
-    "cpu_throttling": "a service's CPU limit is below what its load needs",
-    "none": "no fault: the system is healthy and needs no change",
-}
-assert tuple(FAULT_GLOSSARY) == tuple(FAULT_KINDS)
+FAULT_GLOSSARY: Final = GLOSSARY
+"""Every kind an agent may declare with its meaning, from the fault catalogue."""
 
 
 class Args(BaseModel):

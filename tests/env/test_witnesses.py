@@ -10,8 +10,9 @@ from envkit import started
 
 from conftest import BY_ID, TASK_IDS, TASKS
 from srez_env.baselines.heuristic import SIGNATURES
+from srez_env.catalogue import CATALOGUE
 from srez_env.env import SREEnv
-from srez_env.telemetry.logs import BENIGN, WITNESSES
+from srez_env.telemetry.logs import BENIGN
 
 
 def _observe(env: SREEnv, tool: str, args: dict[str, object]) -> str:
@@ -74,4 +75,4 @@ def test_benign_templates_match_no_signature_or_witness() -> None:
         for template in templates:
             line = f"2025-03-14T10:00:00Z {service}-0 INFO {template.format(ms=17)}"
             assert [k for k, rx, _ in SIGNATURES if re.search(rx, line)] == [], line
-            assert not any(w in line for w in WITNESSES.values()), line
+            assert not any(w in line for e in CATALOGUE for w in e.witnesses), line

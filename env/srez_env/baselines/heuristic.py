@@ -25,26 +25,11 @@ from srez_env.baselines.policy import (
     json_object,
     output_text,
 )
+from srez_env.catalogue import SIGNATURES  # (kind, regex, target), tested in this order
 from srez_env.world.conffile import Value
 from srez_env.world.topology import MIN_REPLICAS
 
 ORDER: Final = ("cache", "db", "auth", "payments", "gateway")  # leaves first
-SIGNATURES: Final = (  # (fault kind, regex, target rule), tested in this order
-    ("expired_tls_cert", r"certificate has expired|sslv3 alert certificate expired", "peer"),
-    ("db_max_connections_low", r"too many clients already", "db"),
-    ("disk_full", r"No space left on device", "db"),
-    ("memory_leak", r"OOMKilled|runtime: memory \d+MB of", "self"),
-    ("conn_pool_exhaustion", r"timeout acquiring db connection", "self"),
-    ("dns_misconfig", r"lookup \S+ on [\d.]+:53: .*i/o timeout", "self"),
-    ("replicas_zero", r"no healthy upstream for cluster (\w+)", "cluster"),
-    ("dependency_timeout", r"context deadline exceeded \(timeout=\d+ms\)", "self"),
-    ("rate_limit_misconfig", r"ratelimit: rejected", "self"),
-    ("feature_flag_regression", r"\(flag \w+=on\)", "self"),
-    ("bad_deploy", r"ERROR handler .*\[version=", "self"),
-    ("cache_eviction_stampede", r"(evicted|expired) \d+ keys in last", "cache"),
-    ("wrong_upstream_port", r"connect: connection refused", "self"),
-    ("cpu_throttling", r"cpu throttled", "self"),
-)
 _PORT_KEY: Final = {"db": "db.port", "cache": "cache.port"}
 
 

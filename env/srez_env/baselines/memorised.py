@@ -35,6 +35,7 @@ from srez_env.baselines.policy import (
     json_object,
     output_text,
 )
+from srez_env.catalogue import DRIFT_KEYS
 from srez_env.env import SREEnv
 from srez_env.grade import Grade, grade_episode
 from srez_env.play import play_episode
@@ -50,30 +51,9 @@ ORDER: Final = ("cache", "db", "auth", "payments", "gateway")  # ties: leaves fi
 LEAK_RESTARTS: Final = 3  # restarts_1h at or above which a drifted version is called a leak
 
 # The fault a drifted key points at, in priority order (the first row that matches a drift wins
-# when several drift equally rarely, see `_rank`). Hard breaks come first (a wrong port, resolver,
-# certificate or replica count fails every request on its own), then capacity limits (they fail
-# only under load), then tunables (limits, timeouts, flags), then db retention (disk fills
-# slowly). Keys with no row (hosts, log level, slow-query threshold, ...) name no fault.
-KEY_KINDS: Final = (
-    ("*", "server.port", "wrong_upstream_port"),
-    ("*", "db.port", "wrong_upstream_port"),
-    ("*", "cache.port", "wrong_upstream_port"),
-    ("*", "upstream.*.port", "wrong_upstream_port"),
-    ("*", "resolver.nameserver", "dns_misconfig"),
-    ("*", "tls.cert_file", "expired_tls_cert"),
-    ("*", "deploy.replicas", "replicas_zero"),
-    ("*", "db.pool_max", "conn_pool_exhaustion"),
-    ("db", "server.max_connections", "db_max_connections_low"),
-    ("*", "resources.cpu_limit_millicores", "cpu_throttling"),
-    ("cache", "memory.maxmemory_mb", "cache_eviction_stampede"),
-    ("cache", "keys.default_ttl_s", "cache_eviction_stampede"),
-    ("*", "ratelimit.*", "rate_limit_misconfig"),
-    ("*", "flags.*", "feature_flag_regression"),
-    ("*", "upstream.*.timeout_ms", "dependency_timeout"),
-    ("*", "db.timeout_ms", "dependency_timeout"),
-    ("*", "cache.timeout_ms", "dependency_timeout"),
-    ("db", "logging.retention_days", "disk_full"),
-)
+# when several drift equally rarely, see `_rank`): the catalogue's drift keys (srez_env.catalogue,
+# `Drift`). Keys with no row (hosts, log level, slow-query threshold, ...) name no fault.
+KEY_KINDS: Final = DRIFT_KEYS
 VERSION_RANK: Final = len(KEY_KINDS)  # a version drift ranks after every key row
 
 

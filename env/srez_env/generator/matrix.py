@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import yaml
 
+from srez_env.catalogue import CATALOGUE, CONTROL_CODE
 from srez_env.task import BASE_REGISTRY, SERVICES
 
 Json = dict[str, Any]
@@ -199,7 +200,8 @@ class Matrix:
     brief_end: str
     """The sentence a brief ends with when it does not say otherwise."""
     kind_name: Mapping[str, str]
-    """Fault kind codes (``K01``) and their names (``wrong_upstream_port``); ``K00`` is the control."""
+    """Fault kind codes (``K01``) and their names (``wrong_upstream_port``), from the fault
+    catalogue; ``K00`` is the control."""
     tiers: Mapping[str, Tier]
     rows: tuple[Row, ...]
 
@@ -213,7 +215,7 @@ def load() -> Matrix:
     return Matrix(
         t0=data["t0"],
         brief_end=data["brief_end"],
-        kind_name=dict(data["kinds"]),
+        kind_name={**{e.code: e.kind for e in CATALOGUE}, CONTROL_CODE: "none"},
         tiers={code: Tier(**spec) for code, spec in data["tiers"].items()},
         rows=tuple(_row(spec, data) for spec in data["rows"]),
     )

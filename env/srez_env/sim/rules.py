@@ -1,14 +1,16 @@
-"""The 14 health rules: pure predicates that are the fault catalogue (docs/environment.md §6.3).
+"""The 14 health rules: one pure predicate per kind of the fault catalogue (docs/environment.md
+§6.3; :mod:`srez_env.catalogue` holds each kind's entry, this module its predicate, registered by
+the kind's name with :func:`rule`).
 
 A rule reads only the running config, the running versions' props, the certificate catalogue, the
-minute and the world's constants (:class:`srez_env.sim.baseline.Baseline`); never engine output. Rules drive grading
-(``intent`` and the ``fix`` component): any change that clears the rule fixes the fault, and a
-collateral edit can make another rule fire.
+minute and the world's constants (:class:`srez_env.sim.baseline.Baseline`); never engine output.
+Rules drive grading (``intent`` and the ``fix`` component): any change that clears the rule fixes
+the fault, and a collateral edit can make another rule fire.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final, NamedTuple
 
 from srez_env.sim.baseline import Baseline
@@ -16,27 +18,15 @@ from srez_env.sim.engine import Config, flag, num
 from srez_env.world import topology as topo
 from srez_env.world.base import expected_subject
 
-KIND_CODES: Final = {
-    "wrong_upstream_port": "K01",
-    "expired_tls_cert": "K02",
-    "conn_pool_exhaustion": "K03",
-    "db_max_connections_low": "K04",
-    "memory_leak": "K05",
-    "bad_deploy": "K06",
-    "disk_full": "K07",
-    "dns_misconfig": "K08",
-    "cache_eviction_stampede": "K09",
-    "rate_limit_misconfig": "K10",
-    "feature_flag_regression": "K11",
-    "dependency_timeout": "K12",
-    "replicas_zero": "K13",
-    "cpu_throttling": "K14",
-}
 BAD_FLAGS: Final = {
     "payments": "flags.new_fraud_check",
     "auth": "flags.strict_audience",
     "gateway": "flags.request_mirroring",
 }
+DB_CLIENTS: Final = ("auth", "payments")
+"""The services holding a db connection pool."""
+RESOLVING: Final = ("gateway", "auth", "payments")
+"""The services that resolve their dependencies' names (the cache and the db call nobody)."""
 
 
 class RuleHit(NamedTuple):
@@ -61,6 +51,145 @@ def disk_used_pct(db: Config) -> float:
     return min(100.0, 45 + 0.14 * num(db, "logging.retention_days"))
 
 
+class RuleInputs(NamedTuple):
+    """What every rule may read (and nothing else: never engine output)."""
+
+    running: Mapping[str, Config]
+    props: Mapping[str, Mapping[str, float | str]]
+    cert_not_after: Mapping[str, int]
+    cert_subjects: Mapping[str, str]
+    minute: int
+    base: Baseline
+
+
+Rule = Callable[[RuleInputs], Iterator[str]]
+"""A kind's predicate: yields where it fires (a service, or ``client->server``)."""
+RULES: Final[dict[str, Rule]] = {}
+"""Each fault kind's rule, registered under the catalogue's name (srez_env.catalogue); a test
+holds the two to the same kinds."""
+
+
+def rule(kind: str) -> Callable[[Rule], Rule]:
+    """Registers the decorated predicate as ``kind``'s rule."""
+
+    def register(check: Rule) -> Rule:
+        RULES[kind] = check
+        return check
+
+    return register
+
+
+@rule("wrong_upstream_port")
+def _wrong_upstream_port(w: RuleInputs) -> Iterator[str]:
+    for e in topo.EDGES:
+        if w.running[e.client][e.port_key] != w.running[e.server]["server.port"]:
+            yield f"{e.client}->{e.server}"
+
+
+@rule("expired_tls_cert")
+def _expired_tls_cert(w: RuleInputs) -> Iterator[str]:
+    """Fires for a TLS server whose running certificate expires within the soak or was issued to
+    another name: every client of these services verifies TLS, so either one fails the handshake
+    (a certificate renewed with another service's file is not a fix)."""
+    for s in topo.TLS_SERVERS:
+        path = str(w.running[s]["tls.cert_file"])
+        expiring = w.cert_not_after[path] <= w.minute + topo.SOAK_MINUTES
+        wrong_name = w.cert_subjects[path] != expected_subject(s)
+        if flag(w.running[s], "tls.enabled") and (expiring or wrong_name):
+            yield s
+
+
+@rule("conn_pool_exhaustion")
+def _conn_pool_exhaustion(w: RuleInputs) -> Iterator[str]:
+    for s in DB_CLIENTS:
+        if num(w.running[s], "db.pool_max") < w.base.pool_needed[s]:
+            yield s
+
+
+@rule("db_max_connections_low")
+def _db_max_connections_low(w: RuleInputs) -> Iterator[str]:
+    c = w.running
+    pools = sum(num(c[s], "deploy.replicas") * num(c[s], "db.pool_max") for s in DB_CLIENTS)
+    if num(c["db"], "server.max_connections") < pools + topo.DB_CONNECTION_RESERVE:
+        yield "db"
+
+
+@rule("memory_leak")
+def _memory_leak(w: RuleInputs) -> Iterator[str]:
+    for s in topo.SERVICES:
+        if float(w.props.get(s, {}).get("leak_mb_per_min", 0)) > 0:
+            yield s
+
+
+@rule("bad_deploy")
+def _bad_deploy(w: RuleInputs) -> Iterator[str]:
+    for s in topo.SERVICES:
+        p = w.props.get(s, {})
+        if float(p.get("error_rate", 0)) > 0 or float(p.get("query_mult", 1)) > 1:
+            yield s
+
+
+@rule("disk_full")
+def _disk_full(w: RuleInputs) -> Iterator[str]:
+    if disk_used_pct(w.running["db"]) >= 90:
+        yield "db"
+
+
+@rule("dns_misconfig")
+def _dns_misconfig(w: RuleInputs) -> Iterator[str]:
+    for s in RESOLVING:
+        if w.running[s]["resolver.nameserver"] not in topo.GOOD_NAMESERVERS:
+            yield s
+
+
+@rule("cache_eviction_stampede")
+def _cache_eviction_stampede(w: RuleInputs) -> Iterator[str]:
+    if cache_hit_ratio(w.running["cache"]) < 0.85:
+        yield "cache"
+
+
+@rule("rate_limit_misconfig")
+def _rate_limit_misconfig(w: RuleInputs) -> Iterator[str]:
+    gw, au, base = w.running["gateway"], w.running["auth"], w.base
+    if flag(gw, "ratelimit.enabled") and (
+        num(gw, "ratelimit.requests_per_second") < base.k10_min_rps
+        or num(gw, "ratelimit.checkout_rps") < base.k10_min_checkout_rps
+    ):
+        yield "gateway"
+    if flag(au, "ratelimit.enabled") and (
+        num(au, "ratelimit.login_per_minute") < base.k10_min_login_per_minute
+    ):
+        yield "auth"
+
+
+@rule("feature_flag_regression")
+def _feature_flag_regression(w: RuleInputs) -> Iterator[str]:
+    for s, key in BAD_FLAGS.items():
+        if flag(w.running[s], key):
+            yield s
+
+
+@rule("dependency_timeout")
+def _dependency_timeout(w: RuleInputs) -> Iterator[str]:
+    for e in topo.EDGES:
+        if not e.soft and num(w.running[e.client], e.timeout_key) < 2 * w.base.p99[e.server]:
+            yield f"{e.client}->{e.server}"
+
+
+@rule("replicas_zero")
+def _replicas_zero(w: RuleInputs) -> Iterator[str]:
+    for s in topo.SERVICES:
+        if num(w.running[s], "deploy.replicas") < topo.MIN_REPLICAS[s]:
+            yield s
+
+
+@rule("cpu_throttling")
+def _cpu_throttling(w: RuleInputs) -> Iterator[str]:
+    for s in topo.SERVICES:
+        if num(w.running[s], "resources.cpu_limit_millicores") < w.base.cpu_needed[s]:
+            yield s
+
+
 def firing(
     running: Mapping[str, Config],
     props: Mapping[str, Mapping[str, float | str]],
@@ -69,66 +198,6 @@ def firing(
     minute: int,
     base: Baseline,
 ) -> list[RuleHit]:
-    """Every firing rule instance, sorted.
-
-    K02 fires for a TLS server whose running certificate expires within the soak or was issued
-    to another name: every client of these services verifies TLS, so either one fails the
-    handshake (a certificate renewed with another service's file is not a fix).
-    """
-    c = running
-    hits: list[RuleHit] = []
-    for e in topo.EDGES:
-        if c[e.client][e.port_key] != c[e.server]["server.port"]:
-            hits.append(RuleHit("wrong_upstream_port", f"{e.client}->{e.server}"))
-    for s in topo.TLS_SERVERS:
-        path = str(c[s]["tls.cert_file"])
-        expiring = cert_not_after[path] <= minute + topo.SOAK_MINUTES
-        if flag(c[s], "tls.enabled") and (expiring or cert_subjects[path] != expected_subject(s)):
-            hits.append(RuleHit("expired_tls_cert", s))
-    for s in ("payments", "auth"):
-        if num(c[s], "db.pool_max") < base.pool_needed[s]:
-            hits.append(RuleHit("conn_pool_exhaustion", s))
-    pools = sum(
-        num(c[s], "deploy.replicas") * num(c[s], "db.pool_max") for s in ("auth", "payments")
-    )
-    if num(c["db"], "server.max_connections") < pools + topo.DB_CONNECTION_RESERVE:
-        hits.append(RuleHit("db_max_connections_low", "db"))
-    for s in topo.SERVICES:
-        p = props.get(s, {})
-        if float(p.get("leak_mb_per_min", 0)) > 0:
-            hits.append(RuleHit("memory_leak", s))
-        if float(p.get("error_rate", 0)) > 0 or float(p.get("query_mult", 1)) > 1:
-            hits.append(RuleHit("bad_deploy", s))
-    if disk_used_pct(c["db"]) >= 90:
-        hits.append(RuleHit("disk_full", "db"))
-    for s in ("gateway", "auth", "payments"):
-        if c[s]["resolver.nameserver"] not in topo.GOOD_NAMESERVERS:
-            hits.append(RuleHit("dns_misconfig", s))
-    if cache_hit_ratio(c["cache"]) < 0.85:
-        hits.append(RuleHit("cache_eviction_stampede", "cache"))
-    gw = c["gateway"]
-    if flag(gw, "ratelimit.enabled") and (
-        num(gw, "ratelimit.requests_per_second") < base.k10_min_rps
-        or num(gw, "ratelimit.checkout_rps") < base.k10_min_checkout_rps
-    ):
-        hits.append(RuleHit("rate_limit_misconfig", "gateway"))
-    au = c["auth"]
-    if flag(au, "ratelimit.enabled") and (
-        num(au, "ratelimit.login_per_minute") < base.k10_min_login_per_minute
-    ):
-        hits.append(RuleHit("rate_limit_misconfig", "auth"))
-    for s, key in BAD_FLAGS.items():
-        if flag(c[s], key):
-            hits.append(RuleHit("feature_flag_regression", s))
-    for e in topo.EDGES:
-        if e.soft:
-            continue
-        if num(c[e.client], e.timeout_key) < 2 * base.p99[e.server]:
-            hits.append(RuleHit("dependency_timeout", f"{e.client}->{e.server}"))
-    for s in topo.SERVICES:
-        if num(c[s], "deploy.replicas") < topo.MIN_REPLICAS[s]:
-            hits.append(RuleHit("replicas_zero", s))
-    for s in topo.SERVICES:
-        if num(c[s], "resources.cpu_limit_millicores") < base.cpu_needed[s]:
-            hits.append(RuleHit("cpu_throttling", s))
-    return sorted(hits)
+    """Every firing rule instance, sorted."""
+    inputs = RuleInputs(running, props, cert_not_after, cert_subjects, minute, base)
+    return sorted(RuleHit(kind, where) for kind, check in RULES.items() for where in check(inputs))

@@ -22,21 +22,6 @@ from srez_env.telemetry.noise import text_hash
 from srez_env.world import topology as topo
 from srez_env.world.conffile import Value
 
-# Witness fragments: substrings of the signature lines that evidence items and tests rely on.
-WITNESSES: Final = {
-    "wrong_upstream_port": "connect: connection refused",
-    "expired_tls_cert": "certificate has expired",
-    "expired_tls_cert_server": "sslv3 alert certificate expired",
-    "conn_pool_exhaustion": "timeout acquiring db connection",
-    "db_max_connections_low": "too many clients already",
-    "memory_leak": "OOMKilled",
-    "disk_full": "No space left on device",
-    "dns_misconfig": "i/o timeout",
-    "replicas_zero": "no healthy upstream for cluster",
-    "dependency_timeout": "context deadline exceeded",
-    "rate_limit_misconfig": "ratelimit: rejected",
-    "cpu_throttling": "cpu throttled",
-}
 SUPPRESSED: Final = "log: similar messages suppressed since"
 
 BENIGN: Final = {
