@@ -83,7 +83,7 @@ bench-thin: $(STAMP)
 model-card: $(STAMP)
 	$(PY) -m bench.model_card $(if $(MINUTES),--minutes $(MINUTES))
 
-# Rewrite the figures of docs/benchmark-card.md from a fresh evaluation (about half a minute);
+# Rewrite the figures of docs/benchmark-card.md from a fresh evaluation (about a minute and a half);
 # tests/test_benchmark_card.py fails while any of them is stale.
 card: $(STAMP)
 	$(PY) -m bench.card

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from bench import card_scale
 from bench.model_card import LEDGER as MODEL_LEDGER
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env import agent_registry
@@ -44,6 +45,8 @@ AGENTS: Final = agent_registry.OFFLINE
 FLOORS: Final = agent_registry.FLOORS
 GENERATED_SEED: Final = 4242
 """The generated set the card quotes beside the canonical one (a public seed)."""
+SLOW_FIGURES: Final = ("learners-at-scale",)
+"""Figures whose freshness only the slow test checks (:mod:`bench.card_scale`)."""
 MARKER: Final = re.compile(
     r"(<!-- figure (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(\n?<!-- /figure -->)", re.DOTALL
 )
@@ -164,8 +167,9 @@ def _model_line(ledger_path: Path, total: int) -> str:
     )
 
 
-def figures() -> dict[str, str]:
-    """Every figure of the card, by name, from a fresh evaluation (about a minute)."""
+def figures(*, at_scale: bool = True) -> dict[str, str]:
+    """Every figure of the card, by name, from a fresh evaluation (about a minute, and as much
+    again for the learners fit at scale, :data:`SLOW_FIGURES`, left out when not ``at_scale``)."""
     canonical = load_tasks()
     fresh = generate(GENERATED_SEED, len(canonical))
     out: dict[str, str] = {}
@@ -181,6 +185,8 @@ def figures() -> dict[str, str]:
         out[f"calibration-{name}"] = _calibration_line(tasks, other, other_name)
         out[f"learners-{name}"] = _learners_line(tasks, other, other_name)
     out["model-card"] = _model_line(MODEL_LEDGER, len(canonical))
+    if at_scale:
+        out["learners-at-scale"] = card_scale.figure()
     out["versions"] = (
         f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"
         f" {CANONICAL_SEED}; generated set quoted here: seed {GENERATED_SEED}."

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench import card
+from bench import card, card_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = card.CARD.read_text()
@@ -35,15 +35,25 @@ def cited(prefix: str) -> list[str]:
 
 
 def test_the_figures_are_what_a_fresh_evaluation_gives() -> None:
-    values = card.figures()
+    values = card.figures(at_scale=False)
     rewritten, changed, unknown = card.rewrite(TEXT, values)
-    assert unknown == [], f"markers of no figure: {unknown}"
-    assert set(values) == card.cited_figures(TEXT), "a figure make card computes is not in the card"
+    assert unknown == list(card.SLOW_FIGURES), f"markers of no figure: {unknown}"
+    cited = card.cited_figures(TEXT)
+    assert {*values, *card.SLOW_FIGURES} == cited, "a figure make card computes is not in the card"
     assert changed == [], f"stale figures (run make card): {changed}"
     assert rewritten == TEXT
     # the floors the card quotes are floors: no trivial agent passes a fault task
     for name in ("floors-canonical", "floors-generated"):
         assert values[name].count("passes 0 of") == len(card.FLOORS), values[name]
+
+
+@pytest.mark.slow
+def test_the_learners_at_scale_are_what_a_fresh_evaluation_gives() -> None:
+    """The learners fit on ten generated sets (bench.card_scale, about a minute and a half)."""
+    values = {"learners-at-scale": card_scale.figure()}
+    _, changed, _ = card.rewrite(TEXT, values)
+    assert changed == [], "stale figure learners-at-scale (run make card)"
+    assert "diagnostician" in values["learners-at-scale"]
 
 
 def test_rewrite_replaces_a_stale_figure_and_names_it() -> None:
