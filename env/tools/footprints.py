@@ -5,8 +5,11 @@ time, and the best any lookup could do grouping by the signature and by the stat
     python env/tools/footprints.py 11-22 [--jobs 2]
 
 Prints the learner's leave-one-set-out passes, the two ceilings, the share of tasks in groups of
-one answer, and the groups of the statuses with their answers, largest first. Slow (a set takes
-some 8 s): a tool for whoever grows the incident space, not a test.
+one answer, and the groups of the statuses with their answers, largest first. Then what the two
+generator levers that need no new incident would leave the learner (:func:`gated`): admitting a
+hard task only when two or more answers share its statuses, and on top of that keeping the
+answers of each group equally frequent. Slow (a set takes some 8 s): a tool for whoever grows the
+incident space, not a test.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor
+from random import Random
 
 Answer = tuple[str, str]
 Example = tuple[int, frozenset[str], tuple[object, ...], Answer]
@@ -60,6 +64,43 @@ def ceiling(
     return best / len(examples), groups
 
 
+def leave_one_set_out(by_seed: dict[int, list[Example]]) -> tuple[int, int]:
+    """(passed, played): the nearest signature on each set, fit on the others."""
+    passed = played = 0
+    for seed, rows in by_seed.items():
+        train = [e for other, more in by_seed.items() if other != seed for e in more]
+        played += len(rows)
+        passed += sum(nearest(train, sig) == full for _, sig, full, _ in rows)
+    return passed, played
+
+
+def gated(
+    by_seed: dict[int, list[Example]],
+    groups: dict[frozenset[str], Counter[Answer]],
+    *,
+    balanced: bool,
+) -> dict[int, list[Example]]:
+    """The hard tasks a generator would keep if it admitted only status groups of two or more
+    answers and, when ``balanced``, each answer of a group with the chance that makes the group's
+    answers equally frequent (the rarest's count over its own; the control is always kept)."""
+
+    def status(sig: frozenset[str]) -> frozenset[str]:
+        return frozenset(f for f in sig if f.startswith("status"))
+
+    rng = Random(0)
+    kept: dict[int, list[Example]] = {}
+    for seed, rows in by_seed.items():
+        kept[seed] = []
+        for example in rows:
+            group = groups[status(example[1])]
+            if len(group) < 2:
+                continue
+            share = min(group.values()) / group[example[3]]
+            if not balanced or example[3] == ("none", "none") or rng.random() < share:
+                kept[seed].append(example)
+    return kept
+
+
 def seeds_of(text: str) -> list[int]:
     first, _, last = text.partition("-")
     return list(range(int(first), int(last or first) + 1))
@@ -74,11 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         by_seed = dict(zip(seeds, pool.map(hard_examples, seeds), strict=True))
     examples = [e for rows in by_seed.values() for e in rows]
-    passed = 0
-    for seed, rows in by_seed.items():
-        train = [e for other, more in by_seed.items() if other != seed for e in more]
-        passed += sum(nearest(train, sig) == full for _, sig, full, _ in rows)
-    print(f"nearest signature, one set left out: {passed} of {len(examples)} hard tasks")
+    passed, played = leave_one_set_out(by_seed)
+    print(f"nearest signature, one set left out: {passed} of {played} hard tasks")
     full_share, _ = ceiling(examples, "all")
     status_share, groups = ceiling(examples, "status")
     single = sum(sum(c.values()) for c in groups.values() if len(c) == 1)
@@ -88,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         down = sorted(f.removeprefix("status:") for f in key if not f.endswith(":healthy"))
         shown = ", ".join(f"{root}/{kind} {n}" for (root, kind), n in answers.most_common())
         print(f"  {sum(answers.values()):3d}  [{' '.join(down) or 'all healthy'}]  {shown}")
+    for balanced, what in ((False, "shared statuses only"), (True, "and answers balanced")):
+        passed, played = leave_one_set_out(gated(by_seed, groups, balanced=balanced))
+        print(f"nearest signature, {what}: {passed} of {played} hard tasks kept")
     return 0
 
 
