@@ -4,13 +4,13 @@ module keeps a list of its own."""
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 from typing import get_args
 
 import pytest
 
+from literal_kit import copies
 from srez_client.managed.models import AgentKind, make_target
 from srez_client.results.report import FLOOR_AGENTS
 from srez_client.tui.widgets.launch_wizard import AGENTS as WIZARD_AGENTS
@@ -71,20 +71,4 @@ def test_every_place_that_names_agents_reads_the_table() -> None:
 def test_no_module_keeps_a_list_of_agent_names_of_its_own() -> None:
     """A tuple, list or set literal naming three or more built-in agents outside the table is a
     copy that will drift (as ``range`` and ``loudest`` went missing from the reserved names)."""
-    names = agent_registry.NAMES
-    copies = []
-    for top in SOURCES:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            relative = path.relative_to(ROOT)
-            if relative in ALLOWED or ".venv" in relative.parts:
-                continue
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Tuple | ast.List | ast.Set):
-                    named = [
-                        e.value
-                        for e in node.elts
-                        if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                    ]
-                    if len([n for n in named if n in names]) >= 3:
-                        copies.append(f"{relative}:{node.lineno}")
-    assert copies == []
+    assert copies(agent_registry.NAMES, allowed=ALLOWED, sources=SOURCES) == []

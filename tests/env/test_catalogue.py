@@ -3,7 +3,6 @@ every place that acts on a kind, and no module keeps a table of kinds of its own
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from envkit import started
 
 from conftest import TASKS
+from literal_kit import copies
 from srez_env import catalogue
 from srez_env.actions import FAULT_GLOSSARY
 from srez_env.baselines.heuristic import SIGNATURES
@@ -127,25 +127,4 @@ def test_no_module_keeps_a_table_of_kinds_of_its_own() -> None:
     """A collection literal naming three or more kinds outside the catalogue (directly, or as the
     first or last item of its rows) is a copy that will drift from it, as the glossary, the
     rules' codes, the heuristic's signatures and the memorised keys once were."""
-    copies = []
-    for top in SOURCES:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            relative = path.relative_to(ROOT)
-            if relative in ALLOWED or ".venv" in relative.parts:
-                continue
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Tuple | ast.List | ast.Set):
-                    items = list(node.elts)
-                elif isinstance(node, ast.Dict):
-                    items = [k for k in node.keys if k is not None]
-                else:
-                    continue
-                named = set()
-                for item in items:
-                    ends = item.elts[:1] + item.elts[-1:] if isinstance(item, ast.Tuple) else [item]
-                    named |= {
-                        e.value for e in ends if isinstance(e, ast.Constant) and e.value in KINDS
-                    }
-                if len(named) >= 3:
-                    copies.append(f"{relative}:{node.lineno}")
-    assert copies == []
+    assert copies(KINDS, allowed=ALLOWED, sources=SOURCES, row_ends=True) == []
