@@ -16,8 +16,8 @@ expert's reads per kind (``srez_env/generator/playbook.yaml``, keyed by code, ro
 image), the heuristic's fix recipe and the diagnostician's hypothesis test. Adding a kind is one
 entry here, those pieces, and their tests (docs/architecture.md, "Where to change what").
 
-The catalogue sits at the bottom of the environment (it imports nothing of it) so that the agent's
-contract can read the glossary; what it says of topology (a kind's roots) is checked against the
+The catalogue sits at the bottom of the environment (it imports only the vocabulary) so that the
+agent's contract can read the glossary; what it says of topology (a kind's roots) is checked against the
 world's topology by ``tests/env/test_catalogue.py``.
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from srez_env.vocab import FAULT_KINDS
+from srez_env.vocab import FAULT_KINDS, SERVICES
 
 Target = Literal["self", "peer", "db", "cache", "cluster"]
 """Whom a signature line blames: the service whose log holds it (``self``), the TLS peer the line
@@ -77,7 +77,8 @@ class FaultEntry:
     drift: Drift
 
 
-ALL: Final = ("gateway", "auth", "payments", "cache", "db")
+ALL: Final = SERVICES
+"""Every service: the roots of a kind any service can have."""
 
 CATALOGUE: Final[tuple[FaultEntry, ...]] = (
     FaultEntry(
