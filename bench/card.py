@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from bench import card_scale
 from bench.model_card import LEDGER as MODEL_LEDGER
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env import agent_registry
@@ -102,13 +101,13 @@ def _calibration_line(tasks: Sequence[Task], other: Sequence[Task], other_name: 
     solved = memorised.run(hard, memory)
     passed = sum(g.passed for g in solved.values())
     learnt = ranges.learn(other)
-    heuristic = _mean(play_all(tasks, ["heuristic"]))
+    heuristic = mean_reward(play_all(tasks, ["heuristic"]))
     scopes = []
     for scope in ranges.SCOPES:
         grades = list(ranges.run(tasks, learnt, scope).values())
         hard_passed = sum(g.passed for g in grades if g.difficulty == "hard")
         scopes.append(
-            f"{hard_passed} of {len(hard)} (scope {scope}, mean reward {_mean(grades):.3f})"
+            f"{hard_passed} of {len(hard)} (scope {scope}, mean reward {mean_reward(grades):.3f})"
         )
     return (
         f"the loudest-anomaly calibrator blames the wrong service on {fooled} of {len(hard)} hard"
@@ -134,7 +133,8 @@ def _learners_line(tasks: Sequence[Task], other: Sequence[Task], other_name: str
     return f"fit on {other_name} and played with a perfect fixer, {' and '.join(parts)}."
 
 
-def _mean(grades: Sequence[Grade]) -> float:
+def mean_reward(grades: Sequence[Grade]) -> float:
+    """The mean of the grades' rewards."""
     return sum(g.reward.total for g in grades) / len(grades)
 
 
@@ -186,6 +186,8 @@ def figures(*, at_scale: bool = True) -> dict[str, str]:
         out[f"learners-{name}"] = _learners_line(tasks, other, other_name)
     out["model-card"] = _model_line(MODEL_LEDGER, len(canonical))
     if at_scale:
+        from bench import card_scale  # imports this module: loaded when the figure is measured
+
         out["learners-at-scale"] = card_scale.figure()
     out["versions"] = (
         f"grade version {GRADE_SCHEMA_VERSION}; world generator `{GENERATOR}`; canonical set seed"

@@ -23,11 +23,10 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Final
 
-from srez_env.agents import make_agent
+from bench.card import mean_reward, play_all
 from srez_env.baselines import learners, ranges
 from srez_env.generator.sets import generate
-from srez_env.grade import Grade, grade_episode
-from srez_env.play import play_episode
+from srez_env.grade import Grade
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
 
@@ -45,19 +44,9 @@ def _generated(seed: int) -> list[Task]:
     return generate(seed, 40)
 
 
-def _played(tasks: Sequence[Task], agent: str) -> list[Grade]:
-    return [
-        grade_episode(play_episode(t, make_agent(agent, t, 0), name=agent).record()) for t in tasks
-    ]
-
-
 def _hard(tasks: Sequence[Task], grades: Sequence[Grade]) -> tuple[int, int]:
     hard = [g for t, g in zip(tasks, grades, strict=True) if t.difficulty == "hard"]
     return sum(g.passed for g in hard), len(hard)
-
-
-def _mean(grades: Sequence[Grade]) -> float:
-    return sum(g.reward.total for g in grades) / len(grades)
 
 
 class _Fitted:
@@ -70,8 +59,8 @@ class _Fitted:
 
 
 def _one_set(name: str, tasks: Sequence[Task], fitted: _Fitted) -> str:
-    heuristic = _played(tasks, "heuristic")
-    diagnostician = _played(tasks, "diagnostician")
+    heuristic = play_all(tasks, ["heuristic"])
+    diagnostician = play_all(tasks, ["diagnostician"])
     parts = []
     for label, learner in (("prompt lookup", fitted.lookup), ("nearest signature", fitted.nearest)):
         got = learners.score(learner, tasks, label)
@@ -79,14 +68,14 @@ def _one_set(name: str, tasks: Sequence[Task], fitted: _Fitted) -> str:
     for scope in ranges.SCOPES:
         grades = [ranges.run(tasks, fitted.ranges, scope)[t.id] for t in tasks]
         passed, of = _hard(tasks, grades)
-        parts.append(f"range {scope} {passed}/{of} (mean {_mean(grades):.3f})")
+        parts.append(f"range {scope} {passed}/{of} (mean {mean_reward(grades):.3f})")
     passed, of = _hard(tasks, heuristic)
     tiers = []
     for tier in TIERS:
         in_tier = [g for t, g in zip(tasks, diagnostician, strict=True) if t.difficulty == tier]
         tiers.append(f"{sum(g.passed for g in in_tier)}/{len(in_tier)} {tier}")
     return (
-        f"| {name} | {' · '.join(parts)} | {passed}/{of} (mean {_mean(heuristic):.3f}) |"
+        f"| {name} | {' · '.join(parts)} | {passed}/{of} (mean {mean_reward(heuristic):.3f}) |"
         f" {', '.join(tiers)} |"
     )
 

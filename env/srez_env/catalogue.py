@@ -246,10 +246,9 @@ CONTROL_CODE: Final = "K00"
 CONTROL_GLOSSARY: Final = "no fault: the system is healthy and needs no change"
 """What the control kind ``none`` means to the agent."""
 
-BY_KIND: Final = {entry.kind: entry for entry in CATALOGUE}
-BY_CODE: Final = {entry.code: entry for entry in CATALOGUE}
-KIND_CODES: Final = {entry.kind: entry.code for entry in CATALOGUE}
-"""Fault kind name to code (``wrong_upstream_port`` to ``K01``); the control has none."""
+KIND_NAMES: Final = {**{e.code: e.kind for e in CATALOGUE}, CONTROL_CODE: "none"}
+"""Every code the matrix and the playbook use, with its kind's name (``K01`` to
+``wrong_upstream_port``; ``K00`` to the control, ``none``)."""
 GLOSSARY: Final = {**{e.kind: e.glossary for e in CATALOGUE}, "none": CONTROL_GLOSSARY}
 """Every kind an agent may declare, the control included, with its meaning."""
 SIGNATURES: Final = tuple(

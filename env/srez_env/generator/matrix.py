@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import yaml
 
-from srez_env.catalogue import CATALOGUE, CONTROL_CODE
+from srez_env.catalogue import KIND_NAMES
 from srez_env.task import BASE_REGISTRY, SERVICES
 
 Json = dict[str, Any]
@@ -215,7 +215,7 @@ def load() -> Matrix:
     return Matrix(
         t0=data["t0"],
         brief_end=data["brief_end"],
-        kind_name={**{e.code: e.kind for e in CATALOGUE}, CONTROL_CODE: "none"},
+        kind_name=KIND_NAMES,
         tiers={code: Tier(**spec) for code, spec in data["tiers"].items()},
         rows=tuple(_row(spec, data) for spec in data["rows"]),
     )
