@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Final
 
 from srez_env.generator import matrix, space
-from srez_env.generator.matrix import Json, Row
+from srez_env.generator.matrix import Row
 from srez_env.generator.sets import GenerationError, realise
-from srez_env.world.topology import BASE_REPLICAS, EDGES
+from srez_env.generator.space import callers_up, moved
+
+__all__ = ["MOVABLE", "callers_up", "candidates", "moved", "probe"]
 
 MOVABLE: Final = {
     "K02": ("gateway", "auth", "payments", "db"),
@@ -35,46 +36,6 @@ MOVABLE: Final = {
 """The kinds whose rule reads a key every listed service has, and those services."""
 SLOT: Final = "sre-009"
 """The hard slot the incidents are placed in (its name only: a variant brings its own story)."""
-
-
-def callers_up(service: str) -> tuple[str, ...]:
-    """``service`` and everything that calls it, directly or not, nearest first."""
-    out = [service]
-    for current in out:
-        out += [e.client for e in EDGES if e.server == current and e.client not in out]
-    return tuple(out)
-
-
-def moved(row: Row, service: str) -> Row:
-    """``row``'s incident with its root moved to ``service``."""
-    old = row.root
-
-    def name(text: str) -> str:
-        return service if text == old else text
-
-    def path(text: str) -> str:
-        return text.replace(f"/{old}-", f"/{service}-")
-
-    def action(act: Json) -> Json:
-        args = dict(act["args"])
-        args["service"] = name(args["service"])
-        if isinstance(args.get("value"), str):
-            args["value"] = path(args["value"])
-        if act["tool"] == "scale":
-            args["replicas"] = BASE_REPLICAS[service]
-        return {**act, "args": args}
-
-    return replace(
-        row,
-        root=service,
-        inject=tuple((name(s), k, path(v)) for s, k, v in row.inject),
-        fix=tuple(action(a) for a in row.fix),
-        allowed=tuple(path(a.replace(f"{old}:", f"{service}:")) for a in row.allowed),
-        restarts=tuple(name(s) for s in row.restarts),
-        certs=tuple({**c, "path": path(c["path"])} for c in row.certs),
-        propagation=callers_up(service),
-        why={},
-    )
 
 
 def candidates() -> list[Row]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from srez_env.generator import matrix, sets, space
+from srez_env.world.topology import EDGES
 
 ROWS = matrix.load().rows
 SLOT = next(r for r in ROWS if r.tier == "H" and r.kind != "K00")
@@ -16,10 +17,45 @@ def test_a_slot_draws_one_row_per_answer_in_the_sets_order() -> None:
     drawn = space.donors(SLOT, ROWS, 777)
     answers = [(r.root, r.kind) for r in drawn]
     assert len(answers) == len(set(answers))
-    assert set(answers) == {(r.root, r.kind) for r in ROWS if r.kind != "K00" and r.id != SLOT.id}
+    space_rows = space.incidents(ROWS)
+    assert set(answers) == {(r.root, r.kind) for r in space_rows if r.id != SLOT.id}
     assert SLOT not in drawn and all(r.kind != "K00" for r in drawn)
     assert space.donors(SLOT, ROWS, 777) == drawn  # reproducible from the seed
     assert [r.id for r in space.donors(SLOT, ROWS, 778)] != [r.id for r in drawn]
+
+
+def test_a_wrong_port_is_drawn_on_every_edge_of_the_topology() -> None:
+    """The space holds a wrong port on every edge's client (§6.20): the matrix's own K01 rows
+    and one variant for each edge no row injects, each an incident the rules see on that edge
+    alone, with a fix that puts the dependency's port back."""
+    rows = space.incidents(ROWS)
+    ported = {(s, key) for r in rows if r.kind == "K01" for s, key, _ in r.inject}
+    assert {(e.client, e.port_key) for e in EDGES} <= ported
+    variants = space.port_variants(ROWS)
+    assert variants and len({r.id for r in rows}) == len(rows)
+    for row in variants:
+        ((client, key, wrong),) = row.inject
+        (fix,) = row.fix
+        edge = next(e for e in EDGES if (e.client, e.port_key) == (client, key))
+        assert row.root == client and row.tier == "H" and row.kind == "K01"
+        assert fix["args"] == {"service": client, "key": key, "value": str(int(wrong) - 1)}
+        assert int(wrong) - 1 == space.TYPICAL_PORT[edge.server]
+        assert row.allowed == (f"{client}:{key}",)
+        assert row.propagation[0] == client and row.propagation[-1] in ("gateway", "payments")
+    assert space.port_variants([r for r in ROWS if r.kind != "K01"]) == []
+
+
+def test_a_port_variant_is_placed_as_a_hard_task_of_its_edge() -> None:
+    """auth dialling the db one port off, placed in a hard slot: the rules see that edge alone,
+    the cache's backfill (not auth) is the loudest anomaly, and only the fix the variant names
+    clears it (the oracle passes)."""
+    variant = next(r for r in space.port_variants(ROWS) if r.root == "auth")
+    task = sets.realise(
+        space.variant(variant, SLOT), 11, None, space.DONOR_WORLDS, exposed_ok=False
+    )
+    assert task.difficulty == "hard" and task.ground_truth.root_cause.service == "auth"
+    assert task.calibration.loudest_expected == "cache"
+    assert [(a.args["service"], a.args["key"]) for a in task.reference_fix] == [("auth", "db.port")]
 
 
 def test_a_variant_is_the_donors_incident_on_the_hard_tier_under_the_slots_name() -> None:

@@ -23,18 +23,25 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Final
 
-from srez_env.generator.matrix import Row
+from srez_env.generator.matrix import Json, Row
+from srez_env.world.topology import BASE_REPLICAS, EDGES
 
 DONORS_TRIED: Final = 5
 """Donor rows tried for a hard slot before it keeps its own row."""
 DONOR_WORLDS: Final = 4
 """Worlds drawn for one donor on a hard slot."""
 BYSTANDER_JOBS: Final = (
-    ("cache", "cache-warmer backfill", 960.0),
+    ("cache", "cache-warmer backfill", 1500.0),
     ("db", "hourly reporting", 100.0),
 )
 """(service, job, extra requests a second): load a service takes in any world without a fault,
-and enough to be the loudest anomaly of its metrics."""
+and enough to be the loudest anomaly of its metrics; a variant takes the first whose service is
+off its incident's path. The backfill is sized to out-shout a
+gateway or auth whose own calls fail (their error rate's z reaches about 80 at worst-case noise;
+the cache's CPU under 1500 more requests a second, 225 or more), so that a fault rooted at the
+edge can be a hard incident too; the cache stays healthy under it in every world."""
+TYPICAL_PORT: Final = {"auth": 8080, "payments": 8080, "db": 5432, "cache": 6379}
+"""The port each server listens on in the typical world, the matrix's terms."""
 
 
 def _rng(set_seed: int, slot: str, what: str) -> random.Random:
@@ -42,13 +49,98 @@ def _rng(set_seed: int, slot: str, what: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+def callers_up(service: str) -> tuple[str, ...]:
+    """``service`` and everything that calls it, directly or not, nearest first."""
+    out = [service]
+    for current in out:
+        out += [e.client for e in EDGES if e.server == current and e.client not in out]
+    return tuple(out)
+
+
+def moved(row: Row, service: str) -> Row:
+    """``row``'s incident with its root moved to ``service``: every name of the root in its
+    injection, fix and certificates moved, and the propagation the topology gives."""
+    old = row.root
+
+    def name(text: str) -> str:
+        return service if text == old else text
+
+    def path(text: str) -> str:
+        return text.replace(f"/{old}-", f"/{service}-")
+
+    def action(act: Json) -> Json:
+        args = dict(act["args"])
+        args["service"] = name(args["service"])
+        if isinstance(args.get("value"), str):
+            args["value"] = path(args["value"])
+        if act["tool"] == "scale":
+            args["replicas"] = BASE_REPLICAS[service]
+        return {**act, "args": args}
+
+    return replace(
+        row,
+        root=service,
+        inject=tuple((name(s), k, path(v)) for s, k, v in row.inject),
+        fix=tuple(action(a) for a in row.fix),
+        allowed=tuple(path(a.replace(f"{old}:", f"{service}:")) for a in row.allowed),
+        restarts=tuple(name(s) for s in row.restarts),
+        certs=tuple({**c, "path": path(c["path"])} for c in row.certs),
+        propagation=callers_up(service),
+        why={},
+    )
+
+
+def port_variants(rows: Sequence[Row]) -> list[Row]:
+    """A wrong port on every edge of the topology whose client-side port no row of ``rows``
+    injects: the story of the hard tier's client-side ``wrong_upstream_port`` row, on that
+    edge's client and key (the client dials its dependency one port off; the fix puts the
+    dependency's port back). The edges fail different services the same way the matrix's other
+    kinds do (the gateway's calls to payments as payments' certificate, auth's to the db as a
+    db that refuses auth), which is what a footprint needs to stop naming its answer (§6.20).
+    Each is named after the row it came from and its edge, so that no slot takes it for itself."""
+    template = next(
+        (r for r in rows if r.kind == "K01" and r.tier == "H" and r.inject[0][1] != "server.port"),
+        None,
+    )
+    if template is None:
+        return []
+    have = {(s, key) for r in rows if r.kind == "K01" for s, key, _ in r.inject}
+    out: list[Row] = []
+    for edge in EDGES:
+        if (edge.client, edge.port_key) in have:
+            continue
+        right = TYPICAL_PORT[edge.server]
+        variant = moved(template, edge.client)
+        out.append(
+            replace(
+                variant,
+                id=f"{template.id}:{edge.client}:{edge.port_key}",
+                inject=((edge.client, edge.port_key, str(right + 1)),),
+                fix=(
+                    {
+                        "tool": "set_config",
+                        "args": {"service": edge.client, "key": edge.port_key, "value": str(right)},
+                    },
+                ),
+                allowed=(f"{edge.client}:{edge.port_key}",),
+            )
+        )
+    return out
+
+
+def incidents(rows: Sequence[Row]) -> list[Row]:
+    """The incident space of ``rows``' faults: their own rows and the port variants (the
+    controls are not incidents)."""
+    faults = [r for r in rows if r.kind != "K00"]
+    return [*faults, *port_variants(faults)]
+
+
 def donors(slot: Row, rows: Sequence[Row], set_seed: int) -> list[Row]:
-    """The fault rows a hard ``slot`` may draw its incident from, in the set's order: one row of
-    each (root, kind) answer among ``rows``' faults, the slot's own row excepted (it is the
-    fallback)."""
+    """The incidents a hard ``slot`` may draw from, in the set's order: one of each (root, kind)
+    answer of :func:`incidents` of ``rows``, the slot's own row excepted (it is the fallback)."""
     rng = _rng(set_seed, slot.id, "donors")
     classes: dict[tuple[str, str], list[Row]] = {}
-    for row in rows:
+    for row in incidents(rows):
         if row.kind != "K00" and row.id != slot.id:
             classes.setdefault((row.root, row.kind), []).append(row)
     # one row per answer (root, kind), in a shuffled order: an answer with three rows in the
@@ -69,10 +161,10 @@ def variant(donor: Row, slot: Row) -> Row:
         busy = set(donor.propagation) | {donor.root}
         free = [job for job in BYSTANDER_JOBS if job[0] not in busy]
         if free:
-            # drawn from the pair alone, not the set: a pair's variant is one task everywhere
-            # (built once per process), placed in each set's own worlds
+            # the start is drawn from the pair alone, not the set: a pair's variant is one task
+            # everywhere (built once per process), placed in each set's own worlds
             pair = f"{donor.id}>{slot.id}"
-            service, job, rps = free[_rng(0, pair, "job").randrange(len(free))]
+            service, job, rps = free[0]
             start = donor.onset + 5 + _rng(0, pair, "start").randrange(30)
             effects = (
                 *effects,
