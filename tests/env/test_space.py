@@ -71,10 +71,25 @@ def test_a_variant_is_the_donors_incident_on_the_hard_tier_under_the_slots_name(
     assert made.calibration[0] is False and made.why == {}
     (effect,) = made.decoy_effects
     assert effect["service"] not in {donor.root, *donor.propagation}
+    # the cache's backfill whenever the cache is off the path: the loudest job of the two
+    assert effect["service"] == ("db" if "cache" in donor.propagation else "cache")
     assert effect["effect"] == "extra_rps" and effect["to_min"] == 600
     job = made.decoy_events[-1]
     assert job["kind"] == "job" and job["minutes_before"] == -effect["from_min"]
     assert job["service"] == effect["service"]
+
+
+def test_every_quiet_incident_gets_the_loudest_job_off_its_path() -> None:
+    """Over the whole space: an incident with no load of its own gets the cache's backfill
+    unless its path runs through the cache, then the db's reporting job, never a job on its own
+    path (the hard tier needs the loudest anomaly to be a bystander's, §6.14)."""
+    quiet = [r for r in space.incidents(ROWS) if not r.decoy_effects]
+    assert len(quiet) > 10
+    for donor in quiet:
+        busy = {donor.root, *donor.propagation}
+        jobs = [e["service"] for e in space.variant(donor, SLOT).decoy_effects]
+        free = [service for service, _, _ in space.BYSTANDER_JOBS if service not in busy]
+        assert jobs == free[:1], donor.id
 
 
 def test_a_variant_with_load_of_its_own_gets_no_job() -> None:
