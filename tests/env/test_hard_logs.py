@@ -5,6 +5,10 @@ hard task's logs carry a line the heuristic's signature table knows."""
 
 from __future__ import annotations
 
+from typing import Final
+
+import pytest
+
 from srez_env.baselines import heuristic
 from srez_env.baselines.policy import Observation, Policy, call, json_list, output_text
 from srez_env.env import SREEnv
@@ -12,6 +16,7 @@ from srez_env.grade import grade_episode
 from srez_env.play import play_episode
 from srez_env.task import Task
 from srez_env.tasks import load_tasks
+from srez_env.world.topology import ROUTES
 
 TASKS = load_tasks()
 
@@ -67,3 +72,37 @@ def test_no_hard_task_logs_a_line_the_signature_table_knows() -> None:
             lines = env.observer.logs.window(env.world, service, -120, 0)
             assert lines, (task.id, service)
             assert heuristic.match_signature(service, lines) is None, (task.id, service)
+
+
+REQUEST_FAILING: Final = {
+    "sre-015": "bad_deploy",  # auth's release throws on a share of requests
+    "sre-026": "rate_limit_misconfig",  # the gateway answers 429
+    "sre-028": "rate_limit_misconfig",  # auth answers 429 to logins
+    "sre-030": "feature_flag_regression",  # auth answers 401 under strict_audience
+}
+"""Canonical tasks whose root fails requests itself, with no failing call behind them."""
+
+
+@pytest.mark.parametrize("task_id", sorted(REQUEST_FAILING))
+def test_a_service_that_fails_its_own_requests_logs_them_on_the_hard_tier(task_id: str) -> None:
+    """On the hard tier a 429, a release's exception or a 401 is the failing request like any
+    other (§6.8): left out, it would set these kinds apart from the rest by a silence, which a
+    learner reads as well as a line."""
+    task = next(t for t in TASKS if t.id == task_id)
+    root = task.ground_truth.root_cause.service
+    assert task.ground_truth.root_cause.fault == REQUEST_FAILING[task_id]
+    noise = task.noise.model_copy(update={"fault_lines": "generic"})
+    for fault_lines, variant in (
+        ("specific", task),
+        ("generic", task.model_copy(update={"noise": noise})),
+    ):
+        env = SREEnv(variant)
+        env.reset()
+        lines = env.observer.logs.window(env.world, root, -10, 0)
+        failing = [line for line in lines if f"{ROUTES[root]} -> 503 (upstream error)" in line]
+        if fault_lines == "generic":
+            assert failing and " ERROR " in failing[0], task_id
+            assert heuristic.match_signature(root, lines) is None, task_id
+        else:  # the easy and medium tiers keep their signature lines, and no added line
+            assert heuristic.match_signature(root, lines) is not None, task_id
+            assert not failing, task_id

@@ -75,6 +75,10 @@ class Row:
     text: str
     kind: str | None = None  # the fault kind whose signature this is (dedup applies to these)
     generic: tuple[str, str] | None = None  # the per-request consequence printed before it
+    fails_requests: bool = False
+    """The line reports requests the service itself fails (a 429, a release's exception, a 401)
+    though no per-request line precedes it on the easy and medium tiers: on the hard tier it is
+    replaced by the failing request all the same (§6.8)."""
 
 
 @dataclass(slots=True)
@@ -119,7 +123,7 @@ class LogSource:
             if row.kind and self.generic:
                 # the failing request alone, in the words every fault shares: the cause is for
                 # the other tools to show (§6.8)
-                if row.generic:
+                if row.generic or row.fails_requests:
                     out.append(("ERROR", f"{topo.ROUTES[s]} -> 503 (upstream error)"))
                 continue
             if row.generic:
@@ -323,9 +327,8 @@ def _version_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             rows.append(Row("ERROR", text, "memory_leak"))
     if float(props.get("error_rate", 0)) > 0:
         exception = props.get("exception", "java.lang.RuntimeException")
-        rows.append(
-            Row("ERROR", f"handler {topo.ROUTES[s]}: {exception} [version={version}]", "bad_deploy")
-        )
+        text = f"handler {topo.ROUTES[s]}: {exception} [version={version}]"
+        rows.append(Row("ERROR", text, "bad_deploy", fails_requests=True))
     query_mult = float(props.get("query_mult", 1))
     if query_mult > 1:  # an N+1 regression does not throw: this line matches no signature (the
         # heuristic's), but it names the release, so generic fault lines leave it out
@@ -368,7 +371,7 @@ def _service_rows(at: Minute, snap: Snapshot, s: str) -> list[Row]:
             text = (
                 "token: audience mismatch for client_id=mobile-ios (flag strict_audience=on) -> 401"
             )
-            rows.append(Row("WARN", text, "feature_flag_regression"))
+            rows.append(Row("WARN", text, "feature_flag_regression", fails_requests=True))
     if s == "payments" and flag(cfg, "flags.new_fraud_check"):
         text = "fraud-check: call to risk-api.external timed out after 5000ms (flag new_fraud_check=on)"
         rows.append(Row("WARN", text, "feature_flag_regression"))
@@ -379,7 +382,7 @@ def _rejected(count: float, what: str, cfg: Mapping[str, Value], setting: str) -
     """A rate limiter's rejection line (K10): ``count`` per second over ``ratelimit.<setting>``."""
     limit = cfg[f"ratelimit.{setting}"]
     text = f"ratelimit: rejected {count:.0f} {what} (limit {setting}={limit}) -> 429"
-    return Row("WARN", text, "rate_limit_misconfig")
+    return Row("WARN", text, "rate_limit_misconfig", fails_requests=True)
 
 
 _NO_SPACE: Final = 'could not extend file "base/16384/24576": No space left on device'
