@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from srez_env.generator import matrix, sets, space
+from srez_env.sim.scenario import world_at_t0
+from srez_env.telemetry.status import status_of
 from srez_env.world.topology import EDGES
 
 ROWS = matrix.load().rows
@@ -118,3 +120,22 @@ def test_every_donor_on_a_hard_slot_gives_a_task_or_a_refusal() -> None:
         assert task.difficulty == "hard" and task.noise.fault_lines == "generic"
         assert task.ground_truth.root_cause.service == donor.root
     assert made >= 3
+
+
+def test_the_backfill_takes_no_more_than_its_share_of_a_weak_cache() -> None:
+    """A drawn incident's backfill is fit to its world (space.fit_backfill): the job's full load
+    where the cache has room for it, and no more than BACKFILL_SHARE of what the cache leaves idle
+    where it has not, so that the cache stays healthy and the world is not refused for it."""
+    variant = next(r for r in space.port_variants(ROWS) if r.root == "auth")
+    nominal = space.BYSTANDER_JOBS[0][2]
+    seen = set()
+    for seed in (11, 999):  # a strong cache, then a weak one (seed 999 refused all but one
+        # donor of a slot when the job was the full load everywhere)
+        task = sets.realise(space.variant(variant, SLOT), seed, None, 4, exposed_ok=False)
+        (job,) = task.noise.decoy_effects
+        cache = world_at_t0(task).snapshot(-150)["cache"]
+        idle = (1 - cache.u) * cache.rps / cache.u
+        assert job.value == min(nominal, round(space.BACKFILL_SHARE * idle, -1))
+        assert status_of(world_at_t0(task).snapshot(0))["cache"] == "healthy"
+        seen.add(job.value == nominal)
+    assert seen == {True, False}

@@ -96,6 +96,7 @@ def realise(
         GenerationError: when no world verified in either pass.
     """
     typical = _typical(row)
+    variant = row not in matrix.load().rows
     if task_id is not None and task_id != typical.id:
         typical = _renamed(typical, task_id)
     extra: dict[str, set[str]] = defaultdict(set)
@@ -113,11 +114,13 @@ def realise(
             draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
             world = draw.spec.model_copy(update={"set_seed": set_seed})
             placed = place(typical, replace(draw, spec=world), deepen)
+            if variant:  # a drawn incident's backfill takes the share of this world's cache
+                placed = space.fit_backfill(placed)
             if fault_spares_slo(placed):  # what problems() refuses first, at a fraction of its cost
                 spared.add(attempt)
                 last = [SLO_PROBLEM]
                 continue
-            task = _recalibrated(_with_drawn_noise(placed, seed))
+            task = _recalibrated(_with_drawn_noise(placed, seed), drawn=variant)
             ranges = _references(set_seed) if len(exposed) < RANGE_ATTEMPTS else ()
             last = problems(task, ranges=ranges)
             if not last:
@@ -211,11 +214,14 @@ def _least_exposed(exposed: list[tuple[int, int, Task]]) -> Task:
     return min(exposed, key=lambda item: item[:2])[2]
 
 
-def _recalibrated(task: Task) -> Task:
+def _recalibrated(task: Task, *, drawn: bool = False) -> Task:
     """Below the hard tier, the loudest anomaly is a description, not a requirement: its blame
     moves with the render noise (seeded by the task id), so the block records what it is. On the
-    hard tier the declared victim stays a requirement (:func:`problems` checks it)."""
-    if task.difficulty == "hard":
+    hard tier the declared victim stays a requirement (:func:`problems` checks it), except for an
+    incident ``drawn`` from the space, which has no design table and whose backfill is sized to
+    its world: it records the blame too, and :func:`problems` still refuses it unless the blame
+    is robustly a victim's."""
+    if task.difficulty == "hard" and not drawn:
         return task
     from srez_env.baselines.loudest import loudest
 

@@ -24,6 +24,8 @@ from dataclasses import replace
 from typing import Final
 
 from srez_env.generator.matrix import Json, Row
+from srez_env.sim.scenario import world_at_t0
+from srez_env.task import Task
 from srez_env.world.topology import BASE_REPLICAS, EDGES
 
 DONORS_TRIED: Final = 5
@@ -31,16 +33,20 @@ DONORS_TRIED: Final = 5
 DONOR_WORLDS: Final = 4
 """Worlds drawn for one donor on a hard slot."""
 BYSTANDER_JOBS: Final = (
-    ("cache", "cache-warmer backfill", 1500.0),
+    ("cache", "cache-warmer backfill", 2500.0),
     ("db", "hourly reporting", 100.0),
 )
 """(service, job, extra requests a second): load a service takes in any world without a fault,
 and enough to be the loudest anomaly of its metrics; a variant takes the first whose service is
-off its incident's path. The backfill is sized to out-shout a gateway or auth whose own calls
-fail: their error rate's z reaches about 80 at worst-case noise, the cache's CPU under 1500 more
-requests a second 225 or more. A payments failing every charge (z about 200) needs 2500, which
-overloads the cache of some worlds (seed 999 refuses all but one donor of a slot for it), so a
-payments-rooted port fault is a hard incident only where its calls fail partly."""
+off its incident's path. The backfill is sized to out-shout a service whose own calls fail: the
+error rate's z of a gateway or auth that cannot reach a dependency reaches about 80 at
+worst-case noise, that of a payments failing every charge about 200, and the cache's CPU under
+2500 more requests a second 400 or more. That is more than the cache of some worlds takes, so
+:func:`fit_backfill` lowers it to what each world's cache has idle."""
+BACKFILL_SHARE: Final = 0.35
+"""The most of the cache's idle capacity the backfill takes in a world (:func:`fit_backfill`):
+the cache's latency grows as 1/(1-u), so taking 35 % of what is idle leaves its p99 at most
+1/0.65, about 1.5 times its own, under the twice that makes a service degraded."""
 TYPICAL_PORT: Final = {"auth": 8080, "payments": 8080, "db": 5432, "cache": 6379}
 """The port each server listens on in the typical world, the matrix's terms."""
 
@@ -189,3 +195,32 @@ def variant(donor: Row, slot: Row) -> Row:
         calibration=(False, donor.calibration[1]),
         why={},
     )
+
+
+def fit_backfill(task: Task) -> Task:
+    """``task`` with the cache's backfill (the job :func:`variant` adds) fit to its world: at
+    most :data:`BACKFILL_SHARE` of the capacity the cache leaves idle before the incident, so a
+    weak cache takes less than the job's full load rather than turning degraded (which refused
+    the world). The load at the minute the loudest calibrator takes its baseline (150 before T0)
+    sets the idle capacity."""
+    nominal = next(rps for service, _, rps in BYSTANDER_JOBS if service == "cache")
+    effects = task.noise.decoy_effects
+    jobs = [
+        i
+        for i, e in enumerate(effects)
+        if e.service == "cache" and e.effect == "extra_rps" and e.value == nominal
+    ]
+    if not jobs:
+        return task
+    cache = world_at_t0(task).snapshot(-150)["cache"]
+    if cache.u <= 0:
+        return task
+    idle = (1 - cache.u) * cache.rps / cache.u
+    value = min(nominal, float(round(BACKFILL_SHARE * idle, -1)))
+    if value == nominal:
+        return task
+    sized = [
+        e.model_copy(update={"value": value}) if i in jobs else e for i, e in enumerate(effects)
+    ]
+    noise = task.noise.model_copy(update={"decoy_effects": sized})
+    return task.model_copy(update={"noise": noise})
