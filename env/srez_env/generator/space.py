@@ -4,15 +4,19 @@ On the hard tier no fault writes its signature (§6.8), so what a hard task show
 footprint of its incident: which services fail and how badly. If every set put the same row in
 the same hard slot, that footprint would still name the row, and a learner that remembered other
 sets' footprints would answer without diagnosing. So each hard slot of a generated set draws its
-incident from every fault row of the matrix (of the kinds the set asks for): the drawn row's own
-story (its injection, fix, history and decoys) on the hard tier's profile, plus a batch job on a
-bystander when the row brings no noise of its own, so that, as the hard tier requires, the loudest
-anomaly is not the cause (§6.14). Footprints that several incidents share then map to several
-answers across sets, and only the other tools tell them apart.
+incident from the set's :func:`incidents`: every fault row of the matrix (of the kinds the set
+asks for) and a wrong port on every edge no row has (:func:`port_variants`). The drawn row's own
+story (its injection, fix, history and decoys) goes on the hard tier's profile, plus a batch job
+on a bystander when the row brings no noise of its own, so that, as the hard tier requires, the
+loudest anomaly is not the cause (§6.14); :func:`fit_backfill` sizes the cache's job to each
+world. Footprints that several incidents share then map to several answers across sets, and only
+the other tools tell them apart.
 
 :func:`donors` orders the candidates for a slot by the set's seed; :func:`variant` makes the row
 the generator places. A donor that yields no valid hard task within a few worlds is passed over,
-and after :data:`DONORS_TRIED` of them the slot keeps its own row.
+and after :data:`DONORS_TRIED` of them the slot keeps its own row. :func:`moved` (a row's
+incident on another root) serves ``env/tools/reroot_probe.py``, which measured why the matrix's
+other kinds moved to new roots stay out of the space (docs/environment.md §6.20).
 """
 
 from __future__ import annotations
