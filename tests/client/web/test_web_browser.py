@@ -16,6 +16,7 @@ from web_kit import (
     HOSTILE_ID,
     SCRIPT,
     SLOW_AGENT,
+    click_css,
     console_errors,
     hostile_run,
     real_results,
@@ -74,7 +75,7 @@ def test_browse_filter_and_read_a_run(
     Select(browser.find_element(By.ID, "filter-agent")).select_by_value("scripted")
     wait_until(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.run-row")) == 1)
     browser.save_screenshot(str(_artifacts(tmp_path) / "view-runs.png"))
-    browser.find_element(By.CSS_SELECTOR, "tr.run-row a").click()
+    click_css(browser, "tr.run-row a")
     titles = [e.text for e in wait_css(browser, "#dialog .item .title", 4)]
     assert titles[0] == "Session started: scripted · none · sre-011" and titles[1] == "Task prompt"
     assert browser.find_element(By.ID, "footer-state").text.startswith("Session complete")
@@ -149,7 +150,7 @@ def test_hosted_mode_offers_no_stop_no_terminal_and_reads_no_link(
     )
     wait_css(browser, "tr.run-row")
     assert browser.find_element(By.ID, "mode").text == "hosted · read-only"
-    browser.find_element(By.CSS_SELECTOR, "tr.run-row a").click()
+    click_css(browser, "tr.run-row a")
     wait_css(browser, "#areas button", 3)
     assert [b.text for b in browser.find_elements(By.CSS_SELECTOR, "#areas button")] == [
         "Changes",
@@ -190,8 +191,7 @@ def test_follow_a_live_local_run_and_use_its_terminal(
         browser.get(address)
         wait_until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.run-row"))
         browser.find_element(By.CSS_SELECTOR, "button[data-tab='running']").click()
-        link = wait_css(browser, "tr.run-row a")[0]
-        link.click()
+        click_css(browser, "tr.run-row a")
         wait_until(browser, lambda d: "Live" in d.find_element(By.ID, "footer-state").text)
         wait_css(browser, "#dialog .item.tool")
         assert browser.find_element(By.ID, "source").text == "from its daemon"

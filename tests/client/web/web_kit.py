@@ -200,5 +200,20 @@ def wait_until(driver: Any, test: Callable[[Any], bool], seconds: float = WAIT_S
     WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(test)
 
 
+def click_css(driver: Any, css: str) -> None:
+    """Clicks the first element ``css`` selects, looked up afresh until the click lands: the run
+    list re-renders its rows on every poll, so a row found a moment before may be gone by the
+    click (a stale element), and the next lookup finds its replacement."""
+    from selenium.webdriver.common.by import By
+
+    def clicked(d: Any) -> bool:
+        found = d.find_elements(By.CSS_SELECTOR, css)
+        if found:
+            found[0].click()
+        return bool(found)
+
+    wait_until(driver, clicked)
+
+
 def console_errors(driver: Any) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
