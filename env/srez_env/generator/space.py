@@ -209,6 +209,7 @@ def fit_backfill(task: Task) -> Task:
     sets the idle capacity."""
     nominal = next(rps for service, _, rps in BYSTANDER_JOBS if service == "cache")
     effects = task.noise.decoy_effects
+    # the backfill is the cache's extra load at the job's full value: no row's own story has one
     jobs = [
         i
         for i, e in enumerate(effects)

@@ -124,7 +124,7 @@ class LogSource:
                 # the failing request alone, in the words every fault shares: the cause is for
                 # the other tools to show (§6.8)
                 if row.generic or row.fails_requests:
-                    out.append(("ERROR", f"{topo.ROUTES[s]} -> 503 (upstream error)"))
+                    out.append(failing_request(s))
                 continue
             if row.generic:
                 out.append(row.generic)
@@ -164,11 +164,16 @@ class LogSource:
         return world.memo[key]
 
 
+def failing_request(s: str) -> tuple[str, str]:
+    """The line of a request ``s`` fails: what every fault's requests share on the hard tier."""
+    return ("ERROR", f"{topo.ROUTES[s]} -> 503 (upstream error)")
+
+
 def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:
     """The fault, saturation, overload, relay and restart rows of ``s`` at one minute."""
     c = at.running
     cfg = c[s]
-    generic = ("ERROR", f"{topo.ROUTES[s]} -> 503 (upstream error)")
+    generic = failing_request(s)
     rows: list[Row] = []
     for e in topo.EDGES:
         state = snap.conn[e.client, e.server]
