@@ -19,7 +19,7 @@ from typing import Final
 
 from srez_env.baselines.memorised import Snapshot
 from srez_env.baselines.ranges import Ranges, learn, summarise
-from srez_env.generator import matrix, space
+from srez_env.generator import footprints, matrix, space
 from srez_env.generator.expand import build
 from srez_env.generator.place import place
 from srez_env.generator.unusual import DECOYS
@@ -80,10 +80,13 @@ def realise(
     attempts: int = MAX_ATTEMPTS,
     *,
     exposed_ok: bool = True,
+    worlds: str | None = None,
 ) -> Task:
     """The row placed in the first of ``attempts`` worlds of ``set_seed`` in which it verifies.
     A world only range calibrators pass is kept, the least exposed of them, when no world is
-    clean and ``exposed_ok``; otherwise it counts as failing.
+    clean and ``exposed_ok``; otherwise it counts as failing. The worlds are drawn for the
+    task's id, or for ``worlds`` when given (a donor of the incident space draws worlds of its
+    own, :func:`_drawn`).
 
     The worlds are tried twice. First with every injected limit at its drawn share: a world in
     which the fault leaves the gateway SLO holding is refused by that check alone, before the
@@ -110,7 +113,7 @@ def realise(
             if deepen and attempt not in spared:
                 continue  # refused for something a deeper limit does not change
             # keyed by the task's id: a row the set takes twice is placed in other worlds
-            seed = _world_seed(set_seed, typical.id, attempt)
+            seed = _world_seed(set_seed, worlds or typical.id, attempt)
             draw = draw_world(seed, typical.incident.start, extra, DECOYS[typical.difficulty])
             world = draw.spec.model_copy(update={"set_seed": set_seed})
             placed = place(typical, replace(draw, spec=world), deepen)
@@ -329,14 +332,58 @@ def realise_slot(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_i
         GenerationError: the slot's own row has no valid world either.
     """
     if slot.tier == "H" and slot.kind != "K00" and seed != CANONICAL_SEED:
-        for donor in space.donors(slot, _fault_rows(rows), seed)[: space.DONORS_TRIED]:
+        drawn = _drawn(slot, rows, seed, task_id)
+        if drawn is not None:
+            return drawn
+    return realise(slot, seed, task_id)
+
+
+def _drawn(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str) -> Task | None:
+    """A hard task for ``slot`` drawn from the space by rejection: the donors in the set's order,
+    lap after lap, each in worlds of its own, until one gives a valid hard task whose footprint
+    several answers share and is kept with the chance the table gives its answer there
+    (:class:`srez_env.generator.footprints.Table`); None after :data:`space.DONORS_TRIED` donors
+    realised or :data:`space.LAPS` laps, or at once when no answer among the set's kinds is kept
+    on any footprint. Each lap draws fresh worlds, so a donor tried again is a new sample, not the same
+    task given another chance, and the table's balance holds across the slot's worlds."""
+    table = footprints.table()
+    draws = space.draws(seed, slot.id)
+    donors = [
+        (donor, footprints.answer_key(donor.root, donor.kind))
+        for donor in space.donors(slot, _fault_rows(rows), seed)
+    ]
+    if not any(table.best(answer) for _, answer in donors):
+        return None  # the set's kinds share no footprint: no draw could keep a task
+    tried = 0
+    for lap in range(space.LAPS):
+        for donor, answer in donors:
+            draw = draws.random()
+            if draw >= table.best(answer):
+                continue  # kept on no footprint at this draw: not worth its worlds
+            if tried == space.DONORS_TRIED:
+                return None
+            tried += 1
             try:
-                made = space.variant(donor, slot)
-                # a donor only range calibrators pass is passed over: another answer will hide
-                return realise(made, seed, task_id, space.DONOR_WORLDS, exposed_ok=False)
+                task = donor_task(donor, slot, seed, task_id, lap)
             except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
                 continue
-    return realise(slot, seed, task_id)
+            if draw < table.keep(answer, footprints.footprint(task)):
+                return task
+    return None
+
+
+def donor_task(donor: matrix.Row, slot: matrix.Row, seed: int, task_id: str, lap: int) -> Task:
+    """``donor``'s incident in hard ``slot`` of the set of ``seed``, in the worlds of its
+    ``lap``-th try there (worlds of its own, so that donors tried on one slot are independent
+    samples). A donor only range calibrators pass is refused: another answer will hide.
+
+    Raises:
+        GenerationError: no valid hard task in :data:`space.DONOR_WORLDS` worlds.
+        ValueError: the incident has no task at all on the hard tier.
+    """
+    made = space.variant(donor, slot)
+    worlds = f"{task_id}>{donor.id}>{lap}"
+    return realise(made, seed, task_id, space.DONOR_WORLDS, exposed_ok=False, worlds=worlds)
 
 
 def _fault_rows(rows: Sequence[matrix.Row]) -> list[matrix.Row]:

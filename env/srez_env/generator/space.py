@@ -32,8 +32,11 @@ from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.world.topology import BASE_REPLICAS, EDGES
 
-DONORS_TRIED: Final = 5
-"""Donor rows tried for a hard slot before it keeps its own row."""
+DONORS_TRIED: Final = 24
+"""Donors realised for a hard slot (each in worlds of its own) before it keeps its own row."""
+LAPS: Final = 50
+"""Laps over a hard slot's donors before it keeps its own row: a bound for a set whose kinds
+share a footprint only through answers that are seldom kept."""
 DONOR_WORLDS: Final = 4
 """Worlds drawn for one donor on a hard slot."""
 BYSTANDER_JOBS: Final = (
@@ -58,6 +61,12 @@ TYPICAL_PORT: Final = {"auth": 8080, "payments": 8080, "db": 5432, "cache": 6379
 def _rng(set_seed: int, slot: str, what: str) -> random.Random:
     digest = hashlib.sha256(f"space:{set_seed}:{slot}:{what}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def draws(set_seed: int, slot: str) -> random.Random:
+    """The draws that decide whether the donors of ``slot`` in the set of ``set_seed`` are kept
+    (:mod:`srez_env.generator.footprints`): one per donor, in :func:`donors`' order."""
+    return _rng(set_seed, slot, "keep")
 
 
 def callers_up(service: str) -> tuple[str, ...]:
