@@ -75,10 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     data = footprints.to_json(seeds, tries, hits, witnesses)
     atomic_write_bytes(args.out, (json.dumps(data, indent=1) + "\n").encode())
     table = footprints.from_json(data)
-    print(f"{sum(tries.values())} tries, {len(hits)} footprints, {len(table.chances)} shared:")
-    for seen, chances in table.chances.items():
+    print(f"{sum(tries.values())} tries, {len(hits)} footprints, {len(table.answers)} shared:")
+    for seen, answers in table.answers.items():
         down = sorted(f.removeprefix("status:") for f in seen if f.startswith("status:"))
-        print(f"  {' '.join(d for d in down if not d.endswith(':healthy'))}: {dict(chances)}")
+        rates = ", ".join(f"{a} {hits[seen][a] / tries[a]:.2f}" for a in answers)
+        print(f"  {' '.join(d for d in down if not d.endswith(':healthy'))}: {rates}")
     return 0
 
 

@@ -1,6 +1,6 @@
-"""Footprints several answers share (docs/environment.md §6.20): the table's chances keep each
-answer of a shared footprint as often as the others, the packaged table is the one the engine
-gives today, and a generated set's drawn hard tasks show only shared footprints."""
+"""Footprints several answers share (docs/environment.md §6.20): a set's plan gives each shared
+footprint its slots and goes round its answers, the packaged table is the one the engine gives
+today, and a generated set's hard slots show the footprints the plan aims them at."""
 
 from __future__ import annotations
 
@@ -24,44 +24,51 @@ F2 = frozenset({"status:gateway:down"})
 TOOL = Path(__file__).parents[2] / "env" / "tools" / "footprint_table.py"
 
 
-def test_each_answer_of_a_shared_footprint_is_kept_as_often_as_the_others() -> None:
-    tries = {"a/K01": 20, "b/K02": 20, "c/K03": 20, "d/K04": 10}
-    hits = {F1: {"a/K01": 20, "b/K02": 8, "c/K03": 2, "d/K04": 5}, F2: {"a/K01": 10}}
-    table = footprints.shared(tries, hits)
-    kept = {answer: hits[F1][answer] / tries[answer] * table.keep(answer, F1) for answer in tries}
-    # every answer lands on F1 and is then kept with the same overall chance: the rarest's rate
-    assert kept == pytest.approx(dict.fromkeys(tries, 0.1))
-    assert table.keep("c/K03", F1) == 1.0  # the rarest is always kept
-    assert table.keep("a/K01", F2) == 0.0  # one answer alone: F2 names it, so it is never kept
-    assert table.best("a/K01") == pytest.approx(0.1)
-    assert table.best("e/K05") == 0.0
+F3 = frozenset({"status:payments:down"})
+F4 = frozenset({"status:auth:degraded"})
+TABLE = footprints.Table(
+    {
+        F1: ("a/K01", "b/K02", "c/K03", "d/K04", "e/K05"),
+        F2: ("a/K01", "f/K06", "g/K07"),
+        F3: ("h/K08", "i/K09", "j/K10"),
+        F4: ("b/K02", "k/K11", "l/K12"),
+    }
+)
+KINDS = {f"K{n:02d}" for n in range(1, 13)}
 
 
-def test_a_footprint_shared_by_more_answers_is_drawn_more_often() -> None:
-    """Each answer of a footprint of n answers is kept in proportion to n, so the footprint is
-    drawn in proportion to n squared: its tasks leave a learner more guesses."""
-    tries = dict.fromkeys(["a/K01", "b/K02", "c/K03", "d/K04", "e/K05"], 10)
-    hits = {
-        F1: {"a/K01": 10, "b/K02": 5, "c/K03": 2},
-        F2: {"a/K01": 10, "b/K02": 10, "d/K04": 4, "e/K05": 10},
-    }
-    table = footprints.shared(tries, hits)
-    kept = {
-        seen: {a: n / tries[a] * table.keep(a, seen) for a, n in counts.items()}
-        for seen, counts in hits.items()
-    }
-    assert kept[F1] == pytest.approx(dict.fromkeys(hits[F1], kept[F1]["c/K03"]))
-    assert kept[F2] == pytest.approx(dict.fromkeys(hits[F2], kept[F1]["c/K03"] * 4 / 3))
-    assert max(c for chances in table.chances.values() for c in chances.values()) == 1.0
+def test_a_plan_gives_footprints_slots_by_the_square_of_their_answers() -> None:
+    """Thirteen slots over footprints of 5, 3, 3 and 3 answers: 25/52 of them to the first
+    (6.25), 9/52 to each other (2.25), the slot the floors leave to one of them."""
+    plan = TABLE.plan(7, 13, KINDS)
+    assert len(plan) == 13
+    per = Counter(seen for seen, _ in plan)
+    assert per[F1] in (6, 7) and all(per[f] in (2, 3) for f in (F2, F3, F4))
+    assert sum(per.values()) == 13
+    for seen, answers in TABLE.answers.items():
+        taken = Counter(answer for aim, answer in plan if aim == seen)
+        assert set(taken) <= set(answers)
+        # round its answers: none twice before every one once
+        assert max(taken.values()) - min(taken[a] for a in answers) <= 1
+    assert plan == TABLE.plan(7, 13, KINDS)
+    assert plan != TABLE.plan(8, 13, KINDS)
+
+
+def test_a_plan_leaves_out_a_footprint_the_sets_kinds_do_not_share() -> None:
+    kinds = KINDS - {"K08"}  # F3 keeps two answers: not shared in this set
+    assert {seen for seen, _ in TABLE.plan(7, 13, kinds)} == {F1, F2, F4}
+    assert TABLE.plan(7, 13, {"K01", "K08"}) == []
+    assert TABLE.plan(7, 0, KINDS) == []
 
 
 def test_an_answer_rarer_than_the_floor_is_not_one_of_its_footprints_answers() -> None:
     tries = {"a/K01": 100, "b/K02": 100, "c/K03": 100}
     rare = int(footprints.RATE_FLOOR * 100) - 1
-    table = footprints.shared(tries, {F1: {"a/K01": 50, "b/K02": 50, "c/K03": rare}})
-    # without the rare answer two are left, under MIN_ANSWERS: the footprint is not shared
     assert footprints.MIN_ANSWERS == 3
-    assert table.chances == {}
+    table = footprints.shared(tries, {F1: {"a/K01": 50, "b/K02": 50, "c/K03": rare}})
+    assert table.answers == {}  # two left, under MIN_ANSWERS: not shared
+    table = footprints.shared(tries, {F1: {"a/K01": 50, "b/K02": 50, "c/K03": rare + 1}})
+    assert table.answers == {F1: ("a/K01", "b/K02", "c/K03")}
 
 
 def test_a_table_file_round_trips_and_another_format_is_refused() -> None:
@@ -70,6 +77,7 @@ def test_a_table_file_round_trips_and_another_format_is_refused() -> None:
     witness = {F1: (11, "sre-002", "sre-010", "sre-b-003")}
     data = json.loads(json.dumps(footprints.to_json([11], tries, hits, witness)))
     assert footprints.from_json(data) == footprints.shared(tries, hits)
+    assert footprints.from_json(data).answers == {F1: ("a/K01", "b/K02", "c/K03")}
     with pytest.raises(ValueError, match="footprint table format must be srez-footprints/1"):
         footprints.from_json({**data, "format": "srez-footprints/0"})
 
@@ -97,51 +105,49 @@ def test_the_packaged_table_is_the_one_the_engine_gives_today() -> None:
     fails here until ``python env/tools/footprint_table.py`` is rerun."""
     data = _packaged()
     table = footprints.table()
-    assert len(table.chances) >= 3
+    assert len(table.answers) >= 3
     rows = {row.id: row for row in space.incidents(ROWS)}
     checked = 0
     for entry in data["footprints"]:  # type: ignore[attr-defined]
         seen = frozenset(entry["features"])
-        if seen not in table.chances:
+        if seen not in table.answers:
             continue
         seed, slot, donor, task_id = entry["witness"]
         task = sets.donor_task(rows[donor], rows[slot], seed, task_id, 0)
         assert footprints.footprint(task) == seen, (slot, donor, seed)
         checked += 1
-    assert checked == len(table.chances)
+    assert checked == len(table.answers)
 
 
 @pytest.mark.parametrize("seed", [61])
-def test_a_generated_sets_drawn_hard_tasks_show_only_shared_footprints(seed: int) -> None:
-    """Each hard slot of the set draws a task whose footprint at least three answers share, or
-    keeps its own row; the table's balance is what the benchmark card's learners measure."""
+def test_a_generated_sets_hard_slots_show_the_footprints_its_plan_aims_them_at(seed: int) -> None:
+    """Each hard slot of the set shows the shared footprint its plan aims it at, with the
+    answer aimed for or another of that footprint's, or keeps its own row (at most one does)."""
     table = footprints.table()
-    kept = 0
     slots = [r for r in ROWS if r.tier == "H" and r.kind != "K00"]
+    plan = table.plan(seed, len(slots), {r.kind for r in ROWS})
+    kinds = {name: code for code, name in matrix.KIND_NAMES.items()}
+    kept = 0
     for n, slot in enumerate(slots):
-        task = sets._drawn(slot, ROWS, seed, sets.member_id(seed, n))
+        task = sets._drawn(slot, ROWS, seed, sets.member_id(seed, n), 0)
         if task is None:
             continue
-        seen = footprints.footprint(task)
+        aim, _ = plan[n]
         root = task.ground_truth.root_cause
-        answer = next(
-            footprints.answer_key(r.root, r.kind)
-            for r in space.incidents(ROWS)
-            if r.root == root.service and matrix.KIND_NAMES[r.kind] == root.fault
-        )
-        assert table.keep(answer, seen) > 0, (slot.id, answer, sorted(seen))
+        assert footprints.footprint(task) == aim, slot.id
+        assert footprints.answer_key(root.service, kinds[root.fault]) in table.answers[aim]
         kept += 1
     assert kept >= len(slots) - 1
 
 
 def test_a_set_of_kinds_that_share_no_footprint_keeps_its_hard_rows_at_once() -> None:
-    """A set asked for kinds none of whose answers the table keeps (a memory leak, a full disk)
-    cannot draw a hard task: each hard slot keeps its own row without trying a donor."""
+    """A set asked for kinds that share no footprint (a memory leak, a full disk) has no plan:
+    each hard slot keeps its own row without trying a donor."""
     rows = sets.select_rows(["memory_leak", "disk_full"], None)
     hard = [r for r in rows if r.tier == "H" and r.kind != "K00"]
     assert hard
     for slot in hard:
-        assert sets._drawn(slot, rows, 99, "sre-x-001") is None
+        assert sets._drawn(slot, rows, 99, "sre-x-001", 0) is None
 
 
 @pytest.mark.slow

@@ -75,6 +75,7 @@ def test_no_hard_task_logs_a_line_the_signature_table_knows() -> None:
 
 
 REQUEST_FAILING: Final = {
+    "sre-004": "expired_tls_cert",  # the edge's own certificate: no caller inside logs it
     "sre-015": "bad_deploy",  # auth's release throws on a share of requests
     "sre-026": "rate_limit_misconfig",  # the gateway answers 429
     "sre-028": "rate_limit_misconfig",  # auth answers 429 to logins
@@ -85,9 +86,9 @@ REQUEST_FAILING: Final = {
 
 @pytest.mark.parametrize("task_id", sorted(REQUEST_FAILING))
 def test_a_service_that_fails_its_own_requests_logs_them_on_the_hard_tier(task_id: str) -> None:
-    """On the hard tier a 429, a release's exception or a 401 is the failing request like any
-    other (§6.8): left out, it would set these kinds apart from the rest by a silence, which a
-    learner reads as well as a line."""
+    """On the hard tier a 429, a release's exception, a 401 or the edge's own expired
+    certificate is the failing request like any other (§6.8): left out, it would set these
+    kinds apart from the rest by a silence, which a learner reads as well as a line."""
     task = next(t for t in TASKS if t.id == task_id)
     root = task.ground_truth.root_cause.service
     assert task.ground_truth.root_cause.fault == REQUEST_FAILING[task_id]

@@ -13,18 +13,20 @@ The table (``footprints.json``, written by ``python env/tools/footprint_table.py
 every donor tried on every hard slot of the reference sets, how often each answer (root service
 and fault kind) gave a valid hard task with each footprint, out of how often it was tried. A
 footprint is *shared* when at least :data:`MIN_ANSWERS` answers land on it in at least
-:data:`RATE_FLOOR` of their tries. The generator keeps a drawn incident only when its footprint
-is shared, and then with the chance :func:`Table.keep` gives (:func:`shared`): every answer of a
-shared footprint is then kept as often as the others, so the footprint leaves a learner one
-guess among several, and the footprints shared by more answers are drawn more often.
+:data:`RATE_FLOOR` of their tries. Each hard slot of a generated set aims for one shared
+footprint and one of its answers (:meth:`Table.plan`), and the generator tries that answer in
+worlds of its own until it shows that footprint: a set holds the answers of a footprint equally
+often, so the footprint leaves a learner one guess among several.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Final
@@ -33,16 +35,16 @@ from srez_env.baselines.learners import signature
 from srez_env.task import Task
 
 MIN_ANSWERS: Final = 3
-"""How many answers a footprint must be shared by before the generator keeps a hard task that
-shows it. Three is what the space gives today: four or more answers share only the footprint of
+"""How many answers a footprint must be shared by before a hard slot may aim for it. Three is what the space gives today: four or more answers share only the footprint of
 a failing auth (docs/environment.md §6.20)."""
 RATE_FLOOR: Final = 0.1
 """The least share of its tries in which an answer must land on a footprint to count among its
-answers. A rarer one would make every other answer of the footprint that much rarer to keep, and
-the generator try that many more worlds."""
+answers: a rarer one would take the generator that many more worlds to show it there."""
 TABLE_FORMAT: Final = "srez-footprints/1"
 
 Footprint = frozenset[str]
+Aim = tuple[Footprint, str]
+"""A hard slot's aim: a shared footprint and the answer (``root/kind``) to show it with."""
 
 
 def answer_key(service: str, kind: str) -> str:
@@ -59,56 +61,60 @@ def footprint(task: Task) -> Footprint:
 
 @dataclass(frozen=True)
 class Table:
-    """The chance of keeping each answer on each shared footprint."""
+    """The shared footprints and the answers that share each (sorted)."""
 
-    chances: Mapping[Footprint, Mapping[str, float]]
+    answers: Mapping[Footprint, tuple[str, ...]]
 
-    def keep(self, answer: str, seen: Footprint) -> float:
-        """The chance of keeping a task of ``answer`` that shows ``seen`` (0 off a shared one)."""
-        return self.chances.get(seen, {}).get(answer, 0.0)
+    def plan(self, seed: int, slots: int, kinds: Collection[str]) -> list[Aim]:
+        """What each of a set's ``slots`` hard fault slots aims for, in the slots' order: a
+        shared footprint and one of its answers, among the answers of ``kinds`` (matrix codes).
 
-    @functools.cached_property
-    def _best(self) -> dict[str, float]:
-        best: dict[str, float] = {}
-        for answers in self.chances.values():
-            for answer, chance in answers.items():
-                best[answer] = max(best.get(answer, 0.0), chance)
-        return best
-
-    def best(self, answer: str) -> float:
-        """The largest chance ``answer`` is kept with on any footprint: a draw above it will not
-        keep a task of that answer whatever its world shows, so it is not worth realising."""
-        return self._best.get(answer, 0.0)
+        The footprints take the slots in proportion to the square of their answers (largest
+        remainder; ties in an order the seed shuffles), since a footprint's task leaves a
+        learner one guess among its answers; each footprint's slots go round its answers in an
+        order the seed shuffles, so a set holds every answer of a footprint before any twice;
+        and the whole list is shuffled by the seed. A footprint that the set's kinds leave fewer
+        than :data:`MIN_ANSWERS` answers is not shared in that set; with none, the plan is
+        empty."""
+        rng = random.Random(int.from_bytes(hashlib.sha256(f"plan:{seed}".encode()).digest()[:8]))
+        shared: dict[Footprint, list[str]] = {}
+        for seen, answers in sorted(self.answers.items(), key=lambda kv: sorted(kv[0])):
+            mine = [a for a in answers if a.split("/")[1] in kinds]
+            if len(mine) >= MIN_ANSWERS:
+                shared[seen] = mine
+        if not shared or slots <= 0:
+            return []
+        order = list(shared)
+        rng.shuffle(order)
+        weight = {seen: len(shared[seen]) ** 2 for seen in order}
+        total = sum(weight.values())
+        quota = {seen: slots * weight[seen] // total for seen in order}
+        # the slots the floors leave go to the largest remainders (the shuffled order on a tie)
+        rest = sorted(order, key=lambda seen: -(slots * weight[seen] % total))
+        for seen in rest[: slots - sum(quota.values())]:
+            quota[seen] += 1
+        aims: list[Aim] = []
+        for seen in order:
+            rounds = shared[seen]
+            rng.shuffle(rounds)
+            aims += [(seen, rounds[i % len(rounds)]) for i in range(quota[seen])]
+        rng.shuffle(aims)
+        return aims
 
 
 def shared(tries: Mapping[str, int], hits: Mapping[Footprint, Mapping[str, int]]) -> Table:
-    """The table of chances from the survey's counts: ``tries[answer]`` hard slots tried with
-    ``answer``, ``hits[footprint][answer]`` of them valid with ``footprint``.
-
-    A try of answer ``a`` ends kept on shared footprint ``f`` with chance ``rate(a, f) *
-    keep(a, f)``, and the chances make that ``c * n(f)`` for every answer of ``f``, where
-    ``n(f)`` is how many answers share ``f`` and ``c`` the largest constant that keeps every
-    chance at most 1. So a footprint's answers are kept equally often, and a footprint shared by
-    more answers is drawn more often (in proportion to the square of its answers), since each of
-    its tasks leaves a learner that many more guesses."""
-    answers: dict[Footprint, dict[str, float]] = {}
+    """The table of shared footprints from the survey's counts: ``tries[answer]`` hard slots
+    tried with ``answer``, ``hits[footprint][answer]`` of them valid with ``footprint``."""
+    answers: dict[Footprint, tuple[str, ...]] = {}
     for seen, counts in hits.items():
-        rates = {
-            answer: n / tries[answer]
+        landing = sorted(
+            answer
             for answer, n in counts.items()
             if tries.get(answer) and n / tries[answer] >= RATE_FLOOR
-        }
-        if len(rates) >= MIN_ANSWERS:
-            answers[seen] = rates
-    if not answers:
-        return Table({})
-    scale = min(rate / len(rates) for rates in answers.values() for rate in rates.values())
-    return Table(
-        {
-            seen: {answer: scale * len(rates) / rate for answer, rate in rates.items()}
-            for seen, rates in answers.items()
-        }
-    )
+        )
+        if len(landing) >= MIN_ANSWERS:
+            answers[seen] = tuple(landing)
+    return Table(answers)
 
 
 Witness = tuple[int, str, str, str]

@@ -321,53 +321,57 @@ def member(rows: Sequence[matrix.Row], seed: int, n: int) -> Task:
         GenerationError: the row has no valid world.
     """
     order = shuffled_order(seed, n // len(rows), len(rows))
-    return realise_slot(rows[order[n % len(rows)]], rows, seed, member_id(seed, n))
+    return realise_slot(rows[order[n % len(rows)]], rows, seed, member_id(seed, n), n // len(rows))
 
 
-def realise_slot(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str) -> Task:
-    """The task in ``slot`` of the set of ``seed``: on the hard tier of a generated set, an
-    incident drawn from the space of ``rows``' faults (§6.20); elsewhere the slot's own row.
+def realise_slot(
+    slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str, turn: int = 0
+) -> Task:
+    """The task in ``slot`` of the set of ``seed``, on the ``turn``-th pass over ``rows``: on
+    the hard tier of a generated set, an incident drawn from the space of ``rows``' faults
+    (§6.20); elsewhere the slot's own row.
 
     Raises:
         GenerationError: the slot's own row has no valid world either.
     """
     if slot.tier == "H" and slot.kind != "K00" and seed != CANONICAL_SEED:
-        drawn = _drawn(slot, rows, seed, task_id)
+        drawn = _drawn(slot, rows, seed, task_id, turn)
         if drawn is not None:
             return drawn
     return realise(slot, seed, task_id)
 
 
-def _drawn(slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str) -> Task | None:
-    """A hard task for ``slot`` drawn from the space by rejection: the donors in the set's order,
-    lap after lap, each in worlds of its own, until one gives a valid hard task whose footprint
-    several answers share and is kept with the chance the table gives its answer there
-    (:class:`srez_env.generator.footprints.Table`); None after :data:`space.DONORS_TRIED` donors
-    realised or :data:`space.LAPS` laps, or at once when no answer among the set's kinds is kept
-    on any footprint. Each lap draws fresh worlds, so a donor tried again is a new sample, not the same
-    task given another chance, and the table's balance holds across the slot's worlds."""
-    table = footprints.table()
-    draws = space.draws(seed, slot.id)
-    donors = [
-        (donor, footprints.answer_key(donor.root, donor.kind))
-        for donor in space.donors(slot, _fault_rows(rows), seed)
-    ]
-    if not any(table.best(answer) for _, answer in donors):
-        return None  # the set's kinds share no footprint: no draw could keep a task
+def _drawn(
+    slot: matrix.Row, rows: Sequence[matrix.Row], seed: int, task_id: str, turn: int
+) -> Task | None:
+    """A hard task for ``slot`` that shows the shared footprint the set's plan aims it at
+    (:meth:`srez_env.generator.footprints.Table.plan`): the aimed answer tried in worlds of its
+    own until one shows it, then the footprint's other answers in the slot's order. None when
+    the set's kinds share no footprint, or after :data:`space.DONORS_TRIED` tries."""
+    hard = [r for r in rows if r.tier == "H" and r.kind != "K00"]
+    aims = footprints.table().plan(seed, len(hard) * (turn + 1), {r.kind for r in rows})
+    if not aims:
+        return None
+    aim, target = aims[turn * len(hard) + hard.index(slot)]
+    donors = {
+        footprints.answer_key(d.root, d.kind): d
+        for d in space.donors(slot, _fault_rows(rows), seed)
+    }
+    others = [a for a in footprints.table().answers[aim] if a != target and a in donors]
+    space.draws(seed, slot.id).shuffle(others)
     tried = 0
-    for lap in range(space.LAPS):
-        for donor, answer in donors:
-            draw = draws.random()
-            if draw >= table.best(answer):
-                continue  # kept on no footprint at this draw: not worth its worlds
+    for answer in (target, *others):
+        if answer not in donors:
+            continue  # the slot's own row is the answer's only row: the fallback has it
+        for lap in range(space.LAPS):
             if tried == space.DONORS_TRIED:
                 return None
             tried += 1
             try:
-                task = donor_task(donor, slot, seed, task_id, lap)
+                task = donor_task(donors[answer], slot, seed, task_id, lap)
             except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
                 continue
-            if draw < table.keep(answer, footprints.footprint(task)):
+            if footprints.footprint(task) == aim:
                 return task
     return None
 

@@ -12,9 +12,11 @@ loudest anomaly is not the cause (§6.14); :func:`fit_backfill` sizes the cache'
 world. Footprints that several incidents share then map to several answers across sets, and only
 the other tools tell them apart.
 
-:func:`donors` orders the candidates for a slot by the set's seed; :func:`variant` makes the row
-the generator places. A donor that yields no valid hard task within a few worlds is passed over,
-and after :data:`DONORS_TRIED` of them the slot keeps its own row. :func:`moved` (a row's
+:func:`donors` gives a slot one incident of each answer; the set's plan
+(:meth:`srez_env.generator.footprints.Table.plan`) says which answer, and on which footprint, the
+slot aims for; :func:`variant` makes the row the generator places. An answer is tried in
+:data:`LAPS` fresh sets of worlds before the slot turns to its footprint's other answers, and
+after :data:`DONORS_TRIED` tries in all the slot keeps its own row. :func:`moved` (a row's
 incident on another root) serves ``env/tools/reroot_probe.py``, which measured why the matrix's
 other kinds moved to new roots stay out of the space (docs/environment.md §6.20).
 """
@@ -33,12 +35,13 @@ from srez_env.task import Task
 from srez_env.world.topology import BASE_REPLICAS, EDGES
 
 DONORS_TRIED: Final = 24
-"""Donors realised for a hard slot (each in worlds of its own) before it keeps its own row."""
-LAPS: Final = 50
-"""Laps over a hard slot's donors before it keeps its own row: a bound for a set whose kinds
-share a footprint only through answers that are seldom kept."""
+"""Tries on a hard slot, over all the answers of its footprint, before it keeps its own row."""
+LAPS: Final = 12
+"""Tries of one answer on a hard slot (each in worlds of its own) before the slot turns to the
+next answer of its footprint: an answer lands on a shared footprint in at least a tenth of its
+tries, so twelve find it with a chance of 70 % or more."""
 DONOR_WORLDS: Final = 4
-"""Worlds drawn for one donor on a hard slot."""
+"""Worlds drawn for one try of a donor on a hard slot."""
 BYSTANDER_JOBS: Final = (
     ("cache", "cache-warmer backfill", 2500.0),
     ("db", "hourly reporting", 100.0),
@@ -64,8 +67,8 @@ def _rng(set_seed: int, slot: str, what: str) -> random.Random:
 
 
 def draws(set_seed: int, slot: str) -> random.Random:
-    """The draws that decide whether the donors of ``slot`` in the set of ``set_seed`` are kept
-    (:mod:`srez_env.generator.footprints`): one per donor, in :func:`donors`' order."""
+    """The draws of hard ``slot`` in the set of ``set_seed``: the order in which it tries the
+    other answers of its footprint when the one it aims for shows another."""
     return _rng(set_seed, slot, "keep")
 
 

@@ -229,7 +229,10 @@ def fault_rows(world: World, at: Minute, snap: Snapshot, s: str) -> list[Row]:
             if s == "db"
             else f"tls: handshake failed: {text}"
         )
-        rows.append(Row("ERROR", text, "expired_tls_cert"))
+        # the edge's callers are outside the system, so no caller logs the requests its
+        # certificate fails: the edge does, on the hard tier (§6.8), or its silence would name it
+        edge = not any(e.server == s for e in topo.EDGES)
+        rows.append(Row("ERROR", text, "expired_tls_cert", fails_requests=edge))
     rows += _pool_rows(snap, c, s, generic)
     rows += _version_rows(at, snap, s)
     rows += _service_rows(at, snap, s)
