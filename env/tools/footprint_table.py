@@ -65,13 +65,17 @@ def main(argv: list[str] | None = None) -> int:
     tries: Counter[str] = Counter()
     hits: dict[frozenset[str], Counter[str]] = defaultdict(Counter)
     witnesses: dict[frozenset[str], tuple[int, str, str, str]] = {}
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for found in pool.map(survey, seeds):
-            for answer, seen, witness in found:
-                tries[answer] += 1
-                if seen is not None:
-                    hits[seen][answer] += 1
-                    witnesses.setdefault(seen, witness)
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            surveys = list(pool.map(survey, seeds))
+    else:  # in this process: the tool may be loaded from its path, which workers cannot import
+        surveys = [survey(seed) for seed in seeds]
+    for found in surveys:
+        for answer, seen, witness in found:
+            tries[answer] += 1
+            if seen is not None:
+                hits[seen][answer] += 1
+                witnesses.setdefault(seen, witness)
     data = footprints.to_json(seeds, tries, hits, witnesses)
     atomic_write_bytes(args.out, (json.dumps(data, indent=1) + "\n").encode())
     table = footprints.from_json(data)
