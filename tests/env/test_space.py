@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from srez_env.generator import matrix, sets, space
+from srez_env.baselines.diagnostician import DiagnosticianAgent
+from srez_env.generator import footprints, matrix, sets, space
+from srez_env.grade import grade_episode
+from srez_env.play import play_episode
 from srez_env.sim.scenario import world_at_t0
 from srez_env.telemetry.status import status_of
 from srez_env.world.topology import EDGES
@@ -58,6 +61,53 @@ def test_a_port_variant_is_placed_as_a_hard_task_of_its_edge() -> None:
     assert task.difficulty == "hard" and task.ground_truth.root_cause.service == "auth"
     assert task.calibration.loudest_expected == "cache"
     assert [(a.args["service"], a.args["key"]) for a in task.reference_fix] == [("auth", "db.port")]
+
+
+def test_a_failing_release_is_drawn_on_the_gateway_and_payments() -> None:
+    """The space holds a failing release on the gateway (a fifth and seven tenths of its
+    requests) and on payments (seven tenths), §6.20: the story of the matrix's release row on
+    that root, a deploy at the onset and a rollback to the version the root ran before."""
+    variants = space.deploy_variants(ROWS)
+    assert [(r.root, r.versions[0]["props"]["error_rate"]) for r in variants] == [
+        (root, rate) for root, rate, _, _ in space.DEPLOY_VARIANTS
+    ]
+    assert len({r.id for r in space.incidents(ROWS)}) == len(space.incidents(ROWS))
+    for row in variants:
+        (release,) = row.versions
+        assert row.kind == "K06" and row.tier == "H" and row.id not in {r.id for r in ROWS}
+        assert row.inject == ((row.root, "deploy.version", release["version"]),)
+        assert release["minutes_before"] == row.onset and release["service"] == row.root
+        assert row.fix == (
+            {
+                "tool": "rollback",
+                "args": {"service": row.root, "version": matrix.BASE_VERSION[row.root]},
+            },
+        )
+        assert row.allowed == (f"{row.root}:deploy.version",) and row.restarts == (row.root,)
+        assert row.propagation == space.callers_up(row.root)
+    assert space.deploy_variants([r for r in ROWS if r.kind != "K06"]) == []
+
+
+@pytest.mark.parametrize("index", range(len(space.DEPLOY_VARIANTS)))
+def test_a_failing_release_shows_a_footprint_other_answers_share(index: int) -> None:
+    """Each release variant, placed in a hard slot as a donor is, shows a shared footprint of the
+    table among whose answers it is (that is what it was added for), and the diagnostician, which
+    reads the deploy against the onset, finds it and rolls it back."""
+    variant = space.deploy_variants(ROWS)[index]
+    answer = footprints.answer_key(variant.root, variant.kind)
+    task = None
+    for lap in range(8):  # a release lands on its footprint in about half of its tries
+        try:
+            task = sets.donor_task(variant, SLOT, 101, "sre-abcdef-009", lap)
+            break
+        except sets.GenerationError:
+            continue
+    assert task is not None, variant.id
+    seen = footprints.footprint(task)
+    assert answer in footprints.table().answers.get(seen, ()), (variant.id, sorted(seen))
+    assert task.difficulty == "hard" and task.ground_truth.root_cause.service == variant.root
+    graded = grade_episode(play_episode(task, DiagnosticianAgent(), name="d").record())
+    assert graded.passed, variant.id
 
 
 def test_a_variant_is_the_donors_incident_on_the_hard_tier_under_the_slots_name() -> None:

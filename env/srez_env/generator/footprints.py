@@ -35,8 +35,9 @@ from srez_env.baselines.learners import signature
 from srez_env.task import Task
 
 MIN_ANSWERS: Final = 3
-"""How many answers a footprint must be shared by before a hard slot may aim for it. Three is what the space gives today: four or more answers share only the footprint of
-a failing auth (docs/environment.md §6.20)."""
+"""How many answers a footprint must be shared by before a hard slot may aim for it: a
+footprint of two leaves a learner one task of two. Each shared footprint has four or five
+answers today (docs/environment.md §6.20)."""
 RATE_FLOOR: Final = 0.1
 """The least share of its tries in which an answer must land on a footprint to count among its
 answers: a rarer one would take the generator that many more worlds to show it there."""

@@ -354,8 +354,8 @@ def _drawn(
         return None
     aim, target = aims[turn * len(hard) + hard.index(slot)]
     donors = {
-        footprints.answer_key(d.root, d.kind): d
-        for d in space.donors(slot, _fault_rows(rows), seed)
+        footprints.answer_key(*answer): mine
+        for answer, mine in space.answers(slot, _fault_rows(rows), seed).items()
     }
     others = [a for a in footprints.table().answers[aim] if a != target and a in donors]
     space.draws(seed, slot.id).shuffle(others)
@@ -368,7 +368,8 @@ def _drawn(
                 return None
             tried += 1
             try:
-                task = donor_task(donors[answer], slot, seed, task_id, lap)
+                mine = donors[answer]  # the tries go round the answer's rows
+                task = donor_task(mine[lap % len(mine)], slot, seed, task_id, lap)
             except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
                 continue
             if footprints.footprint(task) == aim:
