@@ -189,3 +189,24 @@ def test_the_backfill_takes_no_more_than_its_share_of_a_weak_cache() -> None:
         assert status_of(world_at_t0(task).snapshot(0))["cache"] == "healthy"
         seen.add(job.value == nominal)
     assert seen == {True, False}
+
+
+def test_a_try_aimed_at_a_footprint_keeps_only_a_world_that_shows_it() -> None:
+    """sets.donor_task with an aim passes over the worlds whose task shows another footprint
+    (before verifying them): payments' failing release, aimed at the footprint it makes, gives a
+    task with that footprint; aimed at the gateway's own degraded footprint, which it never makes,
+    it is refused with the generator's error and says why."""
+    release = next(r for r in space.deploy_variants(ROWS) if r.root == "payments")
+    table = footprints.table().answers
+    mine = next(seen for seen, answers in table.items() if "payments/K06" in answers)
+    other = next(seen for seen, answers in table.items() if "payments/K06" not in answers)
+    made = None
+    for lap in range(8):
+        try:
+            made = sets.donor_task(release, SLOT, 101, "sre-abcdef-009", lap, mine)
+            break
+        except sets.GenerationError:
+            continue
+    assert made is not None and footprints.footprint(made) == mine
+    with pytest.raises(sets.GenerationError, match="another footprint"):
+        sets.donor_task(release, SLOT, 101, "sre-abcdef-009", 0, other)

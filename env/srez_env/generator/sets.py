@@ -13,7 +13,7 @@ import functools
 import hashlib
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -39,6 +39,9 @@ RANGE_ATTEMPTS: Final = 10
 the one the fewest of them pass. Some faults cannot hide among healthy values (a retention that fills
 the disk, a timeout far below any dependency's latency): their hard tasks stay exposed, and the
 card reports the calibrator's share of the hard tier."""
+
+
+OFF_AIM: Final = "the incident shows another footprint than the slot aims for"
 
 
 class GenerationError(ValueError):
@@ -81,12 +84,14 @@ def realise(
     *,
     exposed_ok: bool = True,
     worlds: str | None = None,
+    accept: Callable[[Task], bool] | None = None,
 ) -> Task:
     """The row placed in the first of ``attempts`` worlds of ``set_seed`` in which it verifies.
     A world only range calibrators pass is kept, the least exposed of them, when no world is
     clean and ``exposed_ok``; otherwise it counts as failing. The worlds are drawn for the
     task's id, or for ``worlds`` when given (a donor of the incident space draws worlds of its
-    own, :func:`_drawn`).
+    own, :func:`_drawn`). With ``accept``, a world whose task it refuses is passed over before
+    the dear checks (a donor aimed at a footprint, :func:`_drawn`).
 
     The worlds are tried twice. First with every injected limit at its drawn share: a world in
     which the fault leaves the gateway SLO holding is refused by that check alone, before the
@@ -123,7 +128,11 @@ def realise(
                 spared.add(attempt)
                 last = [SLO_PROBLEM]
                 continue
-            task = _recalibrated(_with_drawn_noise(placed, seed), drawn=variant)
+            noisy = _with_drawn_noise(placed, seed)
+            if accept is not None and not accept(noisy):
+                last = [OFF_AIM]
+                continue
+            task = _recalibrated(noisy, drawn=variant)
             ranges = _references(set_seed) if len(exposed) < RANGE_ATTEMPTS else ()
             last = problems(task, ranges=ranges)
             if not last:
@@ -367,20 +376,27 @@ def _drawn(
             if tried == space.DONORS_TRIED:
                 return None
             tried += 1
+            mine = donors[answer]  # the tries go round the answer's rows
             try:
-                mine = donors[answer]  # the tries go round the answer's rows
-                task = donor_task(mine[lap % len(mine)], slot, seed, task_id, lap)
-            except (GenerationError, ValueError):  # no hard task in its worlds, or none at all
+                return donor_task(mine[lap % len(mine)], slot, seed, task_id, lap, aim)
+            except (GenerationError, ValueError):  # not in its worlds, or no hard task at all
                 continue
-            if footprints.footprint(task) == aim:
-                return task
     return None
 
 
-def donor_task(donor: matrix.Row, slot: matrix.Row, seed: int, task_id: str, lap: int) -> Task:
+def donor_task(
+    donor: matrix.Row,
+    slot: matrix.Row,
+    seed: int,
+    task_id: str,
+    lap: int,
+    aim: footprints.Footprint | None = None,
+) -> Task:
     """``donor``'s incident in hard ``slot`` of the set of ``seed``, in the worlds of its
     ``lap``-th try there (worlds of its own, so that donors tried on one slot are independent
-    samples). A donor only range calibrators pass is refused: another answer will hide.
+    samples): the first valid one, or with ``aim`` the first valid one that shows that
+    footprint (a world that shows another is passed over before it is verified, which is most
+    of a try's cost). A donor only range calibrators pass is refused: another answer will hide.
 
     Raises:
         GenerationError: no valid hard task in :data:`space.DONOR_WORLDS` worlds.
@@ -388,7 +404,10 @@ def donor_task(donor: matrix.Row, slot: matrix.Row, seed: int, task_id: str, lap
     """
     made = space.variant(donor, slot)
     worlds = f"{task_id}>{donor.id}>{lap}"
-    return realise(made, seed, task_id, space.DONOR_WORLDS, exposed_ok=False, worlds=worlds)
+    accept = None if aim is None else (lambda task: footprints.footprint(task) == aim)
+    return realise(
+        made, seed, task_id, space.DONOR_WORLDS, exposed_ok=False, worlds=worlds, accept=accept
+    )
 
 
 def _fault_rows(rows: Sequence[matrix.Row]) -> list[matrix.Row]:
