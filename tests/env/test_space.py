@@ -4,6 +4,8 @@ with a bystander's batch job when it brings no load of its own."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from srez_env.baselines.diagnostician import DiagnosticianAgent
@@ -69,7 +71,7 @@ def test_a_failing_release_is_drawn_on_the_gateway_and_payments() -> None:
     that root, a deploy at the onset and a rollback to the version the root ran before."""
     variants = space.deploy_variants(ROWS)
     assert [(r.root, r.versions[0]["props"]["error_rate"]) for r in variants] == [
-        (root, rate) for root, rate, _, _ in space.DEPLOY_VARIANTS
+        (root, rate) for root, rate in space.DEPLOY_VARIANTS
     ]
     assert len({r.id for r in space.incidents(ROWS)}) == len(space.incidents(ROWS))
     for row in variants:
@@ -147,7 +149,38 @@ def test_every_quiet_incident_gets_the_loudest_job_off_its_path() -> None:
 def test_a_variant_with_load_of_its_own_gets_no_job() -> None:
     donor = next(r for r in ROWS if r.decoy_effects)
     made = space.variant(donor, SLOT)
-    assert made.decoy_effects == donor.decoy_effects and made.decoy_events == donor.decoy_events
+    assert made.decoy_effects == donor.decoy_effects
+    own = len(donor.decoy_events)
+    assert made.decoy_events[:own] == donor.decoy_events
+    assert all(e["kind"] == "deploy" for e in made.decoy_events[own:])  # releases, no job
+
+
+def test_no_release_of_the_hard_tier_names_its_answer() -> None:
+    """Over the whole space (§6.20): a failing release ships a version and changelog from the
+    pools the harmless releases draw from, and a harmless release of a bystander follows it (so
+    it is never the newest deploy); every other incident gets a harmless release of its root
+    well before its onset (so a release on the failing service is no sign by itself). Only the
+    times against the onset tell."""
+    failing_seen = set()
+    for donor in space.incidents(ROWS):
+        made = space.variant(donor, SLOT)
+        deploys = {e["service"]: e for e in made.decoy_events if e["kind"] == "deploy"}
+        if donor.kind == "K06":
+            (version,) = [v for s, k, v in made.inject if k == "deploy.version"]
+            shipped = next(v for v in made.versions if v["version"] == version)
+            assert version in space.RELEASES[donor.root], donor.id
+            assert shipped["props"]["changelog"] in space.CHANGELOGS
+            assert shipped["minutes_before"] == made.onset
+            later = [e for s, e in deploys.items() if s != donor.root]
+            assert any(e["minutes_before"] < made.onset for e in later), donor.id
+            failing_seen.add(version)
+        elif donor.kind != "K05" and donor.root not in {v["service"] for v in donor.versions}:
+            release = deploys[donor.root]
+            assert release["value"] in space.RELEASES[donor.root], donor.id
+            before = release["minutes_before"]
+            assert before <= made.onset - 5 or made.onset + 10 <= before <= made.onset + 60
+    matrix_versions = {v["version"] for r in ROWS for v in r.versions}
+    assert failing_seen and not failing_seen & matrix_versions
 
 
 @pytest.mark.slow
@@ -210,3 +243,25 @@ def test_a_try_aimed_at_a_footprint_keeps_only_a_world_that_shows_it() -> None:
     assert made is not None and footprints.footprint(made) == mine
     with pytest.raises(sets.GenerationError, match="another footprint"):
         sets.donor_task(release, SLOT, 101, "sre-abcdef-009", 0, other)
+
+
+def test_a_sudden_incident_starts_when_its_slot_draws() -> None:
+    """A row's onset is the same in every set, and the page says since when the SLO is
+    breached: on the hard tier an incident that takes hold at once starts at a minute drawn for
+    its slot (space.ONSETS), its story moved with it (an expired certificate expires then, a
+    failing release ships then), so the page's time names no answer of a footprint."""
+    slots = [r for r in ROWS if r.tier == "H" and r.kind != "K00"]
+    low, high = space.ONSETS
+    for donor in space.incidents(ROWS):
+        if donor.kind not in space.SUDDEN_KINDS:
+            assert {space.variant(donor, slot).onset for slot in slots} == {donor.onset}
+            continue
+        onsets = set()
+        for slot in slots:
+            made = space.variant(donor, slot)
+            onsets.add(made.onset)
+            expiry = matrix.load().t0 - timedelta(minutes=made.onset)
+            assert all(c["not_after"] == expiry for c in made.certs), donor.id
+            if donor.kind == "K06":
+                assert any(v["minutes_before"] == made.onset for v in made.versions)
+        assert len(onsets) >= 6 and low <= min(onsets) and max(onsets) <= high, donor.id

@@ -364,8 +364,14 @@ def check_deploys(ev: Evidence) -> Verdict | Need | None:
         errors, qps = ev.metrics[s, "error_rate"], ev.metrics["db", "qps"]
         before_err, after_err = errors.before(stamp), errors.after(stamp)
         before_q, after_q = qps.before(stamp), qps.after(stamp)
-        rose = bool(before_err and after_err) and min(after_err[1:] or after_err) > max(
-            0.02, 2 * max(before_err)
+        after_low = min(after_err[1:] or after_err) if after_err else 0.0
+        # the errors rose at this deploy: higher after it than anywhere before it, and quiet
+        # in the minutes just before it (a release shipped once the errors had begun, or as
+        # they grew, is not their cause)
+        rose = (
+            bool(before_err and after_err)
+            and after_low > max(0.02, 2 * max(before_err))
+            and max(before_err[-3:]) < 0.5 * after_low
         )
         loaded = bool(before_q and after_q) and min(after_q[1:] or after_q) > 1.5 * max(before_q)
         if rose or loaded:

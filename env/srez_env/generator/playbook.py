@@ -91,6 +91,8 @@ def playbook(row: Row) -> list[Json]:
     """The required evidence of a row, with ids E1..En and the row's ``why`` overrides."""
     kind = _kinds()[row.kind]
     facts = {"root": row.root, "tier": row.tier, "hard": row.tier == "H"}
+    # a release that multiplies its queries (N+1) rather than failing its requests
+    facts["n_plus_one"] = any(float(v["props"].get("query_mult", 1)) > 1 for v in row.versions)
     facts["key"] = row.inject[0][1] if row.inject else None
     variant = next(v for v in kind["variants"] if _matches(v.get("when"), facts))
     templates = list(variant["evidence"])

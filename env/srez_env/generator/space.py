@@ -29,9 +29,10 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Final
 
-from srez_env.generator.matrix import BASE_VERSION, Json, Row
+from srez_env.generator.matrix import BASE_VERSION, DEPLOY_KINDS, Json, Row, load
 from srez_env.sim.scenario import world_at_t0
 from srez_env.task import Task
 from srez_env.world.topology import BASE_REPLICAS, EDGES
@@ -59,13 +60,35 @@ BACKFILL_SHARE: Final = 0.35
 """The most of the cache's idle capacity the backfill takes in a world (:func:`fit_backfill`):
 the cache's latency grows as 1/(1-u), so taking 35 % of what is idle leaves its p99 at most
 1/0.65, about 1.5 times its own, under the twice that makes a service degraded."""
-LATER_RELEASES: Final = (
-    ("auth", "3.0.3", "update translations"),
-    ("cache", "7.2.5", "update the allocator"),
-    ("db", "15.5", "minor release: bug fixes"),
+RELEASES: Final = {
+    "gateway": ("5.2.2", "5.2.3", "5.3.0"),
+    "auth": ("3.0.4", "3.0.5", "3.1.1"),
+    "payments": ("2.4.2", "2.4.3", "2.6.0"),
+    "cache": ("7.2.6", "7.2.7", "7.3.0"),
+    "db": ("15.5", "15.6", "15.7"),
+}
+"""The versions a release of the hard tier ships, failing or harmless, after each service's
+running one (none the matrix's rows ship: their versions would name them)."""
+CHANGELOGS: Final = (
+    "update translations",
+    "bump dependencies",
+    "move upstream calls to the new client pool",
+    "structured logging fields",
+    "finer latency buckets",
+    "shorter token cache refresh",
+    "retry budget per route",
+    "new idempotency store",
 )
-"""(service, release, changelog) of the harmless releases a failing release's variant gets after
-it (:func:`variant`), the first off the incident's path."""
+"""What the hard tier's releases say they change, failing or harmless alike."""
+ONSETS: Final = (12, 45)
+"""The least and most minutes before T0 a hard incident of :data:`SUDDEN_KINDS` starts."""
+SUDDEN_KINDS: Final = frozenset({"K01", "K02", "K03", "K04", "K06", "K08", "K10", "K11", "K12"})
+"""The kinds that fail requests from the minute they are injected (a wrong port, a certificate,
+a pool, a release, a resolver, a limit, a flag, a timeout), so their onset can be any: a leak, a
+disk, a cold cache or a CPU limit builds up from the onset its row was tuned for."""
+LATER_SERVICES: Final = ("auth", "cache", "db")
+"""Where an incident of the hard tier gets a harmless release of a bystander
+(:func:`_with_releases`): the first of these off the incident's path."""
 TYPICAL_PORT: Final = {"auth": 8080, "payments": 8080, "db": 5432, "cache": 6379}
 """The port each server listens on in the typical world, the matrix's terms."""
 
@@ -160,14 +183,10 @@ def port_variants(rows: Sequence[Row]) -> list[Row]:
     return out
 
 
-DEPLOY_VARIANTS: Final = (
-    ("gateway", 0.2, "5.3.0", "routing: move upstream calls to the new client pool"),
-    ("gateway", 0.7, "5.3.0", "routing: move upstream calls to the new client pool"),
-    ("payments", 0.7, "2.6.0", "charges: new idempotency store"),
-)
-"""(root, error rate, release, changelog) of the failing releases :func:`deploy_variants` adds:
-the gateway's at a fifth of its requests (degraded) and at seven tenths (down), and payments' at
-seven tenths (down). Each rate puts the release on a footprint three or more other answers make
+DEPLOY_VARIANTS: Final = (("gateway", 0.2), ("gateway", 0.7), ("payments", 0.7))
+"""(root, error rate) of the failing releases :func:`deploy_variants` adds: the gateway's at a
+fifth of its requests (degraded) and at seven tenths (down), and payments' at seven tenths
+(down). Each rate puts the release on a footprint three or more other answers make
 (docs/environment.md §6.20); auth's release of the matrix is on auth's already."""
 
 
@@ -190,7 +209,9 @@ def deploy_variants(rows: Sequence[Row]) -> list[Row]:
     if template is None:
         return []
     out: list[Row] = []
-    for service, rate, release, changelog in DEPLOY_VARIANTS:
+    for service, rate in DEPLOY_VARIANTS:
+        # the version and changelog are placeholders: a placed variant draws its own
+        release, changelog = RELEASES[service][-1], CHANGELOGS[0]
         running = BASE_VERSION[service]
         shipped = {
             "service": service,
@@ -252,15 +273,13 @@ def variant(donor: Row, slot: Row) -> Row:
     its worlds are the slot's), with a bystander's batch job when it brings no load of its own.
     Its calibration is what the calibrators compute (:func:`srez_env.generator.expand.build`
     with ``table=False``)."""
-    effects = donor.decoy_effects
-    events = donor.decoy_events
-    versions = donor.versions
     busy = set(donor.propagation) | {donor.root}
     # drawn from the pair alone, not the set: a pair's variant is one task everywhere (built
     # once per process), placed in each set's own worlds
     pair = f"{donor.id}>{slot.id}"
-    if donor.kind == "K06":
-        versions, events = _with_later_release(donor, busy, pair)
+    donor = _with_releases(_redrawn_onset(donor, pair), busy, pair)
+    effects = donor.decoy_effects
+    events = donor.decoy_events
     if not effects:
         free = [job for job in BYSTANDER_JOBS if job[0] not in busy]
         if free:
@@ -285,27 +304,115 @@ def variant(donor: Row, slot: Row) -> Row:
         tier="H",
         decoy_effects=effects,
         decoy_events=events,
-        versions=versions,
         calibration=(False, donor.calibration[1]),
         why={},
     )
 
 
-def _with_later_release(
-    donor: Row, busy: set[str], pair: str
-) -> tuple[tuple[Json, ...], tuple[Json, ...]]:
-    """``donor``'s releases and decoy events with a harmless release of a bystander (the first
-    of :data:`LATER_RELEASES` off the incident's path and not released already) between the
-    failing release and T0. Without it the failing release would be the newest deploy of the
-    history, and "roll back the newest deploy" would pass every failing release of the hard
-    tier with no diagnosis (the range calibrator's fallback, :mod:`srez_env.baselines.ranges`)."""
+def _redrawn_onset(donor: Row, pair: str) -> Row:
+    """``donor`` with its onset drawn for the pair from :data:`ONSETS` when its kind takes hold
+    at once (:data:`SUDDEN_KINDS`), its story's times moved with it: the failing release ships
+    at the new onset, an expired certificate expires then. A row's onset is the same in every
+    set, and the page says since when the SLO is breached, so the page's time would name the
+    row among the answers of its footprint."""
+    if donor.kind not in SUDDEN_KINDS:
+        return donor
+    low, high = ONSETS
+    onset = low + _rng(0, pair, "onset").randrange(high - low + 1)
+    expiry = load().t0 - timedelta(minutes=donor.onset)
+    return replace(
+        donor,
+        onset=onset,
+        versions=tuple(
+            {**v, "minutes_before": onset}
+            if v["service"] == donor.root and v["minutes_before"] == donor.onset
+            else v
+            for v in donor.versions
+        ),
+        certs=tuple(
+            {**c, "not_after": load().t0 - timedelta(minutes=onset)}
+            if c.get("not_after") == expiry
+            else c
+            for c in donor.certs
+        ),
+    )
+
+
+def _redrawn_release(donor: Row, pair: str) -> Row:
+    """``donor`` with its failing release's version and changelog drawn for the pair from
+    :data:`RELEASES` and :data:`CHANGELOGS`, which the harmless releases draw from too: a row's
+    own version and changelog are the same in every set, so a learner that read the deploy
+    history of published sets would name the failing release by them."""
+    rng = _rng(0, pair, "failing release")
+    version = rng.choice(RELEASES[donor.root])
+    changelog = rng.choice(CHANGELOGS)
+    failing = next(
+        (
+            v
+            for v in donor.versions
+            if v["service"] == donor.root
+            and donor.inject
+            and v["version"] == donor.injected("deploy.version")
+        ),
+        None,
+    )
+    if failing is None:
+        return donor
+    old = failing["version"]
+    drawn = {**failing, "version": version, "props": {**failing["props"], "changelog": changelog}}
+    return replace(
+        donor,
+        versions=tuple(drawn if v is failing else v for v in donor.versions),
+        inject=tuple(
+            (s, k, version if (s, k) == (donor.root, "deploy.version") else v)
+            for s, k, v in donor.inject
+        ),
+        decoy_events=tuple(
+            {**e, "value": version, "text": e["text"].replace(f"-> {old} ", f"-> {version} ")}
+            if e.get("kind") == "deploy" and e["service"] == donor.root and e.get("value") == old
+            else e
+            for e in donor.decoy_events
+        ),
+    )
+
+
+def _with_releases(donor: Row, busy: set[str], pair: str) -> Row:
+    """``donor`` with the releases every incident of the hard tier has, so that the deploy
+    history names no answer and only its times against the onset tell (§6.20):
+
+    * a failing release (:data:`DEPLOY_KINDS`) ships a version and changelog drawn from the
+      pools harmless releases draw from (:func:`_redrawn_release`);
+    * any other incident gets a harmless release of its root, 10 to 60 minutes before its
+      onset or after it as often: a release on the failing service, or a recent one, is no
+      sign by itself;
+    * every incident gets a harmless release of the first of :data:`LATER_SERVICES` off its
+      path, after the failing release when there is one. Without it a failing release was the
+      newest deploy of the history, and "roll back the newest deploy" (the range calibrator's
+      fallback, :mod:`srez_env.baselines.ranges`) passed it with no diagnosis."""
+    rng = _rng(0, pair, "release")
+    failing = donor.kind in DEPLOY_KINDS
+    if failing:
+        donor = _redrawn_release(donor, pair)
+    elif donor.root not in {v["service"] for v in donor.versions}:
+        # before the onset, or as often five minutes or more after it (the errors are there)
+        after = donor.onset >= 11 and rng.random() < 0.5
+        before = (
+            3 + rng.randrange(donor.onset - 8) if after else donor.onset + 10 + rng.randrange(51)
+        )
+        donor = _released(donor, donor.root, before, rng)
     released = {v["service"] for v in donor.versions}
-    free = [r for r in LATER_RELEASES if r[0] not in busy | released]
-    if not free or donor.onset < 8:
-        return donor.versions, donor.decoy_events
-    service, version, changelog = free[0]
-    before = 3 + _rng(0, pair, "release").randrange(donor.onset - 5)
-    running = BASE_VERSION[service]
+    free = [s for s in LATER_SERVICES if s not in busy | released]
+    if free and donor.onset >= 8:
+        # after the failing release, else anywhere in the hour and a half before T0
+        latest = donor.onset - 5 if failing else donor.onset + 60
+        donor = _released(donor, free[0], 3 + rng.randrange(latest), rng)
+    return donor
+
+
+def _released(donor: Row, service: str, before: int, rng: random.Random) -> Row:
+    """``donor`` with a harmless release of ``service`` ``before`` minutes before T0 (its
+    version and changelog drawn from :data:`RELEASES` and :data:`CHANGELOGS`)."""
+    version, changelog = rng.choice(RELEASES[service]), rng.choice(CHANGELOGS)
     shipped = {
         "service": service,
         "version": version,
@@ -316,10 +423,12 @@ def _with_later_release(
         "minutes_before": before,
         "service": service,
         "kind": "deploy",
-        "text": f"deploy {service} {running} -> {version} (changelog: {changelog})",
+        "text": f"deploy {service} {BASE_VERSION[service]} -> {version} (changelog: {changelog})",
         "value": version,
     }
-    return (*donor.versions, shipped), (*donor.decoy_events, event)
+    return replace(
+        donor, versions=(*donor.versions, shipped), decoy_events=(*donor.decoy_events, event)
+    )
 
 
 def fit_backfill(task: Task) -> Task:
