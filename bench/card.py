@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
+from bench import model_card
 from bench.model_card import LEDGER as MODEL_LEDGER
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env import agent_registry
@@ -148,7 +149,8 @@ def _model_line(ledger_path: Path, total: int) -> str:
     if not ledger_path.exists():
         return "Not measured yet: `make model-card` plays the canonical tasks a sitting at a time."
     ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
-    runs = ledger["runs"]
+    digests = model_card.task_digests()  # a grade of a task redrawn since is not quoted
+    runs = [run for run in ledger["runs"] if model_card.is_current(run, digests)]
     if not runs:
         return "Not measured yet: `make model-card` plays the canonical tasks a sitting at a time."
     settings = " ".join(f"`{k}={v}`" for k, v in sorted(ledger["settings"].items()))

@@ -9,10 +9,12 @@ not hold yet. The ledger is committed with the project, so the measurement goes 
 machines and sessions; ``make card`` quotes it (``docs/benchmark-card.md``, figure
 ``model-card``) with how many of the forty it covers.
 
-The ledger names what its grades depend on: the grade version, the canonical set's digest, the
-model file, the server's settings and the agent's. A ledger written under other values is never
-mixed with new runs and never deleted: the command stops and says so (``--restart`` moves it
-aside and starts again). A run that ended by a provider or harness failure is not a grade of the
+The ledger names what its grades depend on: the grade version, the model file, the server's
+settings and the agent's, and with each grade the digest of the task it grades. A ledger written
+under other settings is never mixed with new runs and never deleted: the command stops and says
+so (``--restart`` moves it aside and starts again). A grade of a task whose content has changed
+since (a redrawn canonical task) is no grade of today's task: it moves to the ledger's ``stale``
+list, kept with its digest, and the task is played again. A run that ended by a provider or harness failure is not a grade of the
 model: it is left out of the ledger and the command stops, naming the run.
 
     python -m bench.model_card [--minutes N] [--restart] [--ledger PATH]
@@ -54,10 +56,9 @@ class LedgerError(Exception):
 
 
 def identity() -> Json:
-    """What the ledger's grades depend on, besides the code of the model itself."""
+    """What all the ledger's grades depend on, besides the code of the model itself and each
+    grade's task (:func:`task_digests`)."""
     from srez_env.grade import GRADE_SCHEMA_VERSION
-    from srez_env.provenance import task_set_digest
-    from srez_env.tasks import load_tasks
 
     weights = model_path().read_bytes()
     return {
@@ -67,8 +68,15 @@ def identity() -> Json:
         "slug": MODEL,
         "settings": SETTINGS,
         "grade_version": GRADE_SCHEMA_VERSION,
-        "task_set_digest": task_set_digest(load_tasks()),
     }
+
+
+def task_digests() -> dict[str, str]:
+    """Each canonical task's digest, by id, in the set's order."""
+    from srez_env.provenance import task_digest
+    from srez_env.tasks import load_tasks
+
+    return {task.id: task_digest(task) for task in load_tasks()}
 
 
 def read_ledger(path: Path, expected: Json) -> Json:
@@ -81,6 +89,9 @@ def read_ledger(path: Path, expected: Json) -> Json:
     except (OSError, ValueError) as e:
         msg = f"{path} does not read ({e}); move it aside or run with --restart"
         raise LedgerError(msg) from e
+    if any("task_digest" not in run for run in ledger.get("runs", [])):
+        msg = f"{path} holds grades that name no task digest; run with --restart to move it aside"
+        raise LedgerError(msg)
     differ = sorted(k for k, v in expected.items() if ledger.get(k) != v)
     if differ:
         msg = (
@@ -97,6 +108,21 @@ def write_ledger(path: Path, ledger: Json) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, (json.dumps(ledger, indent=1, sort_keys=True) + "\n").encode())
+
+
+def is_current(run: Json, digests: dict[str, str]) -> bool:
+    """Whether ``run`` grades the task of its id as it is today."""
+    return bool(digests.get(run["task_id"]) == run["task_digest"])
+
+
+def set_aside_stale(ledger: Json, digests: dict[str, str]) -> list[Json]:
+    """Moves the grades of tasks that have changed since (or left the set) from ``runs`` to
+    ``stale``, where they are kept; returns them."""
+    stale = [run for run in ledger["runs"] if not is_current(run, digests)]
+    if stale:
+        ledger["runs"] = [run for run in ledger["runs"] if is_current(run, digests)]
+        ledger["stale"] = [*ledger.get("stale", []), *stale]
+    return stale
 
 
 def remaining(ledger: Json, task_ids: list[str]) -> list[str]:
@@ -147,9 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.minutes is not None and args.minutes <= 0:
         parser.error(f"--minutes must be above 0, got {args.minutes}")
-    from srez_env.tasks import load_tasks
-
-    task_ids = [t.id for t in load_tasks()]
+    digests = task_digests()
+    task_ids = list(digests)
     path: Path = args.ledger
     if args.restart and path.exists():
         aside = path.with_name(f"{path.stem}.{time.strftime('%Y%m%dT%H%M%S')}.json")
@@ -160,6 +185,14 @@ def main(argv: list[str] | None = None) -> int:
     except LedgerError as e:
         print(f"model-card: {e}", file=sys.stderr)
         return 2
+    stale = set_aside_stale(ledger, digests)
+    if stale:
+        write_ledger(path, ledger)
+        print(
+            "model-card: grades of tasks changed since they were played, kept under 'stale':"
+            f" {', '.join(run['task_id'] for run in stale)}; playing them again",
+            file=sys.stderr,
+        )
     todo = remaining(ledger, task_ids)
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     slowest = max((run["wall_s"] for run in ledger["runs"]), default=FIRST_GUESS_S)
@@ -178,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"model-card: {e}", file=sys.stderr)
                     return 1
                 slowest = max(slowest, wall)
-                run = {"task_id": task_id, "wall_s": round(wall, 1), "grade": grade}
+                run = {
+                    "task_id": task_id,
+                    "task_digest": digests[task_id],
+                    "wall_s": round(wall, 1),
+                    "grade": grade,
+                }
                 ledger["runs"].append(run)
                 write_ledger(path, ledger)
                 print(

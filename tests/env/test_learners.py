@@ -39,11 +39,17 @@ def test_the_signature_is_deterministic_and_reads_every_service() -> None:
     assert any(f.startswith("log:") for f in first) and "budget:40" in first
 
 
-def test_a_learner_fit_on_a_set_recalls_it() -> None:
+def test_a_learner_fit_on_a_set_recalls_it_where_its_features_tell_answers_apart() -> None:
     lookup = learners.PromptLookup().fit(TASKS)
-    assert all(lookup.predict(t) == learners.answer_of(t) for t in TASKS)
+    answers_of_prompt: dict[str, set[Answer]] = {}
+    for task in TASKS:
+        answers_of_prompt.setdefault(learners.prompt_key(task), set()).add(learners.answer_of(task))
+    told_apart = [t for t in TASKS if len(answers_of_prompt[learners.prompt_key(t)]) == 1]
+    assert all(lookup.predict(t) == learners.answer_of(t) for t in told_apart)
+    assert len(told_apart) >= 36  # a lookup fit on the set it is scored on is near perfect
     got = learners.score(lookup, TASKS, "lookup")
-    assert (got.hard_passed, got.hard) == (14, 14)
+    assert got.hard == 14
+    assert got.hard_passed >= sum(t.difficulty == "hard" for t in told_apart)
     nearest = learners.NearestSignature().fit(TASKS)
     assert learners.score(nearest, TASKS, "nearest").hard_passed >= 7
 

@@ -68,7 +68,7 @@ def generated() -> list[Task]:
 def test_every_limit_kind_has_reference_fixes_that_set_a_limit(generated: list[Task]) -> None:
     canonical = [BY_ID[i] for i in LIMIT_FIX_IDS]
     assert {t.fault_kind for t in canonical} == set(LIMIT_KINDS)
-    assert len(canonical) == 16 and sum(t.difficulty == "hard" for t in canonical) == 4
+    assert len(canonical) == 15 and sum(t.difficulty == "hard" for t in canonical) == 3
     assert all(rk.limit_fixes(t) for t in generated)
     assert {t.fault_kind for t in generated} == set(LIMIT_KINDS)
 

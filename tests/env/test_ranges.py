@@ -36,7 +36,7 @@ def _snap(pool: int, port: int, flag: bool) -> Snapshot:
 
 
 def test_learning_leaves_each_tasks_injected_keys_out_and_ties_keys_to_kinds() -> None:
-    injected = next(t for t in TASKS if t.fault_kind == "conn_pool_exhaustion")
+    injected = next(t for t in TASKS if t.id == "sre-007")  # payments' pool exhausted
     healthy = next(t for t in TASKS if t.fault_kind == "none")
     learnt = ranges.summarise(
         [

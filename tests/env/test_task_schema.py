@@ -18,7 +18,9 @@ import pytest
 import yaml
 
 from conftest import typical
+from srez_env.baselines import learners
 from srez_env.errors import EnvError, TaskError
+from srez_env.generator import footprints, matrix, sets
 from srez_env.generator.pager import CLOSINGS, TITLES, Page, page
 from srez_env.task import (
     FAULT_KINDS,
@@ -52,6 +54,18 @@ def tasks() -> dict[str, Task]:
     return {t.id: t for t in load_tasks()}
 
 
+@pytest.fixture(scope="module")
+def rows(tasks: dict[str, Task]) -> dict[str, Task]:
+    """The design table of §4: each row of the matrix in its canonical world. The canonical set
+    holds these tasks, but in its hard fault slots, which draw their incidents from the space
+    (§6.20) as every set's do."""
+    drawn = {r.id: r for r in matrix.load().rows if r.tier == "H" and r.kind != "K00"}
+    return {
+        task_id: sets.realise(drawn[task_id], sets.CANONICAL_SEED) if task_id in drawn else task
+        for task_id, task in tasks.items()
+    }
+
+
 def packaged_dict(task_id: str) -> dict[str, Any]:
     text = (resources.files("srez_env.tasks") / f"{task_id}.yaml").read_text(encoding="utf-8")
     data: dict[str, Any] = yaml.safe_load(text)
@@ -78,20 +92,44 @@ def test_difficulty_tiers_are_12_14_14(tasks: dict[str, Task]) -> None:
     assert tiers == {"easy": 12, "medium": 14, "hard": 14}
 
 
-def test_every_fault_kind_appears_two_or_three_times(tasks: dict[str, Task]) -> None:
-    kinds = Counter(t.fault_kind for t in tasks.values())
+def test_every_fault_kind_appears_two_or_three_times(
+    rows: dict[str, Task], tasks: dict[str, Task]
+) -> None:
+    kinds = Counter(t.fault_kind for t in rows.values())
     assert set(kinds) == set(FAULT_KINDS)
     assert kinds["none"] == 2
     for kind in FAULT_KINDS[:-1]:
         assert 2 <= kinds[kind] <= 3, kind
+    # the easy and medium slots keep their rows, so every kind stays in the canonical set
+    assert {t.fault_kind for t in tasks.values()} == set(FAULT_KINDS)
 
 
-def test_root_service_totals(tasks: dict[str, Task]) -> None:
-    roots = Counter(t.ground_truth.root_cause.service for t in tasks.values())
+def test_root_service_totals(rows: dict[str, Task]) -> None:
+    roots = Counter(t.ground_truth.root_cause.service for t in rows.values())
     assert roots == {"gateway": 6, "auth": 7, "payments": 13, "db": 7, "cache": 5, "none": 2}
 
 
-def test_difficulty_profiles(tasks: dict[str, Task]) -> None:
+def test_the_canonical_hard_tier_is_drawn_from_the_space(
+    rows: dict[str, Task], tasks: dict[str, Task]
+) -> None:
+    """Like any set's, the canonical set's hard fault slots hold incidents of the space (§6.20),
+    each showing a T0 footprint that other answers share, so its id, title and place in the set
+    name no answer: most are not their slot's row."""
+    hard = [t for t in tasks.values() if t.difficulty == "hard" and t.fault_kind != "none"]
+    assert len(hard) == 13
+    table = footprints.table()
+    code = {name: kind for kind, name in matrix.load().kind_name.items()}
+    for task in hard:
+        shown = footprints.footprint(task)
+        root = task.ground_truth.root_cause.service
+        answer = footprints.answer_key(root, code[task.fault_kind])
+        assert answer in table.answers[shown] and len(table.answers[shown]) >= 2, task.id
+        assert task.noise.fault_lines == "generic", task.id
+    moved = [t.id for t in hard if learners.answer_of(t) != learners.answer_of(rows[t.id])]
+    assert len(moved) >= 10, moved
+
+
+def test_difficulty_profiles(tasks: dict[str, Task], rows: dict[str, Task]) -> None:
     # one step budget for every tier: a budget that grew with the tier would tell the agent it
     profile = {"easy": (40, "all", 3), "medium": (40, "edge", 5), "hard": (40, "edge", 8)}
     for task in tasks.values():
@@ -104,6 +142,7 @@ def test_difficulty_profiles(tasks: dict[str, Task]) -> None:
         ), task.id
         if noise.log_dedup:
             assert task.difficulty == "hard", task.id
+    for task in rows.values():  # the design's rows; a drawn incident takes its own oracle's
         if task.fault_kind != "none":
             assert 6 <= task.expert_steps <= 8, task.id
         else:
@@ -250,8 +289,8 @@ def test_briefs_read_like_pages_and_hide_the_cause(tasks: dict[str, Task]) -> No
                 assert not re.search(rf"\b{word}\b", text), (task.id, word)
 
 
-def test_fault_event_follows_the_difficulty_profile(tasks: dict[str, Task]) -> None:
-    for task in tasks.values():
+def test_fault_event_follows_the_difficulty_profile(rows: dict[str, Task]) -> None:
+    for task in rows.values():
         event = task.noise.fault_event
         if task.fault_kind in ("none", "expired_tls_cert"):
             assert event == "hidden", task.id  # no fault event exists (§6.9)
@@ -333,8 +372,8 @@ def test_sre_007_matches_section_4() -> None:
     assert t.expert_steps == 6
 
 
-def test_sre_025_matches_section_4(tasks: dict[str, Task]) -> None:
-    t = tasks["sre-025"]
+def test_sre_025_matches_section_4(rows: dict[str, Task]) -> None:
+    t = rows["sre-025"]
     assert (t.seed, t.difficulty, t.noise.alert_scope, t.noise.fault_event) == (
         1883978227,
         "hard",

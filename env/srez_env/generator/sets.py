@@ -1,8 +1,9 @@
 """Task sets: the canonical 40 and fresh variants on demand (docs/environment.md §6.15).
 
-Every task of a set is a row of the matrix placed in a world drawn from the set's seed; a world
-in which the row's incident does not pass :func:`srez_env.generator.verify.problems` is refused
-and the next one is drawn. A set is reproducible from (:data:`GENERATOR`, seed): the canonical
+Every task of a set fills a slot of the matrix: an easy or medium slot, or a control, with its own
+row, a hard fault slot with an incident drawn from the space (§6.20); each is placed in a world
+drawn from the set's seed, and a world in which the incident does not pass
+:func:`srez_env.generator.verify.problems` is refused and the next one is drawn. A set is reproducible from (:data:`GENERATOR`, seed): the canonical
 set is the one of :data:`CANONICAL_SEED`, and a held-out set is any set generated from a seed
 that is not disclosed.
 """
@@ -247,8 +248,12 @@ def _renamed(task: Task, task_id: str) -> Task:
 
 
 def canonical(rows: Sequence[matrix.Row] | None = None, seed: int = CANONICAL_SEED) -> list[Task]:
-    """The public set: every row of the matrix (or ``rows``) in its own world."""
-    return [realise(row, seed) for row in (matrix.load().rows if rows is None else rows)]
+    """The public set: every slot of the matrix (or ``rows``) in the matrix's order, each task
+    named by its slot (``sre-NNN``). Like any set's, its hard fault tasks are drawn from the
+    space (:func:`realise_slot`), so a hard task's id, title and position name no answer; the
+    other slots hold their own row."""
+    chosen = matrix.load().rows if rows is None else rows
+    return [realise_slot(row, chosen, seed, row.id) for row in chosen]
 
 
 def set_tag(seed: int) -> str:
@@ -343,7 +348,7 @@ def realise_slot(
     Raises:
         GenerationError: the slot's own row has no valid world either.
     """
-    if slot.tier == "H" and slot.kind != "K00" and seed != CANONICAL_SEED:
+    if slot.tier == "H" and slot.kind != "K00":
         drawn = _drawn(slot, rows, seed, task_id, turn)
         if drawn is not None:
             return drawn

@@ -20,6 +20,7 @@ from web_kit import (
     console_errors,
     hostile_run,
     real_results,
+    reference_edit,
     wait_css,
     wait_until,
 )
@@ -82,10 +83,9 @@ def test_browse_filter_and_read_a_run(
     assert browser.find_element(By.ID, "task").text == "sre-011 (hard)"
     browser.find_element(By.ID, "more-details").click()
     assert "the gateway SLO has been breached" in browser.find_element(By.ID, "details").text
-    assert [c.get_attribute("data-path") for c in wait_css(browser, "#changes .card")] == [
-        "db/db.conf"
-    ]
-    assert "max_connections" in browser.find_element(By.CSS_SELECTOR, "#changes .diff .add").text
+    path, value = reference_edit("sre-011")
+    assert [c.get_attribute("data-path") for c in wait_css(browser, "#changes .card")] == [path]
+    assert value in browser.find_element(By.CSS_SELECTOR, "#changes .diff .add").text
     browser.find_element(By.CSS_SELECTOR, "button[data-side='truth']").click()
     assert "REFERENCE FIX" in wait_css(browser, ".banner")[0].text
     browser.find_element(By.CSS_SELECTOR, "button[data-side='split']").click()

@@ -22,6 +22,7 @@ from web_kit import (
     SLOW_AGENT,
     hostile_run,
     real_results,
+    reference_edit,
     signed_in,
     ticket_for,
 )
@@ -274,7 +275,7 @@ async def test_a_run_shows_its_dialog_diff_truth_and_grade(
     assert all(item["status"] == "success" for item in dialog["items"] if item["kind"] == "tool")
     changes = view["changes"]
     assert changes["sides"] == ["agent", "truth", "split"]
-    assert [c["path"] for c in changes["agent"]["cards"]] == ["db/db.conf"]
+    assert [c["path"] for c in changes["agent"]["cards"]] == [reference_edit("sre-011")[0]]
     assert (
         changes["truth"]["raw"]
         == (next(root.glob(f"*/*/*/{run_id}")) / "reference.patch").read_text()
@@ -409,9 +410,11 @@ async def test_compare_two_agents_on_one_task(
     assert [c["states"][1] for c in both["checks"]] == [
         c["state"] for c in alone["evaluation"]["checks"]
     ]
-    assert {"path": "db/db.conf", "sides": ["M +1 -1", both["files"][0]["sides"][1]]} in both[
-        "files"
-    ]
+    edited = {
+        "path": reference_edit("sre-011")[0],
+        "sides": ["M +1 -1", both["files"][0]["sides"][1]],
+    }
+    assert edited in both["files"]
     async with session.get("/api/compare", params={"a": scripted, "b": HOSTILE_ID}) as r:
         assert (await r.json())["same_task"] is False
 

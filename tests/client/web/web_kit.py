@@ -36,6 +36,15 @@ ESCAPES: Final = "\x1b[2J\x1b]0;pwned\x07\u202eevil"
 PAYLOAD: Final = f"{SCRIPT} {IMG} [click](javascript:window.__pwned=3) {ESCAPES}"
 
 
+def reference_edit(task_id: str) -> tuple[str, str]:
+    """The one config file the task's reference fix edits, as a run's diff names it, and the
+    value it writes (the scripted agent plays that fix)."""
+    (task,) = load_tasks([task_id])
+    (edit,) = [a for a in task.reference_fix if a.tool == "set_config"]
+    service = str(edit.args["service"])
+    return f"{service}/{service}.conf", str(edit.args["value"])
+
+
 def real_results(
     root: Path, *, tasks: tuple[str, ...] = TASKS, agents: tuple[str, ...] = AGENTS
 ) -> list[str]:
