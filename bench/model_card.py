@@ -14,8 +14,9 @@ settings and the agent's, and with each grade the digest of the task it grades. 
 under other settings is never mixed with new runs and never deleted: the command stops and says
 so (``--restart`` moves it aside and starts again). A grade of a task whose content has changed
 since (a redrawn canonical task) is no grade of today's task: it moves to the ledger's ``stale``
-list, kept with its digest, and the task is played again. A run that ended by a provider or harness failure is not a grade of the
-model: it is left out of the ledger and the command stops, naming the run.
+list, kept with its digest, and the task is played again. A run that ended by a provider or
+harness failure is not a grade of the model: it is left out of the ledger and the command stops,
+naming the run.
 
     python -m bench.model_card [--minutes N] [--restart] [--ledger PATH]
 

@@ -3,9 +3,10 @@
 Every task of a set fills a slot of the matrix: an easy or medium slot, or a control, with its own
 row, a hard fault slot with an incident drawn from the space (§6.20); each is placed in a world
 drawn from the set's seed, and a world in which the incident does not pass
-:func:`srez_env.generator.verify.problems` is refused and the next one is drawn. A set is reproducible from (:data:`GENERATOR`, seed): the canonical
-set is the one of :data:`CANONICAL_SEED`, and a held-out set is any set generated from a seed
-that is not disclosed.
+:func:`srez_env.generator.verify.problems` is refused and the next one is drawn. A set is
+reproducible from (:data:`GENERATOR`, seed): the canonical set is the one of
+:data:`CANONICAL_SEED`, and a held-out set is any set generated from a seed that is not
+disclosed.
 """
 
 from __future__ import annotations
