@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Final
 
 from bench import model_card
-from bench.model_card import LEDGER as MODEL_LEDGER
 from srez_client.results.report import Report, build_report, leaderboard_table
 from srez_env import agent_registry
 from srez_env.agents import make_agent
@@ -186,7 +185,7 @@ def figures(*, at_scale: bool = True) -> dict[str, str]:
         out[f"tasks-{name}"] = _tasks_line(tasks)
         out[f"calibration-{name}"] = _calibration_line(tasks, other, other_name)
         out[f"learners-{name}"] = _learners_line(tasks, other, other_name)
-    out["model-card"] = _model_line(MODEL_LEDGER, len(canonical))
+    out["model-card"] = _model_line(model_card.LEDGER, len(canonical))
     if at_scale:
         from bench import card_scale  # imports this module: loaded when the figure is measured
 
